@@ -1,0 +1,22 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers, each a module; dependencies point down (see docs/ARCHITECTURE.md).
+let package = Package(
+    name: "DotSafe",
+    products: [
+        .executable(name: "dotsafe", targets: ["dotsafe"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
+                       providers: [.apt(["libfuse3-dev"])]),
+        .target(name: "VaultCrypto", dependencies: ["CLibCrypto"]),
+        .target(name: "DotSafeCLI", dependencies: ["VaultCrypto"]),
+        .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
+        .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
+                    resources: [.copy("Vectors")]),
+    ],
+    swiftLanguageModes: [.v6]
+)
