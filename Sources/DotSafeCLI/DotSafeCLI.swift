@@ -98,7 +98,6 @@ public enum DotSafeCLI {
                 parsed = try CommandLineParser.parse(arguments, signature: signature)
             } catch {
                 guard asksForHelp(arguments) else { throw error }
-                parsed = ParsedArguments()
                 standardOutput.write(command.help)
                 return 0
             }
