@@ -15,6 +15,7 @@ let package = Package(
         .target(name: "VaultCrypto", dependencies: ["CLibCrypto"]),
         .target(name: "DotSafeCLI", dependencies: ["VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
+        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
                     resources: [.copy("Vectors")]),
     ],
