@@ -13,6 +13,7 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
         .target(name: "VaultCrypto", dependencies: ["CLibCrypto"]),
+        .target(name: "VaultFormat"),
         .target(name: "DotSafeCLI", dependencies: ["VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),

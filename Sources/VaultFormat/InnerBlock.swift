@@ -1,0 +1,35 @@
+/// The encrypted inner block of an envelope (docs/FORMAT.md §4): a small header, then `length`
+/// bytes of body and random padding up to `Format.payloadSize`.
+public struct InnerBlock: Sendable {
+    public enum Kind: UInt8, Sendable { case indexRoot = 1, indexPage = 2, chunk = 3 }
+
+    /// Builds the plaintext of an inner block. `padding` supplies the random bytes after the body.
+    public static func encode(kind: Kind, body: ArraySlice<UInt8>, padding: (Int) throws -> [UInt8]) rethrows -> [UInt8] {
+        precondition(body.count <= Format.payloadSize, "inner block body too large")
+        var writer = ByteWriter(capacity: Format.innerBlockSize)
+        writer.u8(Format.version)
+        writer.u8(kind.rawValue)
+        writer.u16(0)
+        writer.u32(UInt32(body.count))
+        writer.raw(body)
+        var bytes = writer.bytes
+        let fill = Format.payloadSize - body.count
+        if fill > 0 { bytes.append(contentsOf: try padding(fill)) }
+        return bytes
+    }
+
+    /// Checks the header of an opened inner block and returns its body.
+    public static func decode(_ plaintext: [UInt8], expecting kind: Kind) throws -> ArraySlice<UInt8> {
+        guard plaintext.count == Format.innerBlockSize else { throw FormatError.truncated("inner block") }
+        var reader = ByteReader(plaintext, context: "inner block")
+        let version = try reader.u8()
+        if version > Format.version { throw FormatError.newerVersion(found: version) }
+        guard version == Format.version else { throw FormatError.invalid("inner block version \(version)") }
+        let found = try reader.u8()
+        guard found == kind.rawValue else { throw FormatError.invalid("inner block kind \(found), expected \(kind.rawValue)") }
+        guard try reader.u16() == 0 else { throw FormatError.invalid("inner block reserved bytes") }
+        let length = Int(try reader.u32())
+        guard length <= Format.payloadSize else { throw FormatError.invalid("inner block length \(length)") }
+        return try reader.slice(length)
+    }
+}

@@ -1,0 +1,21 @@
+/// Every HKDF info string and every seal label of docs/FORMAT.md §2, as bytes, in one place.
+/// One purpose per key (R-SEC-1): never reuse a label for something new; add one.
+public enum Label {
+    public static let locator = bytes("DotSafe v1 locator")
+    public static let indexKey = bytes("DotSafe v1 index key")
+    public static let namesKey = bytes("DotSafe v1 file names")
+    public static let pageKey = bytes("DotSafe v1 index page key")
+    public static let subkey = bytes("DotSafe v1 subkey")
+    public static let indexName = bytes("DotSafe v1 index name")
+    public static let fileName = bytes("DotSafe v1 file name")
+    /// Location of the storage on this device; a remote copy uses another (R-SYN).
+    public static let localLocation = bytes("local")
+
+    public static let sealIndexRoot = bytes("DotSafe v1 index root")
+    public static let sealIndexPage = bytes("DotSafe v1 index page")
+    public static let sealChunk = bytes("DotSafe v1 chunk")
+    public static let sealMember = bytes("DotSafe v1 member")
+    public static let sealKeyringExport = bytes("DotSafe v1 keyring export")
+
+    static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+}
