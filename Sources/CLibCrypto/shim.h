@@ -12,8 +12,10 @@
 #include <openssl/err.h>
 #include <openssl/core_names.h>
 #include <openssl/params.h>
+#include <openssl/proverr.h>   // PROV_R_* reasons: tells a low-order X25519 point from other failures
 #include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>       // getrandom(2): not part of Swift's Glibc module
 
 // prctl(2) is variadic, so Swift cannot call it: these wrap the two uses DotSafe has.
 // Returns 0 on success, -1 with errno set.

@@ -1,0 +1,207 @@
+import CLibCrypto
+
+/// AES-256-GCM, the only cipher DotSafe uses for data at rest.
+///
+/// Sizes are constants of the code, never read from input: OpenSSL would accept a shorter tag or
+/// another nonce length if asked, so a corrupted or hostile file must never be able to ask.
+/// The wire form is `ciphertext || tag`, so one buffer per chunk suffices.
+///
+/// Nonces are the caller's job; reusing one under the same key breaks GCM completely. DotSafe
+/// derives a fresh key per chunk, so a random 96-bit nonce is safe.
+public enum AESGCM {
+    public static let keySize = 32
+    public static let nonceSize = 12
+    public static let tagSize = 16
+
+    /// Returns ciphertext || tag (tag appended).
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        try plaintext.withUnsafeBytes { try sealedArray(plaintext: $0, key: key, nonce: nonce, aad: aad) }
+    }
+
+    /// As `seal(_:key:nonce:aad:)`, for plaintext that is a piece of a larger buffer.
+    public static func seal(_ plaintext: ArraySlice<UInt8>, key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        try plaintext.withUnsafeBytes { try sealedArray(plaintext: $0, key: key, nonce: nonce, aad: aad) }
+    }
+
+    /// Appends ciphertext || tag to `output`, so a block file's header and its sealed payload end
+    /// up in one buffer without a second copy of the payload. On failure `output` is unchanged.
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                            appendingTo output: inout [UInt8]) throws {
+        try plaintext.withUnsafeBytes { try append(plaintext: $0, key: key, nonce: nonce, aad: aad, to: &output) }
+    }
+
+    /// As `seal(_:key:nonce:aad:appendingTo:)`, for plaintext that is a piece of a larger buffer.
+    public static func seal(_ plaintext: ArraySlice<UInt8>, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                            appendingTo output: inout [UInt8]) throws {
+        try plaintext.withUnsafeBytes { try append(plaintext: $0, key: key, nonce: nonce, aad: aad, to: &output) }
+    }
+
+    /// Takes ciphertext || tag. Verifies the tag (EVP_DecryptFinal_ex) before returning anything; on
+    /// failure wipes any partial plaintext and throws .authenticationFailed. Input shorter than
+    /// tagSize -> authenticationFailed.
+    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        try sealed.withUnsafeBytes { try openedArray(sealed: $0, key: key, nonce: nonce, aad: aad) }
+    }
+
+    /// As `open(_:key:nonce:aad:)`, without copying the sealed bytes out of a larger buffer (a whole
+    /// block file read from disk, say).
+    public static func open(_ sealed: ArraySlice<UInt8>, key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
+        try sealed.withUnsafeBytes { try openedArray(sealed: $0, key: key, nonce: nonce, aad: aad) }
+    }
+
+    // MARK: - Buffer management
+
+    private static func sealedArray(plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8],
+                                    aad: [UInt8]) throws -> [UInt8] {
+        let sealedCount = plaintext.count + tagSize
+        // Uninitialised capacity: the cipher writes every byte, so zero-filling first would be waste.
+        return try [UInt8](unsafeUninitializedCapacity: sealedCount) { buffer, initialized in
+            try encrypt(plaintext, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = sealedCount
+        }
+    }
+
+    private static func append(plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                               to output: inout [UInt8]) throws {
+        let start = output.count
+        output.reserveCapacity(start + plaintext.count + tagSize)
+        output.append(contentsOf: repeatElement(0, count: plaintext.count + tagSize))
+        do {
+            try output.withUnsafeMutableBytes { all in
+                try encrypt(plaintext, key: key, nonce: nonce, aad: aad,
+                            into: UnsafeMutableRawBufferPointer(rebasing: all[start...]))
+            }
+        } catch {
+            output.removeSubrange(start...)
+            throw error
+        }
+    }
+
+    private static func openedArray(sealed: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8],
+                                    aad: [UInt8]) throws -> [UInt8] {
+        guard sealed.count >= tagSize else {
+            try checkSizes(key: key, nonce: nonce)
+            throw CryptoError.authenticationFailed
+        }
+        let plaintextCount = sealed.count - tagSize
+        return try [UInt8](unsafeUninitializedCapacity: plaintextCount) { buffer, initialized in
+            try decrypt(sealed, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = plaintextCount
+        }
+    }
+
+    // MARK: - OpenSSL
+
+    private static func checkSizes(key: SecretBytes, nonce: [UInt8]) throws {
+        guard key.count == keySize else { throw CryptoError.invalidKeySize(expected: keySize, actual: key.count) }
+        guard nonce.count == nonceSize else {
+            throw CryptoError.invalidInput("AES-GCM nonce must be \(nonceSize) bytes, got \(nonce.count)")
+        }
+    }
+
+    /// Sets cipher, nonce length and then key and nonce on a fresh context.
+    private static func start(_ context: OpaquePointer, encrypting: Bool, key: SecretBytes, nonce: [UInt8]) throws {
+        let cipher = try aes256GCM.cipher()
+        let mode: Int32 = encrypting ? 1 : 0
+        try OpenSSLCall.check(EVP_CipherInit_ex(context, cipher, nil, nil, nil, mode), "EVP_CipherInit_ex")
+        try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceSize), nil),
+                              "EVP_CIPHER_CTX_ctrl(EVP_CTRL_GCM_SET_IVLEN)")
+        try key.withUnsafeBytes { key in
+            try nonce.withUnsafeBytes { nonce in
+                try OpenSSLCall.check(
+                    EVP_CipherInit_ex(context, nil, nil, key.bindMemory(to: UInt8.self).baseAddress,
+                                      nonce.bindMemory(to: UInt8.self).baseAddress, mode),
+                    "EVP_CipherInit_ex")
+            }
+        }
+    }
+
+    private static func authenticate(_ context: OpaquePointer, aad: [UInt8]) throws {
+        guard !aad.isEmpty else { return }
+        try aad.withUnsafeBytes { try update(context, input: $0, output: nil) }
+    }
+
+    /// Feeds `input` through the cipher (or, with no output, as associated data) in pieces that fit
+    /// OpenSSL's `int` lengths.
+    private static func update(_ context: OpaquePointer, input: UnsafeRawBufferPointer,
+                               output: UnsafeMutableRawPointer?) throws {
+        guard let base = input.baseAddress, input.count > 0 else { return }
+        let maxStep = 1 << 30
+        var done = 0
+        while done < input.count {
+            let step = min(input.count - done, maxStep)
+            var written: Int32 = 0
+            let out = output.map { ($0 + done).assumingMemoryBound(to: UInt8.self) }
+            try OpenSSLCall.check(
+                EVP_CipherUpdate(context, out, &written, (base + done).assumingMemoryBound(to: UInt8.self), Int32(step)),
+                "EVP_CipherUpdate")
+            guard Int(written) == step else { throw OpenSSLCall.failure("EVP_CipherUpdate") }
+            done += step
+        }
+    }
+
+    private static func encrypt(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                                into sealed: UnsafeMutableRawBufferPointer) throws {
+        try checkSizes(key: key, nonce: nonce)
+        precondition(sealed.count == plaintext.count + tagSize)
+        let context = try OpenSSLCall.check(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
+        defer { EVP_CIPHER_CTX_free(context) }  // the provider clears its key schedule on free
+        try start(context, encrypting: true, key: key, nonce: nonce)
+        try authenticate(context, aad: aad)
+        try update(context, input: plaintext, output: sealed.baseAddress)
+        let tag = sealed.baseAddress! + plaintext.count
+        var finalCount: Int32 = 0
+        try OpenSSLCall.check(EVP_EncryptFinal_ex(context, tag.assumingMemoryBound(to: UInt8.self), &finalCount),
+                              "EVP_EncryptFinal_ex")
+        guard finalCount == 0 else { throw OpenSSLCall.failure("EVP_EncryptFinal_ex") }
+        try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tagSize), tag),
+                              "EVP_CIPHER_CTX_ctrl(EVP_CTRL_GCM_GET_TAG)")
+    }
+
+    /// Decrypts into `plaintext` and verifies the tag; on any failure the output is zeroed first.
+    private static func decrypt(_ sealed: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                                into plaintext: UnsafeMutableRawBufferPointer) throws {
+        try checkSizes(key: key, nonce: nonce)
+        precondition(sealed.count == plaintext.count + tagSize)
+        let context = try OpenSSLCall.check(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
+        defer { EVP_CIPHER_CTX_free(context) }
+        do {
+            try start(context, encrypting: false, key: key, nonce: nonce)
+            try authenticate(context, aad: aad)
+            try update(context, input: UnsafeRawBufferPointer(rebasing: sealed[..<plaintext.count]),
+                       output: plaintext.baseAddress)
+            // OpenSSL copies the expected tag; the cast only satisfies ctrl's `void *`.
+            let tag = UnsafeMutableRawPointer(mutating: sealed.baseAddress! + plaintext.count)
+            try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tagSize), tag),
+                                  "EVP_CIPHER_CTX_ctrl(EVP_CTRL_GCM_SET_TAG)")
+            var finalCount: Int32 = 0
+            let verified = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { scratch in
+                EVP_DecryptFinal_ex(context, scratch.baseAddress, &finalCount)
+            }
+            guard verified == 1, finalCount == 0 else {
+                ERR_clear_error()
+                throw CryptoError.authenticationFailed
+            }
+        } catch {
+            if let base = plaintext.baseAddress, plaintext.count > 0 { OPENSSL_cleanse(base, plaintext.count) }
+            throw error
+        }
+    }
+}
+
+/// The AES-256-GCM implementation, fetched from the default provider once: an implicit fetch
+/// on every `EVP_CipherInit_ex` costs a name lookup under a lock per chunk.
+private let aes256GCM = FetchedCipher(name: "AES-256-GCM")
+
+/// `@unchecked Sendable` holds because a fetched `EVP_CIPHER` is immutable and reference counted,
+/// and OpenSSL documents fetched algorithm objects as safe to share between threads.
+private final class FetchedCipher: @unchecked Sendable {
+    private let pointer: OpaquePointer?
+
+    init(name: String) { pointer = EVP_CIPHER_fetch(nil, name, nil) }
+
+    func cipher() throws -> OpaquePointer {
+        guard let pointer else { throw CryptoError.library("EVP_CIPHER_fetch") }
+        return pointer
+    }
+}

@@ -1,0 +1,69 @@
+import CLibCrypto
+import Glibc
+
+/// Owns one anonymous private mapping that holds key material. This is the only place that talks
+/// to `mmap`/`mlock`/`madvise`, so every secret in the process gets the same treatment:
+///
+/// - its own pages (`mmap`), so no other allocation shares them and nothing moves them, unlike
+///   Swift arrays, which copy on write and on growth and leave stale copies behind;
+/// - `mlock`, so the kernel does not write them to swap; failure (RLIMIT_MEMLOCK, 8 MiB by default
+///   for a user) is recorded in `isLocked` rather than thrown, see `CryptoError.memoryLockFailed`;
+/// - `MADV_DONTDUMP`, so a core dump does not contain them;
+/// - `MADV_WIPEONFORK`, so a forked child (e.g. a helper spawned by the CLI) sees zeros;
+/// - zeroed with `OPENSSL_cleanse`, then unlocked and unmapped, when the owner goes away.
+///
+/// Not `Sendable`: the owners (`SecretBytes`, `SecretArena`) decide how it is shared.
+final class LockedPages {
+    /// Start of the mapping; page aligned, valid until deinit.
+    let base: UnsafeMutableRawPointer
+    /// Whole pages mapped; at least one page even for a zero-byte request.
+    let mappedByteCount: Int
+    /// Whether `mlock` succeeded for the whole mapping.
+    let isLocked: Bool
+
+    static let pageSize: Int = {
+        let size = sysconf(Int32(_SC_PAGESIZE))
+        return size > 0 ? size : 4096
+    }()
+
+    /// Rounds `byteCount` up to whole pages (at least one).
+    static func roundedToPages(_ byteCount: Int) -> Int {
+        let page = pageSize
+        return max(1, (byteCount + page - 1) / page) * page
+    }
+
+    init(byteCount: Int) throws {
+        guard byteCount >= 0, byteCount <= Int.max - LockedPages.pageSize else {
+            throw CryptoError.invalidInput("secret size out of range: \(byteCount)")
+        }
+        let length = LockedPages.roundedToPages(byteCount)
+        let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let mapped, mapped != UnsafeMutableRawPointer(bitPattern: -1) /* MAP_FAILED */ else {
+            throw CryptoError.library("mmap")
+        }
+        // Not dumpable is a hard requirement: every Linux since 3.4 supports it.
+        guard madvise(mapped, length, MADV_DONTDUMP) == 0 else {
+            munmap(mapped, length)
+            throw CryptoError.library("madvise(MADV_DONTDUMP)")
+        }
+        // Linux 4.14+. Older kernels and some sandboxes answer EINVAL; the pages are then merely
+        // copied into a forked child, which DotSafe never does while keys are loaded, so go on.
+        _ = madvise(mapped, length, MADV_WIPEONFORK)
+        self.isLocked = mlock(mapped, length) == 0
+        self.base = mapped
+        self.mappedByteCount = length
+    }
+
+    /// Zeroes `count` bytes at `offset`, in a way the optimiser may not remove.
+    func cleanse(offset: Int = 0, count: Int? = nil) {
+        let length = count ?? (mappedByteCount - offset)
+        precondition(offset >= 0 && length >= 0 && offset + length <= mappedByteCount)
+        OPENSSL_cleanse(base + offset, length)
+    }
+
+    deinit {
+        OPENSSL_cleanse(base, mappedByteCount)
+        if isLocked { munlock(base, mappedByteCount) }
+        munmap(base, mappedByteCount)
+    }
+}
