@@ -1,0 +1,23 @@
+// CSystem: the few Linux calls the storage folder needs that Swift's Glibc module hides
+// (they sit behind _GNU_SOURCE, which must not be defined for the whole module: see
+// PLATFORM-NOTES.md). Each is a one-line wrapper; the logic stays in Swift.
+#ifndef DOTSAFE_CSYSTEM_SHIM_H
+#define DOTSAFE_CSYSTEM_SHIM_H
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+// O_TMPFILE is (__O_TMPFILE | O_DIRECTORY); __O_TMPFILE is 020000000 on every Linux
+// architecture Swift supports (x86_64, aarch64).
+#define DOTSAFE_O_TMPFILE_BITS 020000000
+
+/// An unnamed regular file in `folder` (O_TMPFILE), mode 0600; -1 with errno on failure.
+static inline int dotsafe_open_unnamed(int folder) {
+    return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);
+}
+
+/// syncfs(2): makes every write of the file system holding `fd` durable.
+static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }
+
+#endif

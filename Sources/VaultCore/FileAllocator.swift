@@ -1,0 +1,135 @@
+import VaultFormat
+
+/// Which of its files a vault may write to (docs/FORMAT.md §9.2). A file referenced by the
+/// committed root is never handed out before the next commit: freeing it only schedules it.
+struct FileAllocator {
+    static let group = UInt64(Format.groupSize)
+
+    private(set) var ownedGroups: [GroupRange]
+    private(set) var nextFileNumber: UInt64
+    let coverCount: UInt8
+    /// Free numbers, highest first, so the lowest is taken from the end.
+    private var free: [UInt64] = []
+    /// Freed since the last commit, but the committed root still points at them.
+    private var pendingFree: [UInt64] = []
+    /// Handed out since the last commit: freeing them again makes them free at once.
+    private var allocatedSinceCommit: Set<UInt64> = []
+    /// Numbers of groups made since the last commit whose files do not exist yet.
+    private(set) var unwritten: Set<UInt64> = []
+
+    /// A new vault: group 0 is made at its first commit.
+    init(newVaultWithCovers coverCount: UInt8) {
+        self.coverCount = coverCount
+        ownedGroups = []
+        nextFileNumber = 0
+        addGroup()
+    }
+
+    /// A vault read from its root; `used` are the numbers its records and pages reference.
+    init(root: IndexRoot, used: Set<UInt64>) {
+        coverCount = root.coverCount
+        ownedGroups = root.ownedGroups
+        nextFileNumber = root.nextFileNumber
+        for range in ownedGroups.reversed() {
+            for number in (range.first * Self.group..<range.end * Self.group).reversed()
+            where number >= firstDataNumber && !used.contains(number) {
+                free.append(number)
+            }
+        }
+    }
+
+    /// Slots and covers come first in group 0.
+    var firstDataNumber: UInt64 { Format.indexSlotCount + UInt64(coverCount) }
+    var coverNumbers: Range<UInt64> { Format.indexSlotCount..<firstDataNumber }
+    var freeCount: Int { free.count }
+
+    func owns(_ number: UInt64) -> Bool {
+        let group = number / Self.group
+        var low = 0, high = ownedGroups.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ownedGroups[mid].end <= group { low = mid + 1 } else { high = mid }
+        }
+        return low < ownedGroups.count && ownedGroups[low].first <= group
+    }
+
+    /// The lowest free number; makes a new group when none is free.
+    mutating func allocate() -> UInt64 {
+        if free.isEmpty { addGroup() }
+        let number = free.removeLast()
+        allocatedSinceCommit.insert(number)
+        return number
+    }
+
+    /// Whether the file for `number` exists yet (new groups are made lazily).
+    func needsCreate(_ number: UInt64) -> Bool { unwritten.contains(number) }
+    mutating func markCreated(_ number: UInt64) { unwritten.remove(number) }
+
+    mutating func release(_ number: UInt64) {
+        if allocatedSinceCommit.remove(number) != nil { insertFree(number) } else { pendingFree.append(number) }
+    }
+
+    /// After a commit: what the old root referenced and the new one does not becomes free.
+    mutating func didCommit() {
+        for number in pendingFree { insertFree(number) }
+        pendingFree = []
+        allocatedSinceCommit = []
+    }
+
+    /// Groups other than 0 all of whose files are (or become at this commit) free, beyond the
+    /// one kept for the next writes: the ones to release now, highest first (§9.2).
+    mutating func takeReleasableGroups() -> [UInt64] {
+        var freeAfterCommit = Set(free)
+        freeAfterCommit.formUnion(pendingFree)
+        var candidates: [UInt64] = []
+        for range in ownedGroups.reversed() {
+            for group in (range.first..<range.end).reversed() where group != 0 {
+                let numbers = group * Self.group..<(group + 1) * Self.group
+                if numbers.allSatisfy({ freeAfterCommit.contains($0) && !unwritten.contains($0) }) { candidates.append(group) }
+            }
+        }
+        guard candidates.count > 1 else { return [] }
+        let released = Array(candidates.dropLast())
+        for group in released {
+            let numbers = group * Self.group..<(group + 1) * Self.group
+            free.removeAll { numbers.contains($0) }
+            pendingFree.removeAll { numbers.contains($0) }
+            removeOwned(group)
+        }
+        return released.flatMap { Array($0 * Self.group..<($0 + 1) * Self.group) }
+    }
+
+    private mutating func addGroup() {
+        let group = nextFileNumber / Self.group
+        let numbers = nextFileNumber..<nextFileNumber + Self.group
+        nextFileNumber += Self.group
+        if let last = ownedGroups.last, last.end == group {
+            ownedGroups[ownedGroups.count - 1].count += 1
+        } else {
+            ownedGroups.append(GroupRange(first: group, count: 1))
+        }
+        unwritten.formUnion(numbers)
+        for number in numbers.reversed() where number >= firstDataNumber { insertFree(number) }
+        // A new group's numbers count as handed out since the commit: nothing references them.
+        allocatedSinceCommit.formUnion(numbers)
+    }
+
+    private mutating func removeOwned(_ group: UInt64) {
+        guard let index = ownedGroups.firstIndex(where: { $0.first <= group && group < $0.end }) else { return }
+        let range = ownedGroups[index]
+        var pieces: [GroupRange] = []
+        if group > range.first { pieces.append(GroupRange(first: range.first, count: group - range.first)) }
+        if group + 1 < range.end { pieces.append(GroupRange(first: group + 1, count: range.end - group - 1)) }
+        ownedGroups.replaceSubrange(index...index, with: pieces)
+    }
+
+    private mutating func insertFree(_ number: UInt64) {
+        // Descending order: binary search for the first element smaller than `number`.
+        var low = 0, high = free.count
+        while low < high {
+            let mid = (low + high) / 2
+            if free[mid] > number { low = mid + 1 } else { high = mid }
+        }
+        free.insert(number, at: low)
+    }
+}

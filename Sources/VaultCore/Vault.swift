@@ -1,0 +1,180 @@
+import Synchronization
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A vault opened with a pattern's secrets: the item tree and its contents, committed to the
+/// storage with the crash-safe protocol of docs/FORMAT.md §9. Thread-safe: every call takes the
+/// vault's lock, so the file system above may call from any thread.
+public final class Vault: Sendable {
+    public struct Options: Sendable {
+        public var readOnly: Bool
+        /// Memory for decrypted chunks; dirty ones are written back when it is full.
+        public var cacheBytes: Int
+        /// Owner of the root folder of a new vault.
+        public var owner: (uid: UInt32, gid: UInt32)
+        public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0)) {
+            self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner
+        }
+    }
+
+    public typealias ItemType = ItemRecord.ItemType
+
+    /// What `stat` needs of an item.
+    public struct Attributes: Equatable, Sendable {
+        public var id: UInt64
+        public var type: ItemType
+        public var mode: UInt32
+        public var uid: UInt32
+        public var gid: UInt32
+        public var rdev: UInt64
+        public var size: UInt64
+        public var linkCount: Int
+        public var atime: Int64
+        public var mtime: Int64
+        public var ctime: Int64
+    }
+
+    private let state: Mutex<VaultState>
+
+    private init(_ state: consuming VaultState) { self.state = Mutex(state) }
+
+    /// Opens the vault these secrets find, or a new empty one; throws `damagedIndex` when
+    /// something is at its index name that does not open (never an empty vault then).
+    public static func open(storage: any StorageFolder, secrets: VaultSecrets, options: Options = Options(),
+                            random: any RandomSource = SystemRandom(), clock: any VaultClock = SystemClock()) throws -> Vault {
+        do {
+            let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
+                                            options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner))
+            return Vault(state)
+        } catch {
+            throw VaultError.wrap(error)
+        }
+    }
+
+    /// True until the first commit: nothing of this vault is on disk.
+    public var isNew: Bool { state.withLock { $0.isNew } }
+    public var generation: UInt64 { state.withLock { $0.generation } }
+    public var statistics: VaultStatistics { state.withLock { $0.statistics } }
+    public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || !$0.unsynced.isEmpty } }
+    public var isReadOnly: Bool { state.withLock { $0.readOnly } }
+    /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
+    public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.vaultKey.isLocked } }
+    public static let rootID = Format.rootItemID
+
+    // MARK: Items
+
+    public func attributes(_ id: UInt64) throws -> Attributes { try locked { try $0.attributes(id) } }
+
+    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.lookup(parent, name) } }
+
+    /// A folder's entries, sorted by name so that listings are stable.
+    public func contents(ofFolder id: UInt64) throws -> [(name: [UInt8], id: UInt64)] {
+        try locked { state in
+            try state.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
+        }
+    }
+
+    public func symlinkTarget(_ id: UInt64) throws -> [UInt8] {
+        try locked { state in
+            let item = try state.item(id)
+            guard item.record.type == .symlink else { throw VaultError.wrongType }
+            return item.record.target
+        }
+    }
+
+    @discardableResult
+    public func create(_ type: ItemType, in parent: UInt64, named name: [UInt8], mode: UInt32, uid: UInt32 = 0, gid: UInt32 = 0,
+                       rdev: UInt64 = 0, target: [UInt8] = []) throws -> UInt64 {
+        try locked { try $0.create(type, in: parent, named: name, mode: mode, uid: uid, gid: gid, rdev: rdev, target: target) }
+    }
+
+    public func link(_ id: UInt64, into parent: UInt64, named name: [UInt8]) throws {
+        try locked { try $0.link(id, into: parent, named: name) }
+    }
+
+    /// unlink(2) (`folder: false`) or rmdir(2) (`folder: true`).
+    public func remove(_ name: [UInt8], from parent: UInt64, folder: Bool = false) throws {
+        try locked { try $0.unlink(parent, name, folder: folder) }
+    }
+
+    public func rename(_ name: [UInt8], in parent: UInt64, to newName: [UInt8], in newParent: UInt64, replace: Bool = true) throws {
+        try locked { try $0.rename(parent, name, to: newParent, newName, replace: replace) }
+    }
+
+    public func setAttributes(_ id: UInt64, mode: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil,
+                              atime: Int64? = nil, mtime: Int64? = nil) throws {
+        try locked { try $0.setAttributes(id, mode: mode, uid: uid, gid: gid, atime: atime, mtime: mtime) }
+    }
+
+    public func extendedAttribute(_ id: UInt64, _ name: [UInt8]) throws -> [UInt8] {
+        try locked { state in
+            guard let value = try state.item(id).record.xattrs.first(where: { $0.name == name })?.value else { throw VaultError.notFound }
+            return value
+        }
+    }
+
+    public func extendedAttributeNames(_ id: UInt64) throws -> [[UInt8]] {
+        try locked { try $0.item(id).record.xattrs.map(\.name) }
+    }
+
+    /// Sets (or with nil removes) an extended attribute; `create`/`replace` as XATTR_CREATE/REPLACE.
+    public func setExtendedAttribute(_ id: UInt64, _ name: [UInt8], _ value: [UInt8]?, create: Bool = false, replace: Bool = false) throws {
+        try locked { try $0.setExtendedAttribute(id, name, value, create: create, replace: replace) }
+    }
+
+    public func hold(_ id: UInt64) { state.withLock { $0.hold(id) } }
+    public func release(_ id: UInt64) { state.withLock { $0.release(id) } }
+
+    // MARK: Contents
+
+    public func read(_ id: UInt64, offset: UInt64, count: Int) throws -> [UInt8] {
+        try locked { try $0.read(id, offset: offset, count: count) }
+    }
+
+    public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
+        try locked { state in
+            try state.write(id, offset: offset, bytes: bytes)
+            state.touchContent(id)
+        }
+    }
+
+    public func truncate(_ id: UInt64, size: UInt64) throws {
+        try locked { state in
+            try state.truncate(id, size: size)
+            state.touchContent(id)
+        }
+    }
+
+    // MARK: Durability
+
+    /// Makes every change durable (fsync, the group-commit timer).
+    public func commit() throws { try locked { try $0.commit() } }
+
+    /// Writes everything, refreshes covers, then erases keys and plaintext. The vault is unusable
+    /// afterwards. Keys are erased even when the last commit fails.
+    public func lock() throws {
+        try state.withLock { state in
+            guard !state.isLocked else { return }
+            defer { state.wipe() }
+            do { try state.commit(final: true) } catch { throw VaultError.wrap(error) }
+        }
+    }
+
+    private func locked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            do { return try body(&state) } catch { throw VaultError.wrap(error) }
+        }
+    }
+}
+
+extension VaultState {
+    func attributes(_ id: UInt64) throws -> Vault.Attributes {
+        let item = try self.item(id)
+        let record = item.record
+        let links = item.isFolder ? 2 + (children[id]?.values.filter { items[$0]?.isFolder == true }.count ?? 0) : record.links.count
+        return Vault.Attributes(id: id, type: record.type, mode: record.mode, uid: record.uid, gid: record.gid, rdev: record.rdev,
+                                size: record.size, linkCount: links, atime: record.atime, mtime: record.mtime, ctime: record.ctime)
+    }
+}

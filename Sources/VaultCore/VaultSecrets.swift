@@ -1,0 +1,56 @@
+import Synchronization
+import VaultCrypto
+import VaultFormat
+
+/// The three secrets a pattern gives (docs/FORMAT.md §2.2): the locator names the index slots,
+/// the index key seals the index root, the names key names the vault's other files.
+/// The pattern key they come from is wiped as soon as they exist (R-KEY-2).
+public final class VaultSecrets: Sendable {
+    let locator: SecretBytes
+    let indexKey: SecretBytes
+    let namesKey: SecretBytes
+    /// Deriving a name costs an HKDF; a mounted vault asks for the same few names again and again.
+    private let nameCache = Mutex<[UInt64: String]>([:])
+
+    /// Derives the secrets from a pattern key, then wipes the pattern key.
+    public init(patternKey: SecretBytes) throws {
+        defer { patternKey.wipe() }
+        locator = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.locator, count: Format.keySize)
+        indexKey = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.indexKey, count: Format.keySize)
+        namesKey = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.namesKey, count: Format.keySize)
+    }
+
+    /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
+    public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {
+        var password = pattern.canonicalBytes
+        defer { for i in password.indices { password[i] = 0 } }
+        try self.init(patternKey: PBKDF2.deriveKey(password: password, salt: salt, rounds: rounds, count: Format.keySize))
+    }
+
+    /// Name of index slot 0 or 1 at a location ("local" for this device's storage).
+    public func indexName(slot: UInt8, location: [UInt8] = Label.localLocation) throws -> String {
+        FileName.encode(try HKDF.deriveBytes(from: locator, salt: [], info: Label.indexName + [slot] + location,
+                                             count: Format.nameBytes))
+    }
+
+    /// Name of the vault's file number `number`; 0 and 1 are the index slots.
+    public func fileName(_ number: UInt64) throws -> String {
+        if let cached = nameCache.withLock({ $0[number] }) { return cached }
+        let name: String
+        if number < Format.indexSlotCount {
+            name = try indexName(slot: UInt8(number))
+        } else {
+            var info = Label.fileName
+            withUnsafeBytes(of: number.littleEndian) { info.append(contentsOf: $0) }
+            name = FileName.encode(try HKDF.deriveBytes(from: namesKey, salt: [], info: info, count: Format.nameBytes))
+        }
+        nameCache.withLock { $0[number] = name }
+        return name
+    }
+
+    public func wipe() {
+        locator.wipe()
+        indexKey.wipe()
+        namesKey.wipe()
+    }
+}

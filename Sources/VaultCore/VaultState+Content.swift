@@ -1,0 +1,291 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// File contents: reads decrypt only the chunks they touch, writes change chunks in the cache,
+/// and dirty chunks are sealed into free files on eviction or at the commit (R-MEM-1, R-FS-4).
+extension VaultState {
+    static let payload = Format.payloadSize
+
+    mutating func read(_ id: UInt64, offset: UInt64, count: Int) throws -> [UInt8] {
+        let item = try file(id)
+        guard offset < item.record.size, count > 0 else { return [] }
+        let end = min(offset + UInt64(count), item.record.size)
+        var out = [UInt8]()
+        out.reserveCapacity(Int(end - offset))
+        var position = offset
+        while position < end {
+            let index = Int(position / UInt64(Self.payload))
+            let within = Int(position % UInt64(Self.payload))
+            let n = min(Self.payload - within, Int(end - position))
+            let data = try chunk(id, index)
+            let stored = max(0, min(within + n, data.count) - within)
+            if stored > 0 { out.append(contentsOf: data[within..<within + stored]) }
+            if stored < n { out.append(contentsOf: repeatElement(0, count: n - stored)) }
+            position += UInt64(n)
+        }
+        try evictIfNeeded()
+        return out
+    }
+
+    mutating func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
+        guard !readOnly else { throw VaultError.readOnly }
+        _ = try file(id)
+        guard !bytes.isEmpty else { return }
+        let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
+        guard !overflow, end <= Self.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        var source = 0
+        var position = offset
+        while source < bytes.count {
+            let index = Int(position / UInt64(Self.payload))
+            let within = Int(position % UInt64(Self.payload))
+            let n = min(Self.payload - within, bytes.count - source)
+            let key = ChunkCache.Key(item: id, index: index)
+            if cache.get(key) == nil {
+                // A write that covers the whole chunk needs nothing from the old one.
+                let old = within == 0 && n == Self.payload ? [] : try chunk(id, index)
+                cache.put(key, bytes: old, dirty: true)
+            }
+            cache.modify(key) { data in
+                if data.count < within + n {
+                    data.reserveCapacity(Self.payload)
+                    data.append(contentsOf: repeatElement(0, count: within + n - data.count))
+                }
+                data.replaceSubrange(within..<within + n, with: bytes[source..<source + n])
+            }
+            source += n
+            position += UInt64(n)
+        }
+        if end > items[id]!.record.size { items[id]!.record.size = end }
+        dirtyItems.insert(id)
+        try evictIfNeeded()
+    }
+
+    mutating func truncate(_ id: UInt64, size: UInt64) throws {
+        guard !readOnly else { throw VaultError.readOnly }
+        let item = try file(id)
+        guard size <= Self.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        if size < item.record.size {
+            let keep = Int((size + UInt64(Self.payload) - 1) / UInt64(Self.payload))
+            for (index, ref) in item.chunks where index >= keep {
+                allocator.release(ref.fileNumber)
+                items[id]!.chunks[index] = nil
+                dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
+            }
+            cache.removeItem(id, fromIndex: keep)
+            if keep > 0 {
+                // Bytes past the new end must read as zeros if the file grows again.
+                let last = keep - 1
+                let cut = Int(size - UInt64(last) * UInt64(Self.payload))
+                let data = try chunk(id, last)
+                if data.count > cut {
+                    cache.modify(ChunkCache.Key(item: id, index: last)) { $0.removeSubrange(cut...) }
+                }
+            } else if let member = item.packedMember {
+                releaseMember(id, member)
+                items[id]!.record.layout = .empty
+            }
+        }
+        items[id]!.record.size = size
+        dirtyItems.insert(id)
+        try evictIfNeeded()
+    }
+
+    /// Everything the format can address: 2^32 chunks.
+    static let maximumFileSize = UInt64(Format.payloadSize) << 32
+
+    func file(_ id: UInt64) throws -> Item {
+        guard let item = items[id] else { throw VaultError.notFound }
+        guard item.isFile else { throw VaultError.wrongType }
+        return item
+    }
+
+    // MARK: Chunks
+
+    /// The stored bytes of a chunk (empty for a hole), through the cache.
+    mutating func chunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
+        let key = ChunkCache.Key(item: id, index: index)
+        if let cached = cache.get(key) { return cached }
+        let data = try loadChunk(id, index)
+        cache.put(key, bytes: data, dirty: false)
+        return data
+    }
+
+    private mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
+        let item = items[id]!
+        guard let slot = item.key else { return [] }
+        do {
+            switch item.record.layout {
+            case .empty:
+                return []
+            case .packed(let member):
+                guard index == 0 else { return [] }
+                let sealed = try openPack?.fileNumber == member.fileNumber
+                    ? openPack!.unwrittenBytes(offset: Int(member.offset), count: Int(member.sealedLength))
+                        ?? storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
+                    : storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
+                statistics.memberDecrypts += 1
+                return try Sealer.open(sealed[...], nonce: member.nonce, key: .arena(slot, arena), label: Label.sealMember,
+                                       context: Self.le(id))
+            case .chunked:
+                guard let ref = item.chunks[index] else { return [] }
+                guard let file = try storage.read(try name(ref.fileNumber)) else { throw StoreError.unusableFile("chunk") }
+                statistics.chunkDecrypts += 1
+                let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, key: .arena(slot, arena),
+                                                   label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)))
+                guard body.count <= Self.payload else { throw CryptoError.authenticationFailed }
+                return body
+            }
+        } catch let error as StoreError where error == .noSpace {
+            throw VaultError.store(error)
+        } catch let error as StoreError {
+            if case .system = error { throw VaultError.store(error) }
+            throw VaultError.damagedData("item \(id), chunk \(index)")
+        } catch FormatError.newerVersion(let version) {
+            throw VaultError.newerFormat(version)
+        } catch is CryptoError {
+            throw VaultError.damagedData("item \(id), chunk \(index)")
+        } catch is FormatError {
+            throw VaultError.damagedData("item \(id), chunk \(index)")
+        }
+    }
+
+    mutating func evictIfNeeded() throws {
+        while cache.isOverLimit, let key = cache.evictionCandidate() {
+            if cache.isDirty(key) { try flushChunk(key) }
+            cache.remove(key)
+        }
+    }
+
+    /// Seals a dirty chunk into storage: chunk 0 of a file under 256 KiB becomes a pack member,
+    /// any other chunk a chunk file (copy-on-write: never over a file the committed root uses).
+    mutating func flushChunk(_ key: ChunkCache.Key) throws {
+        guard let item = items[key.item], item.isFile, let data = cache.get(key) else {
+            cache.remove(key)
+            return
+        }
+        if item.record.size < UInt64(Self.payload) {
+            // Below 256 KiB only chunk 0 exists; truncate drops the others from the cache.
+            guard key.index == 0 else { return cache.remove(key) }
+            try storePacked(key.item, data)
+        } else {
+            try storeChunk(key.item, key.index, data)
+        }
+        cache.markClean(key)
+        dirtyItems.insert(key.item)
+    }
+
+    private mutating func storeChunk(_ id: UInt64, _ index: Int, _ data: [UInt8]) throws {
+        if case .packed = items[id]!.record.layout {
+            // Chunk 0 leaves its pack for a chunk file of its own: read it before the member goes.
+            if index != 0 {
+                let first = try chunk(id, 0)
+                cache.put(ChunkCache.Key(item: id, index: 0), bytes: first, dirty: true)
+            }
+            releaseMember(id, items[id]!.packedMember!)
+        }
+        items[id]!.record.layout = .chunked
+        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: data[...], key: .arena(items[id]!.key!, arena),
+                                                    label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)),
+                                                    random: random)
+        statistics.chunkEncrypts += 1
+        let number = try store(file)
+        if let old = items[id]!.chunks[index] { allocator.release(old.fileNumber) }
+        items[id]!.chunks[index] = SealedRef(fileNumber: number, nonce: nonce)
+        dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
+    }
+
+    private mutating func storePacked(_ id: UInt64, _ data: [UInt8]) throws {
+        for (index, ref) in items[id]!.chunks {
+            allocator.release(ref.fileNumber)
+            dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
+        }
+        items[id]!.chunks = [:]
+        if let member = items[id]!.packedMember { releaseMember(id, member) }
+        guard !data.isEmpty else {
+            items[id]!.record.layout = .empty
+            return
+        }
+        let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(items[id]!.key!, arena), label: Label.sealMember,
+                                              context: Self.le(id), random: random)
+        statistics.memberEncrypts += 1
+        let (number, offset) = try placeMember(sealed)
+        let member = ItemRecord.Member(fileNumber: number, offset: UInt32(offset), sealedLength: UInt32(sealed.count), nonce: nonce)
+        items[id]!.record.layout = .packed(member)
+        addMember(id, member)
+    }
+
+    /// Puts sealed member bytes into the open pack, starting a new pack when it is full.
+    mutating func placeMember(_ sealed: [UInt8]) throws -> (fileNumber: UInt64, offset: Int) {
+        if let pack = openPack, !pack.fits(sealed.count) {
+            try writeOpenPack()
+            openPack = nil
+        }
+        if openPack == nil { openPack = try chooseOpenPack(needing: sealed.count) }
+        let offset = openPack!.append(sealed)
+        return (openPack!.fileNumber, offset)
+    }
+
+    /// The existing pack with the most free tail that fits, or a new one.
+    private mutating func chooseOpenPack(needing count: Int) throws -> OpenPack {
+        let best = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
+            .max { $0.value.reservedEnd > $1.value.reservedEnd }
+        if let (number, info) = best { return OpenPack(existing: number, reservedEnd: info.reservedEnd) }
+        let number = allocator.allocate()
+        packs[number] = PackInfo()
+        return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
+    }
+
+    /// Writes the open pack's new bytes: the whole image for a new pack, the new members otherwise.
+    mutating func writeOpenPack() throws {
+        guard var pack = openPack, pack.hasPendingWrites else { return }
+        if let image = pack.image {
+            try storeFile(pack.fileNumber, image)
+        } else {
+            for write in pack.pending { try storage.write(try name(pack.fileNumber), offset: write.offset, bytes: write.bytes) }
+            unsynced.insert(pack.fileNumber)
+        }
+        pack.didWrite()
+        openPack = pack
+    }
+
+    mutating func addMember(_ id: UInt64, _ member: ItemRecord.Member) {
+        let end = Int(member.offset) + Int(member.sealedLength)
+        packs[member.fileNumber, default: PackInfo()].liveBytes += Int(member.sealedLength)
+        packs[member.fileNumber]!.members.insert(id)
+        packs[member.fileNumber]!.reservedEnd = max(packs[member.fileNumber]!.reservedEnd, end)
+    }
+
+    mutating func releaseMember(_ id: UInt64, _ member: ItemRecord.Member) {
+        guard packs[member.fileNumber] != nil else { return }
+        packs[member.fileNumber]!.liveBytes -= Int(member.sealedLength)
+        packs[member.fileNumber]!.members.remove(id)
+        if packs[member.fileNumber]!.members.isEmpty && openPack?.fileNumber != member.fileNumber {
+            packs[member.fileNumber] = nil
+            allocator.release(member.fileNumber)
+        }
+    }
+
+    /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
+    mutating func store(_ file: [UInt8]) throws -> UInt64 {
+        let number = allocator.allocate()
+        do { try storeFile(number, file) } catch {
+            allocator.release(number)
+            throw error
+        }
+        return number
+    }
+
+    mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
+        if allocator.needsCreate(number) {
+            try storage.create(try name(number), contents: file, durable: false)
+            allocator.markCreated(number)
+            createdSinceCommit = true
+        } else {
+            try storage.write(try name(number), offset: 0, bytes: file)
+        }
+        unsynced.insert(number)
+    }
+
+    static func le(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+}

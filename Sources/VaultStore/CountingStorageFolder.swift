@@ -1,0 +1,36 @@
+import Synchronization
+
+/// Counts what operations do to the storage (CryFS's e2e perf tests are the model): tests assert
+/// these counts, which catch regressions that timings on a noisy machine never show.
+public final class CountingStorageFolder: StorageFolder {
+    public struct Counts: Equatable, Sendable {
+        public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0
+        public init() {}
+    }
+
+    public let base: any StorageFolder
+    private let counts = Mutex(Counts())
+
+    public init(_ base: any StorageFolder) { self.base = base }
+
+    public var current: Counts { counts.withLock { $0 } }
+    public func reset() { counts.withLock { $0 = Counts() } }
+
+    public func listFiles() throws -> [String] { count(\.lists); return try base.listFiles() }
+    public func listAllNames() throws -> [String] { count(\.lists); return try base.listAllNames() }
+    public func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
+    public func read(_ name: String) throws -> [UInt8]? { count(\.reads); return try base.read(name) }
+    public func read(_ name: String, offset: Int, count n: Int) throws -> [UInt8] {
+        count(\.partialReads); return try base.read(name, offset: offset, count: n)
+    }
+    public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+        count(\.creates); try base.create(name, contents: contents, durable: durable)
+    }
+    public func write(_ name: String, offset: Int, bytes: [UInt8]) throws { count(\.writes); try base.write(name, offset: offset, bytes: bytes) }
+    public func sync(_ names: [String]) throws { count(\.syncs); try base.sync(names) }
+    public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }
+    public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
+    public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+
+    private func count(_ field: WritableKeyPath<Counts, Int>) { counts.withLock { $0[keyPath: field] += 1 } }
+}

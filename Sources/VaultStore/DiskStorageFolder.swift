@@ -1,0 +1,118 @@
+import Glibc
+import VaultFormat
+
+/// The real storage folder. Holds the folder open, so a folder renamed or replaced under a
+/// running mount keeps being the one that was opened; every file is reached relative to it with
+/// `O_NOFOLLOW` (R-SEC-4).
+public final class DiskStorageFolder: StorageFolder {
+    public let path: String
+    private let folder: Int32
+
+    public init(path: String) throws {
+        self.path = path
+        folder = try Syscalls.openFolder(path)
+    }
+
+    deinit { Syscalls.close(folder) }
+
+    /// Device and inode of the folder: what identifies "this storage" while it is open.
+    public func identity() throws -> (device: UInt64, inode: UInt64) {
+        var info = stat()
+        _ = try Syscalls.retrying("fstat") { fstat(folder, &info) }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    func withFolder<R>(_ body: (Int32) throws -> R) rethrows -> R { try body(folder) }
+
+    public func listAllNames() throws -> [String] { try Syscalls.listNames(folder) }
+
+    public func listFiles() throws -> [String] {
+        try Syscalls.listNames(folder).filter { name in
+            guard FileName.isWellFormed(name), let status = try Syscalls.status(folder, name) else { return false }
+            return status.isRegular && status.size == Format.fileSize
+        }
+    }
+
+    public func entryExists(_ name: String) throws -> Bool { try Syscalls.status(folder, name) != nil }
+
+    public func read(_ name: String) throws -> [UInt8]? {
+        guard try entryExists(name) else { return nil }
+        return try read(name, offset: 0, count: Format.fileSize)
+    }
+
+    public func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] {
+        precondition(offset >= 0 && count >= 0 && offset + count <= Format.fileSize, "read outside a storage file")
+        let fd = try openStorageFile(name, O_RDONLY)
+        defer { Syscalls.close(fd) }
+        return try Syscalls.readFully(fd, count: count, offset: offset)
+    }
+
+    public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+        precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
+        if let fd = try Syscalls.openUnnamed(folder) {
+            defer { Syscalls.close(fd) }
+            try Syscalls.writeFully(fd, contents, offset: 0)
+            if durable { try Syscalls.fsync(fd) }
+            try Syscalls.link(unnamed: fd, folder: folder, name: name)
+            return
+        }
+        // No O_TMPFILE here: the file appears at its name and is filled at once.
+        let fd: Int32
+        do { fd = try Syscalls.openFile(folder, name, O_WRONLY | O_CREAT | O_EXCL) } catch StoreError.system(_, EEXIST) {
+            throw StoreError.exists(name)
+        }
+        defer { Syscalls.close(fd) }
+        do {
+            try Syscalls.writeFully(fd, contents, offset: 0)
+            if durable { try Syscalls.fsync(fd) }
+        } catch {
+            try? Syscalls.unlink(folder, name)
+            throw error
+        }
+    }
+
+    public func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
+        precondition(offset >= 0 && offset + bytes.count <= Format.fileSize, "write outside a storage file")
+        let fd = try openStorageFile(name, O_WRONLY)
+        defer { Syscalls.close(fd) }
+        try Syscalls.writeFully(fd, bytes, offset: offset)
+    }
+
+    public func sync(_ names: [String]) throws {
+        // One syncfs is cheaper than many fsyncs once a commit has written more than a few files.
+        if names.count > 8 { return try Syscalls.syncfs(folder) }
+        for name in names {
+            let fd = try openStorageFile(name, O_RDONLY)
+            defer { Syscalls.close(fd) }
+            try Syscalls.fdatasync(fd)
+        }
+    }
+
+    public func syncFolder() throws { try Syscalls.fsync(folder) }
+
+    public func remove(_ name: String) throws {
+        guard let status = try Syscalls.status(folder, name) else { return }
+        guard status.isRegular, FileName.isWellFormed(name) else {
+            throw StoreError.unusableFile(name)
+        }
+        try Syscalls.unlink(folder, name)
+    }
+
+    public func capacity() throws -> (total: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }
+
+    /// Bytes the file system has allocated for a file: sparse files would show fewer.
+    public func allocatedBytes(_ name: String) throws -> Int? { try Syscalls.status(folder, name)?.allocatedBytes }
+
+    private func openStorageFile(_ name: String, _ flags: Int32) throws -> Int32 {
+        let fd: Int32
+        do { fd = try Syscalls.openFile(folder, name, flags) } catch StoreError.system(_, let code) where code == ENOENT || code == ELOOP || code == ENXIO {
+            throw StoreError.unusableFile(name)
+        }
+        let status = try Syscalls.status(fd)
+        guard status.isRegular, status.size == Format.fileSize else {
+            Syscalls.close(fd)
+            throw StoreError.unusableFile(name)
+        }
+        return fd
+    }
+}

@@ -1,0 +1,34 @@
+/// The storage folder as the vault sees it: same-size files addressed by name. Implementations:
+/// `DiskStorageFolder` (the real folder), `SimulatedStorageFolder` (memory, with power loss and
+/// crashes for tests) and `CountingStorageFolder` (counts what each operation does).
+///
+/// Every file is `Format.fileSize` bytes. Writes into existing files are not durable until
+/// `sync`; new names and removals are not durable until `syncFolder`.
+public protocol StorageFolder: AnyObject, Sendable {
+    /// Names of the files of the storage's form: regular, of the storage size, well-named.
+    /// Anything else in the folder is left out (and never touched).
+    func listFiles() throws -> [String]
+    /// Every name in the folder, of any type or size: for finding a vault's leftovers by name.
+    func listAllNames() throws -> [String]
+    /// Whether anything at all (of any type or size) has this name.
+    func entryExists(_ name: String) throws -> Bool
+    /// The whole file; nil when nothing has that name; `unusableFile` when something does
+    /// but is not a regular file of the storage size.
+    func read(_ name: String) throws -> [UInt8]?
+    /// Part of a file (a pack member). Throws `unusableFile` when absent or of the wrong form.
+    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8]
+    /// Makes a new file that appears complete at its name. With `durable`, its data is on disk
+    /// before the name appears; otherwise only after `sync`. The name itself becomes durable with
+    /// the next `syncFolder`.
+    func create(_ name: String, contents: [UInt8], durable: Bool) throws
+    /// Overwrites bytes of an existing file of the storage's form; the size never changes.
+    func write(_ name: String, offset: Int, bytes: [UInt8]) throws
+    /// Makes earlier writes to these files durable.
+    func sync(_ names: [String]) throws
+    func syncFolder() throws
+    /// Removes a regular file of any size (a vault removes only names it derived itself); refuses
+    /// anything else with `unusableFile`. Nothing at the name is not an error.
+    func remove(_ name: String) throws
+    /// Bytes of the backing file system: total and available.
+    func capacity() throws -> (total: UInt64, available: UInt64)
+}

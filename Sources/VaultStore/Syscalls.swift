@@ -1,0 +1,134 @@
+import CSystem
+import Glibc
+
+/// The system calls of the storage folder, in one place (swift-system's Syscalls.swift is the
+/// model): retry on EINTR, turn failures into `StoreError`, and keep pointer code here.
+enum Syscalls {
+    static func retrying<T: BinaryInteger>(_ operation: String, _ call: () -> T) throws -> T {
+        while true {
+            let result = call()
+            if result >= 0 { return result }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw StoreError.fromErrno(operation, code)
+        }
+    }
+
+    static func openFolder(_ path: String) throws -> Int32 {
+        try retrying("open \(path)") { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+    }
+
+    /// Opens a file in the folder, never following a symbolic link and never blocking on a FIFO.
+    static func openFile(_ folder: Int32, _ name: String, _ flags: Int32) throws -> Int32 {
+        try retrying("open") { openat(folder, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+    }
+
+    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    struct FileStatus { var isRegular: Bool; var size: Int; var allocatedBytes: Int; var isFolder: Bool }
+
+    static func status(_ fd: Int32) throws -> FileStatus {
+        var info = stat()
+        _ = try retrying("fstat") { fstat(fd, &info) }
+        return FileStatus(info)
+    }
+
+    /// Status of a name without following it; nil when nothing has that name.
+    static func status(_ folder: Int32, _ name: String) throws -> FileStatus? {
+        var info = stat()
+        if fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 { return FileStatus(info) }
+        if Glibc.errno == ENOENT { return nil }
+        throw StoreError.fromErrno("stat", Glibc.errno)
+    }
+
+    static func readFully(_ fd: Int32, count: Int, offset: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        try bytes.withUnsafeMutableBytes { buffer in
+            while done < count {
+                let n = try retrying("read") { pread(fd, buffer.baseAddress! + done, count - done, off_t(offset + done)) }
+                if n == 0 { throw StoreError.unusableFile("(short read)") }
+                done += n
+            }
+        }
+        return bytes
+    }
+
+    static func writeFully(_ fd: Int32, _ bytes: [UInt8], offset: Int) throws {
+        var done = 0
+        try bytes.withUnsafeBytes { buffer in
+            while done < buffer.count {
+                done += try retrying("write") { pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done)) }
+            }
+        }
+    }
+
+    static func fsync(_ fd: Int32) throws { _ = try retrying("fsync") { Glibc.fsync(fd) } }
+    static func fdatasync(_ fd: Int32) throws { _ = try retrying("fdatasync") { Glibc.fdatasync(fd) } }
+    static func syncfs(_ fd: Int32) throws { _ = try retrying("syncfs") { dotsafe_syncfs(fd) } }
+
+    /// A new unnamed file in the folder (O_TMPFILE), or nil where the file system has none.
+    static func openUnnamed(_ folder: Int32) throws -> Int32? {
+        let fd = dotsafe_open_unnamed(folder)
+        if fd >= 0 { return fd }
+        let code = Glibc.errno
+        if code == EOPNOTSUPP || code == EISDIR || code == EINVAL || code == ENOENT { return nil }
+        throw StoreError.fromErrno("open O_TMPFILE", code)
+    }
+
+    /// Gives an unnamed file its name; fails if the name exists.
+    static func link(unnamed fd: Int32, folder: Int32, name: String) throws {
+        let path = "/proc/self/fd/\(fd)"
+        if linkat(AT_FDCWD, path, folder, name, AT_SYMLINK_FOLLOW) == 0 { return }
+        if Glibc.errno == EEXIST { throw StoreError.exists(name) }
+        throw StoreError.fromErrno("link", Glibc.errno)
+    }
+
+    static func unlink(_ folder: Int32, _ name: String) throws {
+        _ = try retrying("unlink") { unlinkat(folder, name, 0) }
+    }
+
+    static func fileSystemCapacity(_ fd: Int32) throws -> (total: UInt64, available: UInt64) {
+        var info = statvfs()
+        _ = try retrying("statvfs") { fstatvfs(fd, &info) }
+        return (UInt64(info.f_blocks) * UInt64(info.f_frsize), UInt64(info.f_bavail) * UInt64(info.f_frsize))
+    }
+
+    /// Names in the folder (without "." and "..").
+    static func listNames(_ folder: Int32) throws -> [String] {
+        let copy = try retrying("dup") { dup(folder) }
+        guard let stream = fdopendir(copy) else {
+            Glibc.close(copy)
+            throw StoreError.fromErrno("opendir", Glibc.errno)
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
+
+extension Syscalls.FileStatus {
+    init(_ info: stat) {
+        let type = info.st_mode & S_IFMT
+        self.init(isRegular: type == S_IFREG, size: Int(info.st_size),
+                  allocatedBytes: Int(info.st_blocks) * 512, isFolder: type == S_IFDIR)
+    }
+}
+
+extension Syscalls {
+    /// Creates a folder, or returns false when something has that name already.
+    static func makeFolder(_ path: String, mode: mode_t) throws -> Bool {
+        if mkdir(path, mode) == 0 { return true }
+        if Glibc.errno == EEXIST { return false }
+        throw StoreError.fromErrno("mkdir \(path)", Glibc.errno)
+    }
+
+    static func setMode(_ fd: Int32, _ mode: mode_t) throws { _ = try retrying("fchmod") { fchmod(fd, mode) } }
+}
