@@ -12,8 +12,9 @@ import Glibc
 /// - `MADV_WIPEONFORK`, so a forked child (e.g. a helper spawned by the CLI) sees zeros;
 /// - zeroed with `OPENSSL_cleanse`, then unlocked and unmapped, when the owner goes away.
 ///
-/// Not `Sendable`: the owners (`SecretBytes`, `SecretArena`) decide how it is shared.
-final class LockedPages {
+/// `@unchecked Sendable` so that `SecretPagePool` can hand mappings between threads: the fields are
+/// immutable, and access to the bytes is governed by the owner (`SecretBytes`, `SecretArena`).
+final class LockedPages: @unchecked Sendable {
     /// Start of the mapping; page aligned, valid until deinit.
     let base: UnsafeMutableRawPointer
     /// Whole pages mapped; at least one page even for a zero-byte request.

@@ -4,7 +4,8 @@
 /// caches; what matters is that the *bytes* are never copied by the language, and they are not:
 /// they live in their own `mmap`ed, `mlock`ed, no-dump pages (see `LockedPages`) and leave only
 /// through `copyBytes()` or the `with…Bytes` closures. Each instance costs at least one page, so
-/// store many small keys in a `SecretArena` instead.
+/// store many small keys in a `SecretArena` instead. Single pages are recycled through
+/// `SecretPagePool` (zeroed on release, kept locked) because fresh mappings cost more than a KDF.
 ///
 /// `@unchecked Sendable` holds because the storage address and size never change after `init`,
 /// and the contract is: contents are written only while the instance is still private to its
@@ -12,6 +13,7 @@
 /// `wipe()`, which callers use when no other thread can still be reading the key (e.g. at unmount).
 public final class SecretBytes: @unchecked Sendable {
     private let pages: LockedPages
+    private let isPooled: Bool
 
     /// Number of usable bytes (the mapping behind it is rounded up to whole pages).
     public let count: Int
@@ -22,8 +24,15 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// A zero-filled secret of `count` bytes.
     public init(count: Int) throws {
-        pages = try LockedPages(byteCount: count)  // anonymous mappings start zeroed
+        // Fresh anonymous mappings start zeroed; pooled ones were cleansed when recycled.
+        isPooled = count >= 0 && count <= LockedPages.pageSize
+        pages = isPooled ? try SecretPagePool.shared.take() : try LockedPages(byteCount: count)
         self.count = count
+    }
+
+    deinit {
+        // Zeroes the page now; a non-pooled mapping zeroes itself in its own deinit.
+        if isPooled { SecretPagePool.shared.recycle(pages) }
     }
 
     /// Copies `bytes` into locked memory. The caller still owns, and must wipe, its array.

@@ -69,6 +69,18 @@ import VaultCrypto
         #expect(Set(starts).count == 3, "secrets share a page")
     }
 
+    /// Single pages are recycled (SecretPagePool); a recycled page must come back all zeros.
+    @Test func releasedPagesComeBackZeroed() throws {
+        let page = sysconf(Int32(_SC_PAGESIZE))
+        for _ in 0..<3 {
+            var dirty = try (0..<100).map { _ in try SecretBytes(copying: [UInt8](repeating: 0xFF, count: page)) }
+            #expect(dirty.allSatisfy { $0.copyBytes().allSatisfy { $0 == 0xFF } })
+            dirty.removeAll()
+            let fresh = try (0..<100).map { _ in try SecretBytes(count: page) }
+            for secret in fresh { #expect(secret.copyBytes().allSatisfy { $0 == 0 }) }
+        }
+    }
+
     @Test func canBeSharedAcrossTasks() async throws {
         let secret = try SecretBytes(copying: Array(repeating: 0x5A, count: 32))
         let copies = await withTaskGroup(of: [UInt8].self) { group in
