@@ -11,14 +11,17 @@ public struct CommandContext: Sendable {
     public var standardError: any TextOutput
     /// The registered commands (for `help`).
     public var commands: [any Command.Type]
+    /// Where patterns and passphrases are read.
+    public var standardInput: any LineInput
 
     public init(globalOptions: GlobalOptions = GlobalOptions(), environment: [String: String] = [:],
                 standardOutput: any TextOutput, standardError: any TextOutput,
-                commands: [any Command.Type] = DotSafeCLI.commands) {
+                commands: [any Command.Type] = DotSafeCLI.commands, standardInput: any LineInput = ProcessInput()) {
         self.globalOptions = globalOptions
         self.environment = environment
         self.standardOutput = standardOutput
         self.standardError = standardError
         self.commands = commands
+        self.standardInput = standardInput
     }
 }

@@ -9,6 +9,8 @@ public enum DotSafeCLI {
     /// Every command, in the order `dotsafe --help` lists them. Adding a command is adding its
     /// type here.
     public static let commands: [any Command.Type] = [
+        InitCommand.self,
+        KeyringCommand.self,
         HelpCommand.self,
         VersionCommand.self,
     ]
@@ -28,7 +30,8 @@ public enum DotSafeCLI {
     /// to find help.
     public static func main(arguments: [String], environment: [String: String],
                             standardOutput: any TextOutput, standardError: any TextOutput,
-                            commands: [any Command.Type] = DotSafeCLI.commands) -> Int32 {
+                            commands: [any Command.Type] = DotSafeCLI.commands,
+                            standardInput: any LineInput = ProcessInput()) -> Int32 {
         var commandName: String?
         do {
             let leadingSignature = CommandSignature(
@@ -59,7 +62,7 @@ public enum DotSafeCLI {
             }
             commandName = name
             let runner = Runner(leading: leading, environment: environment, standardOutput: standardOutput,
-                                standardError: standardError, commands: commands)
+                                standardError: standardError, commands: commands, standardInput: standardInput)
             return try runner.execute(command, arguments: commandArguments)
         } catch {
             let error = error as? CLIError ?? .failure(describe(error))
@@ -90,6 +93,7 @@ public enum DotSafeCLI {
         let standardOutput: any TextOutput
         let standardError: any TextOutput
         let commands: [any Command.Type]
+        let standardInput: any LineInput
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
             let signature = command.signature.adding(GlobalOptions.options + [StandardOptions.help])
@@ -116,7 +120,7 @@ public enum DotSafeCLI {
             }
             let context = CommandContext(globalOptions: globalOptions, environment: environment,
                                          standardOutput: standardOutput, standardError: standardError,
-                                         commands: commands)
+                                         commands: commands, standardInput: standardInput)
             do {
                 return try instance.run(context: context)
             } catch let error as CLIError {

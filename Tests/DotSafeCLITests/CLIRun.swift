@@ -9,11 +9,12 @@ struct CLIRun: Equatable, CustomStringConvertible {
     /// Runs `dotsafe ARGUMENTS` in-process with captured streams and the given environment
     /// (empty by default, so the caller's `DOTSAFE_KEYRING` cannot leak in).
     init(_ arguments: [String], environment: [String: String] = [:],
-         commands: [any Command.Type] = DotSafeCLI.commands) {
+         commands: [any Command.Type] = DotSafeCLI.commands, input: [String] = []) {
         let output = CapturedOutput()
         let error = CapturedOutput()
         status = DotSafeCLI.main(arguments: arguments, environment: environment,
-                                 standardOutput: output, standardError: error, commands: commands)
+                                 standardOutput: output, standardError: error, commands: commands,
+                                 standardInput: ScriptedInput(input))
         standardOutput = output.text
         standardError = error.text
     }

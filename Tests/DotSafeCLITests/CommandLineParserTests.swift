@@ -77,7 +77,7 @@ import Testing
         let lines = runFixture(["--help"]).standardOutput.split(separator: "\n", omittingEmptySubsequences: false)
         let commandList = lines.drop { $0 != "COMMANDS:" }.dropFirst().prefix { !$0.isEmpty }
         #expect(commandList.map { $0.split(separator: " ", maxSplits: 1).first ?? "" }
-                == ["help", "version", "probe", "files"])
+                == DotSafeCLI.commands.map { Substring($0.name) } + ["probe", "files"])
         #expect(commandList.last?.hasSuffix("  Fail or succeed as told (a test fixture).") == true)
     }
 }

@@ -1,0 +1,70 @@
+import Glibc
+
+/// Where commands read patterns and passphrases: standard input, with echo off on a terminal.
+/// Tests substitute `ScriptedInput`. Lines come back as bytes so that callers can wipe them.
+public protocol LineInput: Sendable {
+    /// Whether a person is typing (a terminal), so a command may prompt.
+    var isTerminal: Bool { get }
+    /// One line without its line end, or nil at the end of input. `prompt` goes to standard
+    /// error; with `secret` the terminal does not echo what is typed.
+    func readLine(prompt: String?, secret: Bool) throws -> [UInt8]?
+}
+
+/// The process's standard input.
+public struct ProcessInput: LineInput {
+    public init() {}
+
+    public var isTerminal: Bool { isatty(0) == 1 }
+
+    public func readLine(prompt: String?, secret: Bool) throws -> [UInt8]? {
+        if let prompt { FileDescriptorOutput.standardError.write(prompt) }
+        var saved = termios()
+        let hideEcho = secret && isTerminal && tcgetattr(0, &saved) == 0
+        if hideEcho {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if hideEcho {
+                tcsetattr(0, TCSAFLUSH, &saved)
+                FileDescriptorOutput.standardError.write("\n")
+            }
+        }
+        // Byte by byte, so nothing past the line is taken from a pipe that others read on.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return line.isEmpty ? nil : line }
+            if byte == 0x0a { break }
+            line.append(byte)
+        }
+        if line.last == 0x0d { line.removeLast() }
+        return line
+    }
+}
+
+/// Lines given in advance, for tests.
+public final class ScriptedInput: LineInput, @unchecked Sendable {
+    // Only tests use it, from one thread at a time.
+    private var lines: [[UInt8]]
+    public let isTerminal: Bool
+    public private(set) var prompts: [String] = []
+
+    public init(_ lines: [String], isTerminal: Bool = false) {
+        self.lines = lines.map { Array($0.utf8) }
+        self.isTerminal = isTerminal
+    }
+
+    public func readLine(prompt: String?, secret: Bool) throws -> [UInt8]? {
+        if let prompt { prompts.append(prompt) }
+        return lines.isEmpty ? nil : lines.removeFirst()
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Zeroes a secret read from input before the array goes.
+    mutating func wipe() { for i in indices { self[i] = 0 } }
+}

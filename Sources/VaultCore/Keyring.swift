@@ -1,0 +1,142 @@
+import Synchronization
+import VaultCrypto
+import VaultFormat
+
+/// The user's keyring (R-KEY-3, R-KEY-4): tagged items of random bytes, made from the OS random
+/// source. DotSafe keeps one item, the pattern salt, with its KDF parameters: one salt for every
+/// storage, so a second machine with the same keyring derives the same keys.
+public final class Keyring: Sendable {
+    public static let patternSaltTag = "dotsafe.pattern-salt"
+    public static let saltSize = 32
+    public static let kdfName = "pbkdf2-hmac-sha256"
+
+    /// The salt and rounds a pattern key is derived with.
+    public struct PatternSalt: Equatable, Sendable {
+        public var salt: [UInt8]
+        public var rounds: Int
+    }
+
+    public let backend: any KeyringBackend
+    private let random: any RandomSource
+    /// `DOTSAFE_ALLOW_WEAK_KDF=1`: tests may use fewer rounds; nobody else may.
+    private let allowWeakKDF: Bool
+    /// Serialises read-modify-write of the backend within this process.
+    private let mutation = Mutex(())
+
+    public init(backend: any KeyringBackend, random: any RandomSource = SystemRandom(), allowWeakKDF: Bool = false) {
+        self.backend = backend
+        self.random = random
+        self.allowWeakKDF = allowWeakKDF
+    }
+
+    /// The keyring the command line names (`--keyring`, `DOTSAFE_KEYRING`, the default file).
+    public convenience init(option: String?, environment: [String: String], random: any RandomSource = SystemRandom()) {
+        self.init(backend: FileKeyringBackend(path: FileKeyringBackend.path(option: option, environment: environment)),
+                  random: random, allowWeakKDF: environment["DOTSAFE_ALLOW_WEAK_KDF"] == "1")
+    }
+
+    public var exists: Bool { get throws { try backend.load() != nil } }
+
+    /// Adds an item of `count` fresh random bytes. A tag that exists is `duplicateItem`; a
+    /// failing random source is `generationFailed`. Nothing is written on either.
+    @discardableResult
+    public func add(tag: String, count: Int, attributes: [(name: String, value: String)] = []) throws -> [UInt8] {
+        try mutation.withLock { _ in
+            var items = try backend.load() ?? []
+            guard !items.contains(where: { $0.tag == tag }) else { throw KeyringError.duplicateItem(tag) }
+            let secret: [UInt8]
+            do { secret = try random.bytes(count) } catch { throw KeyringError.generationFailed }
+            items.append(KeyringFile.Item(tag: tag, attributes: attributes, secret: secret))
+            try backend.save(items)
+            return secret
+        }
+    }
+
+    public func get(tag: String) throws -> KeyringFile.Item? {
+        try backend.load()?.first { $0.tag == tag }
+    }
+
+    public func delete(tag: String) throws {
+        try mutation.withLock { _ in
+            var items = try backend.load() ?? []
+            guard let index = items.firstIndex(where: { $0.tag == tag }) else { throw KeyringError.itemNotFound(tag) }
+            items.remove(at: index)
+            try backend.save(items)
+        }
+    }
+
+    /// The pattern salt and its rounds, checked (R-KEY-5); nil when the keyring has none.
+    public func patternSalt() throws -> PatternSalt? {
+        guard let item = try get(tag: Self.patternSaltTag) else { return nil }
+        let kdf = item.attribute("kdf") ?? ""
+        guard kdf == Self.kdfName else { throw KeyringError.unknownKDF(kdf) }
+        guard let rounds = Int(item.attribute("rounds") ?? ""), rounds > 0, rounds <= Int(Int32.max) else {
+            throw KeyringError.damaged(path: backend.location, reason: "the pattern salt has no valid round count")
+        }
+        guard rounds >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: rounds) }
+        guard item.secret.count == Self.saltSize else {
+            throw KeyringError.damaged(path: backend.location, reason: "the pattern salt is not \(Self.saltSize) bytes")
+        }
+        return PatternSalt(salt: item.secret, rounds: rounds)
+    }
+
+    /// Makes the pattern salt; `rounds` below 600,000 only with `DOTSAFE_ALLOW_WEAK_KDF=1`.
+    @discardableResult
+    public func createPatternSalt(rounds: Int = Format.minimumKDFRounds) throws -> PatternSalt {
+        guard rounds >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: rounds) }
+        let salt = try add(tag: Self.patternSaltTag, count: Self.saltSize,
+                           attributes: [("kdf", Self.kdfName), ("rounds", String(rounds))])
+        return PatternSalt(salt: salt, rounds: rounds)
+    }
+
+    /// The keyring file sealed under a passphrase (docs/FORMAT.md §8.2).
+    public func export(passphrase: [UInt8], rounds: Int = Format.minimumKDFRounds) throws -> [UInt8] {
+        guard let items = try backend.load() else { throw KeyringError.missing(backend.location) }
+        var plain = KeyringFile(items: items).encode(checksum: SHA256.hash)
+        defer { Sealer.wipe(&plain) }
+        let salt = try random.bytes(KeyringExport.saltSize)
+        let key = try PBKDF2.deriveKey(password: passphrase, salt: salt, rounds: rounds, count: Format.keySize)
+        defer { key.wipe() }
+        let (nonce, sealed) = try Sealer.seal(plain[...], key: .secret(key), label: Label.sealKeyringExport, context: [], random: random)
+        return KeyringExport(rounds: UInt32(rounds), salt: salt, nonce: nonce, sealed: sealed).encode()
+    }
+
+    /// Adds the exported items. An item that exists with the same secret is left; one with a
+    /// different secret is refused unless `replace`, since that would orphan the vaults made with it.
+    /// Returns the tags added or replaced.
+    @discardableResult
+    public func importExport(_ bytes: [UInt8], passphrase: [UInt8], replace: Bool = false) throws -> [String] {
+        let export: KeyringExport
+        do { export = try KeyringExport.decode(bytes) } catch let error as FormatError {
+            throw KeyringError.damaged(path: "the export", reason: error.description)
+        }
+        guard Int(export.rounds) >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: Int(export.rounds)) }
+        let key = try PBKDF2.deriveKey(password: passphrase, salt: export.salt, rounds: Int(export.rounds), count: Format.keySize)
+        defer { key.wipe() }
+        var plain: [UInt8]
+        do {
+            plain = try Sealer.open(export.sealed[...], nonce: export.nonce, key: .secret(key), label: Label.sealKeyringExport, context: [])
+        } catch { throw KeyringError.wrongPassphrase }
+        defer { Sealer.wipe(&plain) }
+        let imported: [KeyringFile.Item]
+        do { imported = try KeyringFile.decode(plain, checksum: SHA256.hash).items } catch let error as FormatError {
+            throw KeyringError.damaged(path: "the export", reason: error.description)
+        }
+        return try mutation.withLock { _ in
+            var items = try backend.load() ?? []
+            var changed: [String] = []
+            for item in imported {
+                if let index = items.firstIndex(where: { $0.tag == item.tag }) {
+                    if items[index].secret == item.secret { continue }
+                    guard replace else { throw KeyringError.conflictingItem(item.tag) }
+                    items[index] = item
+                } else {
+                    items.append(item)
+                }
+                changed.append(item.tag)
+            }
+            if !changed.isEmpty { try backend.save(items) }
+            return changed
+        }
+    }
+}

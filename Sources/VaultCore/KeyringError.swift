@@ -1,0 +1,38 @@
+/// Why the keyring could not do what was asked. The description is the line users see.
+public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// `add` with a tag that is in the keyring already (the Keychain's errSecDuplicateItem).
+    case duplicateItem(String)
+    /// The random source failed: no secret was made (the seed's failedToGenerateEncryptedKey).
+    case generationFailed
+    case itemNotFound(String)
+    /// No keyring at the path, where one is needed.
+    case missing(String)
+    /// The file is not a keyring, or its checksum fails.
+    case damaged(path: String, reason: String)
+    /// The keyring asks for fewer rounds than DotSafe accepts (R-KEY-5).
+    case weakKDF(rounds: Int)
+    case unknownKDF(String)
+    /// Reading or writing the file failed; the text says how.
+    case storage(String)
+    /// The export's passphrase is wrong or the export is damaged (the seal does not open).
+    case wrongPassphrase
+    /// Import would replace a different salt: vaults made with the current one would look empty.
+    case conflictingItem(String)
+
+    public var description: String {
+        switch self {
+        case .duplicateItem(let tag): "the keyring already has an item '\(tag)'"
+        case .generationFailed: "could not make a random secret: the system's random source failed"
+        case .itemNotFound(let tag): "the keyring has no item '\(tag)'"
+        case .missing(let path): "no keyring at \(path) (make one with 'dotsafe init', or import one with 'dotsafe keyring import')"
+        case .damaged(let path, let reason): "the keyring \(path) is damaged: \(reason)"
+        case .weakKDF(let rounds):
+            "the keyring asks for \(rounds) PBKDF2 rounds, fewer than 600000: refused (a planted keyring could weaken your vault)"
+        case .unknownKDF(let name): "the keyring names an unknown key derivation '\(name)'"
+        case .storage(let text): text
+        case .wrongPassphrase: "the passphrase is wrong, or the export is damaged"
+        case .conflictingItem(let tag):
+            "the keyring already has a different '\(tag)': importing would make the vaults made with it look empty (use --replace if you mean it)"
+        }
+    }
+}
