@@ -17,7 +17,7 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         .target(name: "VaultStore", dependencies: ["CSystem", "VaultCrypto", "VaultFormat"]),
         .target(name: "VaultCore", dependencies: ["VaultCrypto", "VaultFormat", "VaultStore"]),
-        .target(name: "DotSafeCLI", dependencies: ["VaultCore", "VaultStore", "VaultCrypto"]),
+        .target(name: "DotSafeCLI", dependencies: ["CSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),

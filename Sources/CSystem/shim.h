@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 // O_TMPFILE is (__O_TMPFILE | O_DIRECTORY); __O_TMPFILE is 020000000 on every Linux
 // architecture Swift supports (x86_64, aarch64).
@@ -19,5 +21,15 @@ static inline int dotsafe_open_unnamed(int folder) {
 
 /// syncfs(2): makes every write of the file system holding `fd` durable.
 static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }
+
+/// The uid of the process at the other end of a Unix socket (SO_PEERCRED, whose struct ucred
+/// hides behind _GNU_SOURCE); -1 with errno on failure.
+static inline int dotsafe_peer_uid(int fd, uid_t *uid) {
+    struct { pid_t pid; uid_t uid; gid_t gid; } credentials;
+    socklen_t size = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return -1;
+    *uid = credentials.uid;
+    return 0;
+}
 
 #endif

@@ -13,15 +13,19 @@ public struct CommandContext: Sendable {
     public var commands: [any Command.Type]
     /// Where patterns and passphrases are read.
     public var standardInput: any LineInput
+    /// A pattern taken out of this process's argv (see `ArgumentVector`).
+    public var patternFromArguments: [UInt8]?
 
     public init(globalOptions: GlobalOptions = GlobalOptions(), environment: [String: String] = [:],
                 standardOutput: any TextOutput, standardError: any TextOutput,
-                commands: [any Command.Type] = DotSafeCLI.commands, standardInput: any LineInput = ProcessInput()) {
+                commands: [any Command.Type] = DotSafeCLI.commands, standardInput: any LineInput = ProcessInput(),
+                patternFromArguments: [UInt8]? = nil) {
         self.globalOptions = globalOptions
         self.environment = environment
         self.standardOutput = standardOutput
         self.standardError = standardError
         self.commands = commands
         self.standardInput = standardInput
+        self.patternFromArguments = patternFromArguments
     }
 }

@@ -18,10 +18,13 @@ public enum DotSafeCLI {
     /// Runs `dotsafe` for this process: its arguments, environment, standard output and error.
     /// Returns the exit status.
     public static func main() -> Int32 {
-        main(arguments: Array(CommandLine.arguments.dropFirst()),
-             environment: ProcessInfo.processInfo.environment,
-             standardOutput: FileDescriptorOutput.standardOutput,
-             standardError: FileDescriptorOutput.standardError)
+        var (arguments, pattern) = ArgumentVector.takeArguments()
+        defer { pattern?.wipe() }
+        return main(arguments: arguments,
+                    environment: ProcessInfo.processInfo.environment,
+                    standardOutput: FileDescriptorOutput.standardOutput,
+                    standardError: FileDescriptorOutput.standardError,
+                    patternFromArguments: pattern)
     }
 
     /// Runs one command line (`arguments` without the program name) and returns the exit
@@ -31,7 +34,8 @@ public enum DotSafeCLI {
     public static func main(arguments: [String], environment: [String: String],
                             standardOutput: any TextOutput, standardError: any TextOutput,
                             commands: [any Command.Type] = DotSafeCLI.commands,
-                            standardInput: any LineInput = ProcessInput()) -> Int32 {
+                            standardInput: any LineInput = ProcessInput(),
+                            patternFromArguments: [UInt8]? = nil) -> Int32 {
         var commandName: String?
         do {
             let leadingSignature = CommandSignature(
@@ -62,7 +66,8 @@ public enum DotSafeCLI {
             }
             commandName = name
             let runner = Runner(leading: leading, environment: environment, standardOutput: standardOutput,
-                                standardError: standardError, commands: commands, standardInput: standardInput)
+                                standardError: standardError, commands: commands, standardInput: standardInput,
+                                patternFromArguments: patternFromArguments)
             return try runner.execute(command, arguments: commandArguments)
         } catch {
             let error = error as? CLIError ?? .failure(describe(error))
@@ -94,6 +99,7 @@ public enum DotSafeCLI {
         let standardError: any TextOutput
         let commands: [any Command.Type]
         let standardInput: any LineInput
+        let patternFromArguments: [UInt8]?
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
             let signature = command.signature.adding(GlobalOptions.options + [StandardOptions.help])
@@ -120,7 +126,8 @@ public enum DotSafeCLI {
             }
             let context = CommandContext(globalOptions: globalOptions, environment: environment,
                                          standardOutput: standardOutput, standardError: standardError,
-                                         commands: commands, standardInput: standardInput)
+                                         commands: commands, standardInput: standardInput,
+                                         patternFromArguments: patternFromArguments)
             do {
                 return try instance.run(context: context)
             } catch let error as CLIError {

@@ -48,9 +48,23 @@ public final class VaultSecrets: Sendable {
         return name
     }
 
+    /// A name that is the same for every mount of this vault on this storage and tells nothing
+    /// about the pattern: the mount guard's socket name (R-FS-3).
+    public func mountGuardName(storageDevice: UInt64, storageInode: UInt64) throws -> String {
+        var info = Label.mountGuard
+        withUnsafeBytes(of: storageDevice.littleEndian) { info.append(contentsOf: $0) }
+        withUnsafeBytes(of: storageInode.littleEndian) { info.append(contentsOf: $0) }
+        let digest = try HKDF.deriveBytes(from: locator, salt: [], info: info, count: 16)
+        return "dotsafe-vault-" + digest.map { String($0, radix: 16).leftPadded(2) }.joined()
+    }
+
     public func wipe() {
         locator.wipe()
         indexKey.wipe()
         namesKey.wipe()
     }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -8,6 +8,8 @@ public enum Label {
     public static let subkey = bytes("DotSafe v1 subkey")
     public static let indexName = bytes("DotSafe v1 index name")
     public static let fileName = bytes("DotSafe v1 file name")
+    /// Names the abstract socket that keeps a vault from being mounted twice (never on disk).
+    public static let mountGuard = bytes("DotSafe v1 mount guard")
     /// Location of the storage on this device; a remote copy uses another (R-SYN).
     public static let localLocation = bytes("local")
 
