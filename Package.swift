@@ -19,6 +19,7 @@ let package = Package(
         .target(name: "VaultCore", dependencies: ["VaultCrypto", "VaultFormat", "VaultStore"]),
         .target(name: "DotSafeCLI", dependencies: ["CSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
+        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],

@@ -1,0 +1,103 @@
+import Foundation
+import Glibc
+import Testing
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+@Suite struct DiskStorageFolderTests {
+    static func folder() throws -> String {
+        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/dotsafe-test-store-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func initMakesSameSizeFullyAllocatedWellNamedFiles() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let count = try Storage.initialize(at: base + "/s", random: SystemRandom())
+        #expect((64...128).contains(count) && count % 16 == 0)
+        let folder = try Storage.open(at: base + "/s")
+        let names = try folder.listAllNames()
+        #expect(names.count == count)
+        for name in names {
+            #expect(FileName.isWellFormed(name))
+            let allocated = try #require(try folder.allocatedBytes(name))
+            #expect(allocated >= Format.fileSize, "sparse file \(name)")
+            #expect(try folder.read(name)?.count == Format.fileSize)
+        }
+        let mode = try FileManager.default.attributesOfItem(atPath: base + "/s")[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+    }
+
+    @Test func initRefusesAFolderWithAnythingInIt() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try FileManager.default.createDirectory(atPath: base + "/s/.hidden", withIntermediateDirectories: true)
+        #expect(throws: StoreError.folderNotEmpty(base + "/s")) { try Storage.initialize(at: base + "/s", random: SystemRandom()) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: base + "/s") == [".hidden"])
+    }
+
+    @Test func aFolderWithTooFewFilesIsNotAStorage() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let error = #expect(throws: StoreError.self) { try Storage.open(at: base) }
+        #expect("\(error!)".contains("holds 0 storage files, a storage has at least 64"))
+        let missing = #expect(throws: StoreError.self) { try Storage.open(at: base + "/nothing") }
+        #expect("\(missing!)".contains("cannot be opened as a folder"))
+    }
+
+    @Test func hostileEntriesAreIgnoredNeverFollowedNorRemoved() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try Storage.initialize(at: base + "/s", random: SystemRandom())
+        let folder = try Storage.open(at: base + "/s")
+        let files = try folder.listFiles()
+        let name = FileName.encode([UInt8](repeating: 7, count: 16))
+        let outside = base + "/outside"
+        try Data([UInt8](repeating: 1, count: Format.fileSize)).write(to: URL(fileURLWithPath: outside))
+        // A symbolic link of the right name form to a file of the right size: never followed.
+        try FileManager.default.createSymbolicLink(atPath: base + "/s/" + name, withDestinationPath: outside)
+        #expect(try folder.listFiles() == files)
+        #expect(throws: StoreError.unusableFile(name)) { try folder.read(name) }
+        #expect(throws: StoreError.unusableFile(name)) { try folder.write(name, offset: 0, bytes: [0]) }
+        #expect(throws: StoreError.unusableFile(name)) { try folder.remove(name) }
+        #expect(FileManager.default.fileExists(atPath: base + "/s/" + name))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == Data([UInt8](repeating: 1, count: Format.fileSize)))
+        // A FIFO must not hang a read.
+        let fifo = FileName.encode([UInt8](repeating: 9, count: 16))
+        #expect(mkfifo(base + "/s/" + fifo, 0o600) == 0)
+        #expect(throws: StoreError.unusableFile(fifo)) { try folder.read(fifo) }
+        // A file of another size is not a storage file.
+        let small = FileName.encode([UInt8](repeating: 11, count: 16))
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: base + "/s/" + small))
+        #expect(throws: StoreError.unusableFile(small)) { try folder.read(small) }
+        #expect(try folder.listFiles() == files)
+    }
+
+    @Test func createAppearsCompleteAndRefusesAnExistingName() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let folder = try DiskStorageFolder(path: base)
+        let name = FileName.encode([UInt8](repeating: 3, count: 16))
+        let bytes = try SystemRandom().bytes(Format.fileSize)
+        try folder.create(name, contents: bytes, durable: true)
+        try folder.syncFolder()
+        #expect(try folder.listAllNames() == [name])
+        #expect(try folder.read(name) == bytes)
+        #expect(throws: StoreError.exists(name)) { try folder.create(name, contents: bytes, durable: false) }
+        try folder.write(name, offset: 10, bytes: [1, 2, 3])
+        #expect(try folder.read(name, offset: 10, count: 3) == [1, 2, 3])
+        try folder.remove(name)
+        #expect(try folder.listAllNames().isEmpty)
+    }
+
+    @Test func fileNamesHaveOneFormAndAlphabet() {
+        #expect(FileName.encode([UInt8](repeating: 0, count: 16)) == "aaaaaaaaaaaaaaaaaaaaaaaaaa")
+        #expect(FileName.encode([UInt8](repeating: 0xff, count: 16)) == "77777777777777777777777774") // python3: base64.b32encode(b"\xff" * 16)
+        #expect(!FileName.isWellFormed("aaaaaaaaaaaaaaaaaaaaaaaaab"))
+        #expect(!FileName.isWellFormed("AAAAAAAAAAAAAAAAAAAAAAAAAA"))
+        #expect(!FileName.isWellFormed("aaaaaaaaaaaaaaaaaaaaaaaaa"))
+        #expect(FileName.isWellFormed("aaaaaaaaaaaaaaaaaaaaaaaaae"))
+    }
+}
