@@ -35,6 +35,8 @@ public enum FSError: Error, Equatable, Sendable {
     case readOnly
     /// Not permitted: a hard link to a folder (EPERM).
     case notPermitted
+    /// Not supported: POSIX ACLs, RENAME_EXCHANGE (EOPNOTSUPP).
+    case notSupported
     /// Anything the vault or the storage reported: damaged data (EIO), a full disk (ENOSPC), a
     /// locked vault (EIO); the errno is the vault's.
     case vault(VaultError)
@@ -57,6 +59,7 @@ public enum FSError: Error, Equatable, Sendable {
         case .badHandle: EBADF
         case .readOnly: EROFS
         case .notPermitted: EPERM
+        case .notSupported: EOPNOTSUPP
         case .vault(let error): error.errno
         }
     }

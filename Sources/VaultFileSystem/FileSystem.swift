@@ -97,11 +97,10 @@ public final class FileSystem: Sendable {
         try withState { _ in try fileAttributes(inode) }
     }
 
-    /// chmod, chown, truncate/ftruncate and utimens in one. `handle` is the open file of an
-    /// ftruncate/futimens, if any (the inode says which item either way).
-    public func setAttributes(_ inode: UInt64, _ changes: AttributeChanges, handle: UInt64? = nil) throws(FSError) -> FileAttributes {
-        try withState { state in
-            if let handle { _ = try state.handles.file(handle) }
+    /// chmod, chown, truncate/ftruncate and utimens in one (for ftruncate the inode says which
+    /// item; the handle is not needed).
+    public func setAttributes(_ inode: UInt64, _ changes: AttributeChanges) throws(FSError) -> FileAttributes {
+        try withState { _ in
             if let size = changes.size {
                 guard try vault.attributes(inode).type == .file else {
                     throw try vault.attributes(inode).type == .folder ? FSError.isADirectory : FSError.invalidArgument
@@ -332,6 +331,13 @@ public final class FileSystem: Sendable {
 
     // MARK: Extended attributes
 
+    /// The attributes that carry POSIX ACLs. The kernel passes them through to a FUSE file
+    /// system that did not ask for ACL support (on the host's user namespace); storing them would
+    /// make `cp -a` believe the ACL, hence the mode, was set and skip its chmod. No ACL support:
+    /// setting one is EOPNOTSUPP, as on a file system mounted `noacl`, and reading one ENODATA.
+    public static let accessControlListNames: Set<[UInt8]> = [Array("system.posix_acl_access".utf8),
+                                                              Array("system.posix_acl_default".utf8)]
+
     public func extendedAttribute(_ inode: UInt64, _ name: [UInt8]) throws(FSError) -> [UInt8] {
         try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
@@ -348,6 +354,7 @@ public final class FileSystem: Sendable {
     public func setExtendedAttribute(_ inode: UInt64, _ name: [UInt8], _ value: [UInt8],
                                      create: Bool = false, replace: Bool = false) throws(FSError) {
         guard !(create && replace) else { throw .invalidArgument }
+        guard !Self.accessControlListNames.contains(name) else { throw .notSupported }
         guard value.count <= Self.maximumAttributeValue else { throw .attributeTooLarge }
         try withState(FSError.Context(notFound: .noAttribute, tooLarge: .noSpace)) { _ in
             try Self.checkAttributeName(name)

@@ -55,4 +55,14 @@ import VaultFileSystem
         }
         #expect(throws: FSError.noAttribute) { try h.fs.extendedAttribute(id, "user.b".bytes) }
     }
+
+    @Test func accessControlListsAreNotSupported() throws {
+        let h = try FileSystemHarness()
+        let id = try h.createFile("f")
+        #expect(throws: FSError.notSupported) {
+            try h.fs.setExtendedAttribute(id, "system.posix_acl_access".bytes, [2, 0, 0, 0])
+        }
+        #expect(throws: FSError.noAttribute) { try h.fs.extendedAttribute(id, "system.posix_acl_access".bytes) }
+        #expect(FSError.notSupported.errno == EOPNOTSUPP)
+    }
 }
