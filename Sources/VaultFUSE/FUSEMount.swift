@@ -101,11 +101,12 @@ public final class FUSEMount: Sendable {
 
     /// Removes the kernel mount, waits for the loop to end, and closes the file system. `lazy`
     /// detaches the mount at once even while files are open in it (`umount -l`): the loop then
-    /// serves those files until they are closed, and this waits for that. Without `lazy`, a busy
-    /// mount (after a few retries) throws `.busy` and stays mounted and served.
-    public func unmount(lazy: Bool = false) throws(FUSEError) {
+    /// serves those files until they are closed, and this waits for that. Without `lazy`, a mount
+    /// still busy after `busyTimeout` seconds of retries throws `.busy` and stays mounted and
+    /// served (a process that just exited may hold it for a moment).
+    public func unmount(lazy: Bool = false, busyTimeout: Double = 3) throws(FUSEError) {
         if isServing && !lifecycle.withLock({ $0.finished }) {
-            try detach(lazy: lazy)
+            try detach(lazy: lazy, busyTimeout: busyTimeout)
         }
         try finish()
     }
@@ -157,11 +158,12 @@ public final class FUSEMount: Sendable {
     // MARK: Unmounting
 
     private static let detachFlag: Int32 = 2  // MNT_DETACH
-    private static let busyRetries = 30
+    private static let busyRetryInterval: UInt32 = 100_000
 
     /// Takes the mount away from the kernel: the loop then reads ENODEV and ends.
-    private func detach(lazy: Bool) throws(FUSEError) {
-        for attempt in 0...Self.busyRetries {
+    private func detach(lazy: Bool, busyTimeout: Double) throws(FUSEError) {
+        let retries = max(0, Int(busyTimeout * 1e6) / Int(Self.busyRetryInterval))
+        for attempt in 0...retries {
             let failure: Int32
             if geteuid() == 0 {
                 if umount2(mountPoint, lazy ? Self.detachFlag : 0) == 0 { return }
@@ -176,7 +178,7 @@ public final class FUSEMount: Sendable {
             guard failure == EBUSY || failure == EINTR else {
                 throw .unmountFailed("\(mountPoint): \(String(cString: strerror(failure)))")
             }
-            if attempt < Self.busyRetries { usleep(100_000) }
+            if attempt < retries { usleep(Self.busyRetryInterval) }
         }
         throw .busy(mountPoint)
     }

@@ -14,6 +14,12 @@ struct MountHarness {
     let storagePath: String
     let mountPoint: String
 
+    init(folder: String, storagePath: String, mountPoint: String) {
+        self.folder = folder
+        self.storagePath = storagePath
+        self.mountPoint = mountPoint
+    }
+
     init() throws {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/dotsafe-test-mount.XXXXXX".utf8CString)
