@@ -283,6 +283,10 @@ private func replyAttributes(_ request: fuse_req_t?, _ context: FUSEContext, _ a
 }
 
 private func replyDirectory(_ request: fuse_req_t?, size: Int, _ entries: [DirectoryEntry]) {
+    guard size > 0 else {
+        fuse_reply_buf(request, nil, 0)
+        return
+    }
     var buffer = [CChar](repeating: 0, count: size)
     var used = 0
     buffer.withUnsafeMutableBufferPointer { buffer in

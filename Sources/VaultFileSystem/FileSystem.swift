@@ -304,8 +304,9 @@ public final class FileSystem: Sendable {
     public func readDirectory(_ handle: UInt64, offset: Int64, limit: Int) throws(FSError) -> [DirectoryEntry] {
         try withState { state in
             var directory = try state.handles.directory(handle)
-            if offset == 0 {
-                directory.entries = try vault.contents(ofFolder: directory.inode)
+            if offset == 0 && !directory.fresh { directory.entries = try vault.contents(ofFolder: directory.inode) }
+            if directory.fresh || offset == 0 {
+                directory.fresh = false
                 state.handles.replaceDirectory(handle, directory)
             }
             var result: [DirectoryEntry] = []

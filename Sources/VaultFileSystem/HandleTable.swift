@@ -24,6 +24,9 @@ struct HandleTable {
         /// The listing as of opendir (or the last rewind): offsets stay stable while it is read.
         var entries: [(name: [UInt8], id: UInt64)]
         var parent: UInt64
+        /// True until the first read: a read at offset 0 lists the folder again only after that
+        /// (rewinddir), not right after opendir.
+        var fresh = true
     }
 
     enum Handle {
