@@ -105,14 +105,17 @@ public final class FUSEMount: Sendable {
     /// still busy after `busyTimeout` seconds of retries throws `.busy` and stays mounted and
     /// served (a process that just exited may hold it for a moment).
     public func unmount(lazy: Bool = false, busyTimeout: Double = 3) throws(FUSEError) {
-        if isServing && !lifecycle.withLock({ $0.finished }) {
+        // Not under the lifecycle lock: a thread in `waitUntilUnmounted` holds it while it joins
+        // the loop, and only this detach ends the loop.
+        if isServing {
             try detach(lazy: lazy, busyTimeout: busyTimeout)
         }
         try finish()
     }
 
-    /// Blocks until the mount goes away from outside (`fusermount3 -u`, `umount`), then cleans
-    /// up and closes the file system. The daemon's main thread waits here.
+    /// Blocks until the mount goes away (`fusermount3 -u`, `umount`, or `unmount()` from another
+    /// thread, e.g. a signal handler's), then cleans up and closes the file system. The daemon's
+    /// main thread waits here.
     public func waitUntilUnmounted() throws(FUSEError) {
         try finish()
     }

@@ -78,6 +78,29 @@ import VaultFUSE
         }
     }
 
+    @Test func unmountFromAnotherThreadWhileWaiting() throws {
+        let harness = try MountHarness()
+        defer { harness.removeFolder() }
+        try harness.withMount { mount throws in
+            try shell("echo waited > f", in: harness.mountPoint)
+            // The daemon's shape: the main thread waits, a signal-handling thread unmounts.
+            let waited = Flag()
+            let waiter = Thread {
+                try? mount.waitUntilUnmounted()
+                waited.set()
+            }
+            waiter.start()
+            usleep(50_000)
+            #expect(!waited.isSet)
+            try mount.unmount()
+            #expect(waitFor { waited.isSet }, "waitUntilUnmounted did not return")
+            #expect(mount.fileSystem.isClosed)
+        }
+        try harness.withMount { _ throws in
+            #expect(try shell("cat f", in: harness.mountPoint) == "waited\n")
+        }
+    }
+
     @Test func mountOnAMissingFolderFails() throws {
         let harness = try MountHarness()
         defer { harness.removeFolder() }
