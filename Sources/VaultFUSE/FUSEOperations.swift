@@ -1,0 +1,345 @@
+import CFuse
+import Glibc
+import VaultFileSystem
+
+/// The libfuse low-level operations table. Each callback converts its arguments, calls the
+/// file system once, and ends in exactly one reply: the result, or `fuse_reply_err` with the
+/// error's errno. No policy lives here.
+///
+/// The closures capture nothing (they are C function pointers); the file system is reached
+/// through the request's userdata.
+enum FUSEOperations {
+    /// The largest write the kernel may send: more than 1 MiB ends the session with "reading
+    /// device: Invalid argument" (libfuse's buffer is 1 MiB + header).
+    static let maximumWrite: UInt32 = 1 << 20
+
+    static func table() -> fuse_lowlevel_ops {
+        var ops = fuse_lowlevel_ops()
+
+        ops.`init` = { _, connection in
+            guard let connection else { return }
+            connection.pointee.max_write = FUSEOperations.maximumWrite
+            connection.pointee.time_gran = 1
+            // O_TRUNC arrives with open (the file system truncates), not as a separate setattr.
+            connection.pointee.want |= UInt32(FUSE_CAP_ATOMIC_O_TRUNC) & connection.pointee.capable
+            // Not wanted: NFS export (inode numbers are not stable across mounts), and the
+            // writeback cache (the kernel would keep size and mtime itself; O_APPEND and the
+            // vault's mtime handling assume writes arrive as they happen).
+            connection.pointee.want &= ~UInt32(FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_WRITEBACK_CACHE)
+        }
+
+        ops.lookup = { request, parent, name in
+            reply(request) { context throws(FSError) in
+                replyEntry(request, context, try context.fileSystem.lookup(parent, bytes(name)))
+            }
+        }
+
+        ops.forget = { request, inode, count in
+            FUSEContext.of(request).fileSystem.forget(inode, count: count)
+            fuse_reply_none(request)
+        }
+
+        ops.forget_multi = { request, count, forgets in
+            let fileSystem = FUSEContext.of(request).fileSystem
+            if let forgets {
+                for index in 0..<count { fileSystem.forget(forgets[index].ino, count: forgets[index].nlookup) }
+            }
+            fuse_reply_none(request)
+        }
+
+        ops.getattr = { request, inode, _ in
+            reply(request) { context throws(FSError) in
+                replyAttributes(request, context, try context.fileSystem.attributes(inode))
+            }
+        }
+
+        ops.setattr = { request, inode, attributes, toSet, _ in
+            reply(request) { context throws(FSError) in
+                guard let new = attributes?.pointee else { throw .invalidArgument }
+                let changes = attributeChanges(new, toSet)
+                replyAttributes(request, context, try context.fileSystem.setAttributes(inode, changes))
+            }
+        }
+
+        ops.readlink = { request, inode in
+            reply(request) { context throws(FSError) in
+                let target = try context.fileSystem.readSymbolicLink(inode) + [0]
+                target.withUnsafeBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_readlink(request, $0.baseAddress) }
+                }
+            }
+        }
+
+        ops.mknod = { request, parent, name, mode, rdev in
+            reply(request) { context throws(FSError) in
+                replyEntry(request, context, try context.fileSystem.makeNode(parent, bytes(name), mode: UInt32(mode), rdev: UInt64(rdev),
+                                                                             caller: Caller(request)))
+            }
+        }
+
+        ops.mkdir = { request, parent, name, mode in
+            reply(request) { context throws(FSError) in
+                replyEntry(request, context, try context.fileSystem.makeDirectory(parent, bytes(name), mode: UInt32(mode),
+                                                                                  caller: Caller(request)))
+            }
+        }
+
+        ops.symlink = { request, target, parent, name in
+            reply(request) { context throws(FSError) in
+                replyEntry(request, context, try context.fileSystem.makeSymbolicLink(parent, bytes(name), target: bytes(target),
+                                                                                     caller: Caller(request)))
+            }
+        }
+
+        ops.link = { request, inode, parent, name in
+            reply(request) { context throws(FSError) in
+                replyEntry(request, context, try context.fileSystem.link(inode, into: parent, named: bytes(name)))
+            }
+        }
+
+        ops.unlink = { request, parent, name in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.unlink(parent, bytes(name))
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.rmdir = { request, parent, name in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.removeDirectory(parent, bytes(name))
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.rename = { request, parent, name, newParent, newName, flags in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.rename(parent, bytes(name), to: newParent, bytes(newName),
+                                              flags: FileSystem.RenameFlags(rawValue: UInt32(flags)))
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.create = { request, parent, name, mode, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                let (attributes, handle) = try context.fileSystem.create(parent, bytes(name), mode: UInt32(mode), flags: info.pointee.flags,
+                                                                         caller: Caller(request))
+                info.pointee.fh = handle
+                var entry = entryParameters(context, attributes)
+                if fuse_reply_create(request, &entry, info) != 0 {
+                    // The kernel never saw the reply (the request was interrupted).
+                    context.fileSystem.release(handle)
+                    context.fileSystem.forget(attributes.inode, count: 1)
+                }
+            }
+        }
+
+        ops.open = { request, inode, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                info.pointee.fh = try context.fileSystem.open(inode, flags: info.pointee.flags)
+                if fuse_reply_open(request, info) != 0 { context.fileSystem.release(info.pointee.fh) }
+            }
+        }
+
+        ops.read = { request, _, size, offset, info in
+            reply(request) { context throws(FSError) in
+                guard let info, offset >= 0 else { throw .invalidArgument }
+                let data = try context.fileSystem.read(info.pointee.fh, offset: UInt64(offset), count: size)
+                data.withUnsafeBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_buf(request, $0.baseAddress, $0.count) }
+                }
+            }
+        }
+
+        ops.write = { request, _, buffer, size, offset, info in
+            reply(request) { context throws(FSError) in
+                guard let info, offset >= 0 else { throw .invalidArgument }
+                let written = try context.fileSystem.write(info.pointee.fh, offset: UInt64(offset), bytes: bytes(buffer, count: size))
+                fuse_reply_write(request, written)
+            }
+        }
+
+        ops.flush = { request, _, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                try context.fileSystem.flush(info.pointee.fh)
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.release = { request, _, info in
+            if let info { FUSEContext.of(request).fileSystem.release(info.pointee.fh) }
+            fuse_reply_err(request, 0)
+        }
+
+        ops.fsync = { request, _, _, _ in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.synchronize()
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.opendir = { request, inode, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                info.pointee.fh = try context.fileSystem.openDirectory(inode)
+                if fuse_reply_open(request, info) != 0 { context.fileSystem.releaseDirectory(info.pointee.fh) }
+            }
+        }
+
+        ops.readdir = { request, _, size, offset, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                // A dirent takes at least 32 bytes: never ask for more entries than fit.
+                let entries = try context.fileSystem.readDirectory(info.pointee.fh, offset: Int64(offset), limit: max(1, size / 32))
+                replyDirectory(request, size: size, entries)
+            }
+        }
+
+        ops.releasedir = { request, _, info in
+            if let info { FUSEContext.of(request).fileSystem.releaseDirectory(info.pointee.fh) }
+            fuse_reply_err(request, 0)
+        }
+
+        ops.fsyncdir = { request, _, _, _ in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.synchronize()
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.statfs = { request, _ in
+            reply(request) { context throws(FSError) in
+                var statistics = statvfs(try context.fileSystem.statistics())
+                fuse_reply_statfs(request, &statistics)
+            }
+        }
+
+        ops.setxattr = { request, inode, name, value, size, flags in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.setExtendedAttribute(inode, bytes(name), bytes(value, count: size),
+                                                            create: flags & xattrCreate != 0, replace: flags & xattrReplace != 0)
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        ops.getxattr = { request, inode, name, size in
+            reply(request) { context throws(FSError) in
+                replyAttributeBytes(request, size: size, try context.fileSystem.extendedAttribute(inode, bytes(name)))
+            }
+        }
+
+        ops.listxattr = { request, inode, size in
+            reply(request) { context throws(FSError) in
+                let names = try context.fileSystem.extendedAttributeNames(inode)
+                replyAttributeBytes(request, size: size, names.flatMap { $0 + [0] })
+            }
+        }
+
+        ops.removexattr = { request, inode, name in
+            reply(request) { context throws(FSError) in
+                try context.fileSystem.removeExtendedAttribute(inode, bytes(name))
+                fuse_reply_err(request, 0)
+            }
+        }
+
+        return ops
+    }
+}
+
+// MARK: Replies
+
+
+/// Runs `body`, which replies on success; a thrown error becomes the one reply instead.
+private func reply(_ request: fuse_req_t?, _ body: (FUSEContext) throws(FSError) -> Void) {
+    do {
+        try body(FUSEContext.of(request))
+    } catch {
+        fuse_reply_err(request, error.errno)
+    }
+}
+
+private func entryParameters(_ context: FUSEContext, _ attributes: FileAttributes) -> fuse_entry_param {
+    var entry = fuse_entry_param()
+    entry.ino = attributes.inode
+    // Item ids are never reused within a vault, so one generation suffices.
+    entry.generation = 1
+    entry.attr = stat(attributes)
+    entry.attr_timeout = context.attributeTimeout
+    entry.entry_timeout = context.entryTimeout
+    return entry
+}
+
+/// Replies with an entry; the lookup it counted is taken back if the kernel did not get it.
+private func replyEntry(_ request: fuse_req_t?, _ context: FUSEContext, _ attributes: FileAttributes) {
+    var entry = entryParameters(context, attributes)
+    if fuse_reply_entry(request, &entry) != 0 { context.fileSystem.forget(attributes.inode, count: 1) }
+}
+
+private func replyAttributes(_ request: fuse_req_t?, _ context: FUSEContext, _ attributes: FileAttributes) {
+    var status = stat(attributes)
+    fuse_reply_attr(request, &status, context.attributeTimeout)
+}
+
+private func replyDirectory(_ request: fuse_req_t?, size: Int, _ entries: [DirectoryEntry]) {
+    guard size > 0 else {
+        fuse_reply_buf(request, nil, 0)
+        return
+    }
+    var buffer = [CChar](repeating: 0, count: size)
+    var used = 0
+    buffer.withUnsafeMutableBufferPointer { buffer in
+        for entry in entries {
+            var status = stat()
+            status.st_ino = ino_t(entry.inode)
+            status.st_mode = mode_t(entry.type.modeBits)
+            let needed = (entry.name + [0]).withUnsafeBufferPointer { name in
+                name.withMemoryRebound(to: CChar.self) { name in
+                    fuse_add_direntry(request, buffer.baseAddress! + used, size - used, name.baseAddress, &status, off_t(entry.nextOffset))
+                }
+            }
+            if needed > size - used { break }
+            used += needed
+        }
+        _ = fuse_reply_buf(request, buffer.baseAddress, used)
+    }
+}
+
+/// getxattr/listxattr: size 0 asks for the length; a buffer too small is ERANGE.
+private func replyAttributeBytes(_ request: fuse_req_t?, size: Int, _ value: [UInt8]) {
+    if size == 0 {
+        fuse_reply_xattr(request, value.count)
+    } else if value.count > size {
+        fuse_reply_err(request, ERANGE)
+    } else {
+        value.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_buf(request, $0.baseAddress, $0.count) }
+        }
+    }
+}
+
+// MARK: Arguments
+
+private let xattrCreate: Int32 = 1
+private let xattrReplace: Int32 = 2
+
+private func attributeChanges(_ new: stat, _ toSet: Int32) -> AttributeChanges {
+    func has(_ flag: Int32) -> Bool { toSet & flag != 0 }
+    var changes = AttributeChanges()
+    if has(FUSE_SET_ATTR_MODE) { changes.mode = UInt32(new.st_mode) }
+    if has(FUSE_SET_ATTR_UID) { changes.uid = new.st_uid }
+    if has(FUSE_SET_ATTR_GID) { changes.gid = new.st_gid }
+    if has(FUSE_SET_ATTR_SIZE) { changes.size = UInt64(max(0, new.st_size)) }
+    if has(FUSE_SET_ATTR_ATIME_NOW) {
+        changes.accessTime = .now
+    } else if has(FUSE_SET_ATTR_ATIME) {
+        changes.accessTime = .set(Timestamp(seconds: Int64(new.st_atim.tv_sec), nanoseconds: Int64(new.st_atim.tv_nsec)))
+    }
+    if has(FUSE_SET_ATTR_MTIME_NOW) {
+        changes.modificationTime = .now
+    } else if has(FUSE_SET_ATTR_MTIME) {
+        changes.modificationTime = .set(Timestamp(seconds: Int64(new.st_mtim.tv_sec), nanoseconds: Int64(new.st_mtim.tv_nsec)))
+    }
+    return changes
+}

@@ -1,0 +1,75 @@
+import Glibc
+
+/// Open files and folders by handle number (FUSE's `fh`). Each handle holds its vault item, so
+/// an unlinked open file stays readable until its last handle is released.
+struct HandleTable {
+    struct OpenFile {
+        let inode: UInt64
+        let readable: Bool
+        let writable: Bool
+        /// O_APPEND: every write goes to the end of the file as it is at the time of the write.
+        let append: Bool
+
+        init(inode: UInt64, flags: Int32) {
+            self.inode = inode
+            let access = flags & O_ACCMODE
+            readable = access == O_RDONLY || access == O_RDWR
+            writable = access == O_WRONLY || access == O_RDWR
+            append = flags & O_APPEND != 0
+        }
+    }
+
+    struct OpenDirectory {
+        let inode: UInt64
+        /// The listing as of opendir (or the last rewind): offsets stay stable while it is read.
+        var entries: [(name: [UInt8], id: UInt64)]
+        var parent: UInt64
+        /// True until the first read: a read at offset 0 lists the folder again only after that
+        /// (rewinddir), not right after opendir.
+        var fresh = true
+    }
+
+    enum Handle {
+        case file(OpenFile)
+        case directory(OpenDirectory)
+
+        var inode: UInt64 {
+            switch self {
+            case .file(let file): file.inode
+            case .directory(let directory): directory.inode
+            }
+        }
+    }
+
+    private var next: UInt64 = 1
+    private var handles: [UInt64: Handle] = [:]
+
+    var count: Int { handles.count }
+
+    mutating func add(_ handle: Handle) -> UInt64 {
+        defer { next += 1 }
+        handles[next] = handle
+        return next
+    }
+
+    func file(_ number: UInt64) throws(FSError) -> OpenFile {
+        guard case .file(let file)? = handles[number] else { throw .badHandle }
+        return file
+    }
+
+    func directory(_ number: UInt64) throws(FSError) -> OpenDirectory {
+        guard case .directory(let directory)? = handles[number] else { throw .badHandle }
+        return directory
+    }
+
+    mutating func replaceDirectory(_ number: UInt64, _ directory: OpenDirectory) {
+        handles[number] = .directory(directory)
+    }
+
+    mutating func remove(_ number: UInt64) -> Handle? { handles.removeValue(forKey: number) }
+
+    mutating func removeAll() -> [Handle] {
+        defer { handles = [:] }
+        return Array(handles.values)
+    }
+}
