@@ -25,6 +25,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe"]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
                     resources: [.copy("Vectors")]),

@@ -10,6 +10,8 @@ public enum DotSafeCLI {
     /// type here.
     public static let commands: [any Command.Type] = [
         InitCommand.self,
+        MountCommand.self,
+        LockCommand.self,
         KeyringCommand.self,
         HelpCommand.self,
         VersionCommand.self,

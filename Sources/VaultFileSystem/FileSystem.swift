@@ -44,6 +44,8 @@ public final class FileSystem: Sendable {
     private let clock: any VaultClock
     private let capacity: CapacityProvider
     private let state = Mutex(State())
+    /// When a request last came in (the vault clock's nanoseconds): the idle timeout reads it.
+    private let activity: Atomic<Int64>
 
     private struct State {
         var inodes = InodeTable()
@@ -60,6 +62,7 @@ public final class FileSystem: Sendable {
         self.vault = vault
         self.clock = clock
         self.capacity = capacity
+        activity = Atomic(clock.now())
         commitScheduler = CommitScheduler(delay: options.commitDelay, clock: clock) { [vault] in try vault.commit() }
         if let interval = options.commitTickInterval { commitScheduler.start(interval: interval) }
     }
@@ -417,8 +420,12 @@ public final class FileSystem: Sendable {
     static let payloadSize = 262_144
     static let storageFileSize = 262_192
 
+    /// When the file system was last used.
+    public var lastActivity: Int64 { activity.load(ordering: .relaxed) }
+
     private func withState<R: Sendable>(_ context: FSError.Context = .general,
                                         _ body: (inout State) throws -> R) throws(FSError) -> R {
+        activity.store(clock.now(), ordering: .relaxed)
         do {
             return try state.withLock { state in
                 guard !state.closed else { throw FSError.vault(.locked) }

@@ -1,0 +1,138 @@
+import Foundation
+import VaultCore
+import VaultStore
+
+/// `dotsafe mount STORAGE MOUNTPOINT`: opens the vault a pattern finds (or a new, empty one) and
+/// serves it at MOUNTPOINT until it is locked. Returns once the mount is ready; with `-f` it
+/// stays in the foreground until unmounted.
+struct MountCommand: Command {
+    static let name = "mount"
+    static let summary = "Open the vault a pattern finds and mount it as a folder."
+    static let discussion = """
+        Without a pattern option, the pattern is asked for on the terminal. Any valid
+        pattern opens a vault: one never used before opens a new, empty one, which is
+        written to the storage at its first change. Lock with 'dotsafe lock MOUNTPOINT'
+        (or fusermount3 -u, umount, SIGTERM, or the idle timeout).
+        """
+    static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
+    static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
+    static let pattern = OptionSpec.value("pattern", placeholder: "P", help: "The pattern, like b2-c2-d3-d4-c4-b4-a5.")
+    static let patternStdin = OptionSpec.flag("pattern-stdin", help: "Read the pattern as one line from standard input.")
+    static let foreground = OptionSpec.flag("foreground", short: "f", help: "Stay in the foreground until unmounted.")
+    static let readOnly = OptionSpec.flag("read-only", help: "Mount read-only: nothing is written to the storage.")
+    static let idle = OptionSpec.value("idle", placeholder: "SECONDS", help: "Lock after this many seconds without use.")
+    static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
+    static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
+                                              help: "Mount options: allow_other, ro (comma-separated).")
+    static let signature = CommandSignature(options: [pattern, patternStdin, foreground, readOnly, idle, cacheSize, fuseOptions],
+                                            positionals: [storage, mountPoint])
+
+    let options: MountOptions
+    let patternSource: PatternReader.Source
+    let foreground: Bool
+
+    init(parsing arguments: ParsedArguments) throws {
+        let storage = try arguments.required(Self.storage)
+        let mountPoint = try arguments.required(Self.mountPoint)
+        if let value = arguments.value(Self.pattern) {
+            guard !arguments.flag(Self.patternStdin) else { throw CLIError.usage("--pattern and --pattern-stdin exclude each other") }
+            patternSource = .argument(value)
+        } else {
+            patternSource = arguments.flag(Self.patternStdin) ? .standardInput : .prompt
+        }
+        foreground = arguments.flag(Self.foreground)
+        var options = MountOptions(storage: storage, mountPoint: mountPoint)
+        options.readOnly = arguments.flag(Self.readOnly)
+        if let text = arguments.value(Self.idle) {
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else { throw CLIError.usage("--idle needs a number of seconds above 0, not '\(text)'") }
+            options.idleSeconds = seconds
+        }
+        if let text = arguments.value(Self.cacheSize) {
+            guard let mebibytes = Int(text), (4...65536).contains(mebibytes) else { throw CLIError.usage("--cache-size needs MiB from 4 to 65536, not '\(text)'") }
+            options.cacheMebibytes = mebibytes
+        }
+        for list in arguments.values(Self.fuseOptions) {
+            for option in list.split(separator: ",").map(String.init) {
+                switch option {
+                case "allow_other": options.allowOther = true
+                case "ro": options.readOnly = true
+                case "rw", "default_permissions": break
+                default: throw CLIError.usage("unsupported mount option '\(option)': use allow_other or ro")
+                }
+            }
+        }
+        self.options = options
+    }
+
+    func run(context: CommandContext) throws -> Int32 {
+        let daemonChild = context.environment[MountDaemon.childVariable] == "1"
+        do {
+            var options = self.options
+            // Absolute paths: messages, the lock channel and /proc/mounts all name the same place.
+            options.mountPoint = MountTable.canonical(options.mountPoint)
+            options.storage = MountTable.canonical(options.storage)
+            options.keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
+            try options.checkMountPoint()
+            let storage = try options.openStorage()
+            let keyring = Keyring(option: options.keyringPath, environment: context.environment)
+            guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.location) }
+            let pattern = try PatternReader(source: patternSource).read(daemonChild ? context.withoutHints : context)
+            if foreground || daemonChild {
+                return try MountDaemon(options: options, storage: storage).run(pattern: pattern, salt: salt, context: context,
+                                                                                 detached: daemonChild)
+            }
+            try MountDaemon.spawn(options: options, pattern: pattern, context: context)
+            context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
+            return 0
+        } catch {
+            guard daemonChild else { throw error }
+            // The parent reports it: it is the one with a terminal.
+            MountDaemon.reportReady(failure: (error as? CLIError)?.message ?? DotSafeCLI.describe(error))
+            return 1
+        }
+    }
+}
+
+/// Everything a mount needs besides the pattern; handed from the command to its daemon.
+struct MountOptions: Sendable {
+    var storage: String
+    var mountPoint: String
+    var readOnly = false
+    var idleSeconds: Double?
+    var cacheMebibytes = 256
+    var allowOther = false
+    var keyringPath = ""
+
+    /// An existing, empty folder that is not mounted on already.
+    func checkMountPoint() throws {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isFolder) else {
+            throw CLIError.failure("mount point \(mountPoint) does not exist")
+        }
+        guard isFolder.boolValue else { throw CLIError.failure("mount point \(mountPoint) is not a folder") }
+        if MountTable.isMountPoint(mountPoint) { throw CLIError.failure("mount point \(mountPoint) is mounted on already") }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: mountPoint)) ?? ["?"]
+        guard entries.isEmpty else { throw CLIError.failure("mount point \(mountPoint) is not empty") }
+    }
+
+    func openStorage() throws -> DiskStorageFolder { try Storage.open(at: storage) }
+
+    /// What the daemon child is told on its command line (the pattern goes through a pipe).
+    var childArguments: [String] {
+        var arguments = ["--keyring", keyringPath, "mount", storage, mountPoint, "--pattern-stdin", "--foreground",
+                         "--cache-size", String(cacheMebibytes)]
+        if readOnly { arguments.append("--read-only") }
+        if let idleSeconds { arguments += ["--idle", String(idleSeconds)] }
+        if allowOther { arguments += ["-o", "allow_other"] }
+        return arguments
+    }
+}
+
+extension CommandContext {
+    /// The daemon child parses the pattern again; its parent printed the hints already.
+    var withoutHints: CommandContext {
+        var copy = self
+        copy.standardError = CapturedOutput()
+        return copy
+    }
+}

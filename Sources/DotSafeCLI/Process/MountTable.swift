@@ -1,0 +1,45 @@
+import Foundation
+
+/// /proc/mounts, read for mount points (paths there escape space, tab, newline and backslash
+/// as octal).
+enum MountTable {
+    struct Entry { var mountPoint: String; var type: String }
+
+    static func entries() -> [Entry] {
+        let text = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3 else { return nil }
+            return Entry(mountPoint: unescape(String(fields[1])), type: String(fields[2]))
+        }
+    }
+
+    static func isMountPoint(_ path: String) -> Bool {
+        let resolved = canonical(path)
+        return entries().contains { $0.mountPoint == resolved }
+    }
+
+    /// The mount at `path` if it is a DotSafe one.
+    static func dotsafeMount(at path: String) -> Entry? {
+        let resolved = canonical(path)
+        return entries().last { $0.mountPoint == resolved && $0.type == "fuse.dotsafe" }
+    }
+
+    static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    private static func unescape(_ field: String) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(field.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == 0x5c, utf8.count >= 3, let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(3)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
