@@ -10,6 +10,8 @@ import Testing
 
         COMMANDS:
           init            Create a storage folder (and the keyring, if none exists).
+          mount           Open the vault a pattern finds and mount it as a folder.
+          lock            Lock a vault: write changes, unmount, erase the keys.
           keyring         Export the keyring under a passphrase, or import an export.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
@@ -89,6 +91,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "keyring", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "keyring", "help", "version"])
     }
 }

@@ -5,7 +5,7 @@ import VaultCrypto
 /// exit; returns only when it has, so that a mount right after cannot race it.
 struct LockCommand: Command {
     static let name = "lock"
-    static let summary = "Lock a mounted vault: write pending changes, unmount, erase the keys."
+    static let summary = "Lock a vault: write changes, unmount, erase the keys."
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "Where the vault is mounted.")
     static let signature = CommandSignature(positionals: [mountPoint])
 
