@@ -20,6 +20,8 @@ let package = Package(
         .target(name: "DotSafeCLI", dependencies: ["VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
                     resources: [.copy("Vectors")]),
