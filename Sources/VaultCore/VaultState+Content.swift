@@ -21,7 +21,7 @@ extension VaultState {
             let data = try chunk(id, index)
             let stored = max(0, min(within + n, data.count) - within)
             if stored > 0 { out.append(contentsOf: data[within..<within + stored]) }
-            if stored < n { out.append(contentsOf: repeatElement(0, count: n - stored)) }
+            if stored < n { out.append(contentsOf: [UInt8](repeating: 0, count: n - stored)) }
             position += UInt64(n)
         }
         try evictIfNeeded()
@@ -49,7 +49,7 @@ extension VaultState {
             cache.modify(key) { data in
                 if data.count < within + n {
                     data.reserveCapacity(Self.payload)
-                    data.append(contentsOf: repeatElement(0, count: within + n - data.count))
+                    data.append(contentsOf: [UInt8](repeating: 0, count: within + n - data.count))
                 }
                 data.replaceSubrange(within..<within + n, with: bytes[source..<source + n])
             }
