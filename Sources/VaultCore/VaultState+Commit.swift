@@ -16,7 +16,9 @@ extension VaultState {
         guard !readOnly, !isLocked else { return }
         try normalizeLayouts()
         while let key = cache.dirtyKeys.first { try flushChunk(key) }
-        try compactPacks()
+        // Housekeeping rides on a commit that writes anyway: a session that changed nothing
+        // leaves the storage as it found it.
+        if hasChanges { try compactPacks() }
         try writeOpenPack()
         let changed = hasChanges || !unsynced.isEmpty
         guard changed || (final && committedSinceCoverRefresh) else { return }

@@ -159,3 +159,24 @@ func expectDamagedIndex(_ comment: Comment? = nil, sourceLocation: SourceLocatio
 func streamContent(_ count: Int, seed: UInt8) -> [UInt8] {
     try! DeterministicRandom(seed: [UInt8](repeating: seed, count: 32)).bytes(count)
 }
+
+/// Compares without printing megabytes when it fails: says only what differs.
+func expectSame(_ a: [UInt8], _ b: [UInt8], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    guard a != b else { return }
+    let at = differingRange(a, b).map { "first difference at \($0.lowerBound)" } ?? "one is a prefix of the other"
+    Issue.record("\(what): \(a.count) vs \(b.count) bytes, \(at)", sourceLocation: sourceLocation)
+}
+
+func expectSame(_ a: Tree, _ b: Tree, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    guard a != b else { return }
+    Issue.record("\(what): trees differ: \(treeDifference(a, b))", sourceLocation: sourceLocation)
+}
+
+/// The storage is byte for byte what it was.
+func expectUnchanged(_ storage: SimulatedStorageFolder, since before: [String: [UInt8]], _ what: String,
+                     sourceLocation: SourceLocation = #_sourceLocation) {
+    let diff = SnapshotDiff(before, storage.snapshot)
+    guard !diff.added.isEmpty || !diff.removed.isEmpty || !diff.changed.isEmpty else { return }
+    Issue.record("\(what): the storage changed: \(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) rewritten",
+                 sourceLocation: sourceLocation)
+}
