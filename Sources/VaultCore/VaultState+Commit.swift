@@ -61,9 +61,13 @@ extension VaultState {
         let sparse = packs.filter { $0.value.liveBytes > 0 && $0.value.liveBytes < Self.compactionThreshold
                                     && $0.key != openPack?.fileNumber }.map(\.key).sorted()
         for number in sparse.prefix(8) {
-            for id in packs[number]!.members.sorted() {
-                guard let old = items[id]?.packedMember else { continue }
-                let sealed = try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
+            let members = packs[number]!.members.sorted().compactMap { id in items[id]?.packedMember.map { (id, $0) } }
+            // A pack that cannot be read (missing, wrong size) stays where it is: its items report
+            // the damage when read, and the rest of the vault still commits.
+            guard let contents = try? members.map({ id, old in
+                try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
+            }) else { continue }
+            for ((id, old), sealed) in zip(members, contents) {
                 let (newNumber, offset) = try placeMember(sealed)
                 var moved = old
                 moved.fileNumber = newNumber

@@ -228,9 +228,13 @@ extension VaultState {
 
     /// The existing pack with the most free tail that fits, or a new one.
     private mutating func chooseOpenPack(needing count: Int) throws -> OpenPack {
-        let best = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
-            .max { $0.value.reservedEnd > $1.value.reservedEnd }
-        if let (number, info) = best { return OpenPack(existing: number, reservedEnd: info.reservedEnd) }
+        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
+            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
+        // A pack file that is missing or of the wrong size takes no new members: writing them
+        // would fail every commit from now on. Its own items report the damage when read.
+        for (number, info) in candidates where (try? storage.read(try name(number), offset: 0, count: 0)) != nil {
+            return OpenPack(existing: number, reservedEnd: info.reservedEnd)
+        }
         let number = allocator.allocate()
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
