@@ -56,9 +56,11 @@ extension VaultState {
     }
 
     /// Moves the members of nearly empty packs into the open pack, so that deleted small files
-    /// give their space back.
+    /// give their space back. Only packs that lost members (live bytes below the end they
+    /// reserve): a pack that is merely small would move into a new pack at every session.
     private mutating func compactPacks() throws {
         let sparse = packs.filter { $0.value.liveBytes > 0 && $0.value.liveBytes < Self.compactionThreshold
+                                    && $0.value.liveBytes < $0.value.reservedEnd
                                     && $0.key != openPack?.fileNumber }.map(\.key).sorted()
         for number in sparse.prefix(8) {
             let members = packs[number]!.members.sorted().compactMap { id in items[id]?.packedMember.map { (id, $0) } }
