@@ -189,7 +189,10 @@ extension VaultState {
             removed = true
         }
         let existing = Set(try storage.listAllNames())
-        var number = allocator.nextFileNumber
+        // Numbers from the committed nextFileNumber up: for a vault that never committed that is
+        // 0, since its group 0 (covers, data, random fill) may have been made by a first commit
+        // that died before its root (the allocator of a new vault has group 0 already).
+        var number = isNew ? 0 : allocator.nextFileNumber
         let end = number + UInt64(existing.count)
         while number < end {
             let candidate = try name(number)
