@@ -180,9 +180,7 @@ extension VaultState {
                                                 label: Label.sealIndexRoot, context: [UInt8(slot)], random: random)
         let slotName = try name(slot)
         if allocator.needsCreate(slot) {
-            try storage.create(slotName, contents: file, durable: true)
-            try storage.syncFolder()
-            allocator.markCreated(slot)
+            try createSlot(slotName, slot, file)
         } else {
             try storage.write(slotName, offset: 0, bytes: file)
             try storage.sync([slotName])
@@ -191,11 +189,7 @@ extension VaultState {
         // Group 0's other slot is made only now, so that a crash never leaves a slot that does
         // not open beside no slot that does (which would read as damage).
         let other = 1 - slot
-        if allocator.needsCreate(other) {
-            try storage.create(try name(other), contents: try random.bytes(Format.fileSize), durable: true)
-            try storage.syncFolder()
-            allocator.markCreated(other)
-        }
+        if allocator.needsCreate(other) { try createSlot(try name(other), other, try random.bytes(Format.fileSize)) }
         for number in releasing { try storage.remove(try name(number)) }
         if !releasing.isEmpty { try storage.syncFolder() }
         allocator.didCommit()
@@ -209,5 +203,16 @@ extension VaultState {
         dirtyItems = []
         dirtySegments = [:]
         statistics.commits += 1
+    }
+
+    /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever
+    /// happens next: a commit that goes on after a failed folder sync writes into it rather than
+    /// making it again (`exists`), and syncs the folder before its own root.
+    private mutating func createSlot(_ name: String, _ slot: UInt64, _ file: [UInt8]) throws {
+        try storage.create(name, contents: file, durable: true)
+        allocator.markCreated(slot)
+        createdSinceCommit = true
+        try storage.syncFolder()
+        createdSinceCommit = false
     }
 }
