@@ -168,7 +168,11 @@ extension VaultState {
     private mutating func writeRoot() throws {
         let generation = self.generation + 1
         let slot = generation % Format.indexSlotCount
-        let releasing = allocator.takeReleasableGroups()
+        // Groups leave the allocator here, before the commit point: until their files are gone
+        // they are listed in every root written, so that neither a failed commit nor a failed
+        // removal strands them.
+        releasingFiles += allocator.takeReleasableGroups()
+        let releasing = releasingFiles
         var root = IndexRoot(generation: generation, vaultKey: vaultKey.copyBytes(), nextFileNumber: allocator.nextFileNumber,
                              nextItemID: nextItemID, coverCount: allocator.coverCount, ownedGroups: allocator.ownedGroups,
                              releasing: releasing, pages: pageTable.pages.map { $0.ref! })
@@ -185,13 +189,9 @@ extension VaultState {
             try storage.write(slotName, offset: 0, bytes: file)
             try storage.sync([slotName])
         }
+        // The commit point is passed: the state in memory is generation g+1's from here on,
+        // whatever the clean-up below meets.
         self.generation = generation
-        // Group 0's other slot is made only now, so that a crash never leaves a slot that does
-        // not open beside no slot that does (which would read as damage).
-        let other = 1 - slot
-        if allocator.needsCreate(other) { try createSlot(try name(other), other, try random.bytes(Format.fileSize)) }
-        for number in releasing { try storage.remove(try name(number)) }
-        if !releasing.isEmpty { try storage.syncFolder() }
         allocator.didCommit()
         for (number, info) in packs {
             packs[number]!.reservedEnd = info.members.reduce(0) { end, id in
@@ -203,6 +203,13 @@ extension VaultState {
         dirtyItems = []
         dirtySegments = [:]
         statistics.commits += 1
+        // Group 0's other slot is made only now, so that a crash never leaves a slot that does
+        // not open beside no slot that does (which would read as damage).
+        let other = 1 - slot
+        if allocator.needsCreate(other) { try createSlot(try name(other), other, try random.bytes(Format.fileSize)) }
+        for number in releasing { try storage.remove(try name(number)) }
+        if !releasing.isEmpty { try storage.syncFolder() }
+        releasingFiles = []
     }
 
     /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever
