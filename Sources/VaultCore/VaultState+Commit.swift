@@ -156,9 +156,22 @@ extension VaultState {
     }
 
     private mutating func refreshCovers() throws {
-        let names = try allocator.coverNumbers.map { try name($0) }
-        for name in names { try storage.write(name, offset: 0, bytes: try random.bytes(Format.fileSize)) }
-        try storage.sync(names)
+        var written: [String] = []
+        var created = false
+        for number in allocator.coverNumbers {
+            let name = try name(number)
+            if (try? storage.read(name, offset: 0, count: 0)) != nil {
+                try storage.write(name, offset: 0, bytes: try random.bytes(Format.fileSize))
+                written.append(name)
+            } else if try !storage.entryExists(name) {
+                // A cover removed behind the vault's back is made again; one of the wrong size or
+                // type is damage and left alone (R-SEC-4). Neither stops the commit.
+                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: true)
+                created = true
+            }
+        }
+        try storage.sync(written)
+        if created { try storage.syncFolder() }
         coversRefreshedAt = clock.now()
         committedSinceCoverRefresh = false
         statistics.coverRefreshes += 1

@@ -235,7 +235,7 @@ extension VaultState {
         for (number, info) in candidates where (try? storage.read(try name(number), offset: 0, count: 0)) != nil {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
-        let number = allocator.allocate()
+        let number = try allocateUsable()
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
     }
@@ -272,12 +272,30 @@ extension VaultState {
 
     /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
     mutating func store(_ file: [UInt8]) throws -> UInt64 {
-        let number = allocator.allocate()
+        let number = try allocateUsable()
         do { try storeFile(number, file) } catch {
             allocator.release(number)
             throw error
         }
         return number
+    }
+
+    /// A free number whose file can take new bytes. The vault's files are its own, but the
+    /// folder is not: a free file that someone removed is made again when written; one that is
+    /// not a regular file of the storage size is damage, never written (R-SEC-4), and skipped
+    /// (it stays handed out until the session ends). Either way one damaged block does not stop
+    /// every later commit.
+    mutating func allocateUsable() throws -> UInt64 {
+        while true {
+            let number = allocator.allocate()
+            if allocator.needsCreate(number) { return number }
+            let name = try name(number)
+            if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
+            if try !storage.entryExists(name) {
+                allocator.markMissing(number)
+                return number
+            }
+        }
     }
 
     mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
