@@ -214,6 +214,32 @@ import VaultStore
         let reader = try fixture.open()
         #expect(throws: VaultError.notFound) { try reader.id(at: removed) }
         try fixture.expectOnlyDamaged(damaged.subtracting([removed]), in: reader)
+        try reader.lock()
+
+        // Files the removed item freed (a missing one among them) are written again by later
+        // commits: they must still commit.
+        let later = try fixture.open()
+        try later.makeFile("later", streamContent(12 * Self.payload, seed: 12))
+        try later.lock()
+        expectSame(try fixture.open().readAll("later"), streamContent(12 * Self.payload, seed: 12), "written after the damage")
+    }
+
+    /// A cover that someone removed is the vault's own file: the next cover refresh makes it
+    /// again rather than failing every commit from then on.
+    @Test func removedCoverDoesNotStopCommits() throws {
+        let storage = try TestVaults.storage()
+        let numbers = try FileNumbers()
+        let vault = try TestVaults.open(storage)
+        try vault.makeFile("a", [1])
+        try vault.lock()
+        storage.tamper(numbers.name(2), with: nil)
+        let again = try TestVaults.open(storage)
+        try again.makeFile("b", [2])
+        try again.lock()
+        let last = try TestVaults.open(storage)
+        #expect(try last.readAll("b") == [2])
+        try last.lock()
+        try checkStorageInvariants(storage)
     }
 
     /// The fixture itself is sound: without tampering every item reads back.
