@@ -70,6 +70,41 @@ import VaultStore
         try checkStorageInvariants(storage)
     }
 
+    /// The limit of that fallback: generation 2 released groups whose files generation 1 still
+    /// lists. Opening generation 1 reads what is left (the lost chunks as damage, never other
+    /// bytes), and the vault still commits: files of its groups that are gone are made again.
+    @Test func olderGenerationAfterAReleaseStillCommits() throws {
+        let storage = try TestVaults.storage()
+        let numbers = try FileNumbers(count: 128)
+        // 60 chunks span four groups or more, whatever the cover count: deleting them frees at
+        // least two, and all but one are released.
+        let vault = try TestVaults.open(storage)
+        let big = streamContent(60 * Format.payloadSize, seed: 8)
+        try vault.makeFile("big", big)
+        try vault.makeFile("small", [1, 2])
+        try vault.commit()
+        let withBig = storage.snapshot.count
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.commit()
+        try vault.lock()
+        try #require(storage.snapshot.count < withBig, "generation 2 released groups")
+        storage.flipBit(numbers.name(0), at: 77)
+
+        let older = try TestVaults.open(storage)
+        #expect(older.generation == 1)
+        #expect(try older.readAll("small") == [1, 2])
+        expectDamagedData("big, whose released chunks are gone") { _ = try older.readAll("big") }
+        try older.remove(Array("big".utf8), from: Vault.rootID)
+        try older.commit()
+        // The files big held are free now, those that are gone among them.
+        try older.makeFile("new", streamContent(60 * Format.payloadSize, seed: 9))
+        try older.lock()
+        let again = try TestVaults.open(storage)
+        expectSame(try again.readAll("new"), streamContent(60 * Format.payloadSize, seed: 9), "written after the fallback")
+        try again.lock()
+        try checkStorageInvariants(storage)
+    }
+
     enum SlotDamage: String, CaseIterable, Sendable {
         case bothFlipped, bothZeroFilled, newestFlippedOlderDeleted, newestDeletedOlderTruncated, slotsSwapped
         case slotsFromAnotherVault, bothForeign
