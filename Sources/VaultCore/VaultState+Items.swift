@@ -153,7 +153,8 @@ extension VaultState {
         if let value {
             if create && index != nil { throw VaultError.exists }
             if replace && index == nil { throw VaultError.notFound }
-            let current = items[id]!.record.xattrs.reduce(0) { $0 + $1.name.count + $1.value.count + 5 }
+            // The attribute being replaced does not count: its new value takes its place.
+            let current = items[id]!.record.xattrs.reduce(0) { $0 + ($1.name == name ? 0 : $1.name.count + $1.value.count + 5) }
             guard current + name.count + value.count + 5 <= Self.maximumAttributeBytes else { throw VaultError.tooLarge("extended attributes") }
             var grown = items[id]!.record
             if let index { grown.xattrs[index].value = value } else { grown.xattrs.append((name, value)) }
