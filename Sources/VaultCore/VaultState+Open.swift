@@ -184,9 +184,18 @@ extension VaultState {
     /// §9.3: files a crash left behind are this vault's by name, and removed.
     mutating func removeLeftovers(releasing: [UInt64]) throws {
         var removed = false
+        /// Removes a leftover of ours. Something at the name that is not a regular file (a
+        /// folder, a link) was not made by DotSafe: it is left alone and does not stop the open
+        /// (R-SEC-4).
+        func removeIfOurs(_ name: String) throws {
+            do {
+                try storage.remove(name)
+                removed = true
+            } catch StoreError.unusableFile {
+            }
+        }
         for number in releasing where try storage.entryExists(try name(number)) {
-            try storage.remove(try name(number))
-            removed = true
+            try removeIfOurs(try name(number))
         }
         let existing = Set(try storage.listAllNames())
         // Numbers from the committed nextFileNumber up: for a vault that never committed that is
@@ -196,10 +205,7 @@ extension VaultState {
         let end = number + UInt64(existing.count)
         while number < end {
             let candidate = try name(number)
-            if existing.contains(candidate) {
-                try storage.remove(candidate)
-                removed = true
-            }
+            if existing.contains(candidate) { try removeIfOurs(candidate) }
             number += 1
         }
         if removed { try storage.syncFolder() }
