@@ -144,6 +144,12 @@ extension VaultState {
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     private mutating func createUnwrittenFiles() throws {
         for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount {
+            // Something that is not ours at the name is never replaced (R-SEC-4): the number is
+            // skipped (allocateUsable never hands it out), the group has one file less.
+            if try storage.entryExists(try name(number)) {
+                allocator.markCreated(number)
+                continue
+            }
             try storeFile(number, try random.bytes(Format.fileSize))
         }
     }

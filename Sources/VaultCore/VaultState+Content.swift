@@ -288,8 +288,13 @@ extension VaultState {
     mutating func allocateUsable() throws -> UInt64 {
         while true {
             let number = allocator.allocate()
-            if allocator.needsCreate(number) { return number }
             let name = try name(number)
+            if allocator.needsCreate(number) {
+                // A new group's file is made at its name: whatever is there already is not ours.
+                guard try storage.entryExists(name) else { return number }
+                allocator.markCreated(number)
+                continue
+            }
             if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
             if try !storage.entryExists(name) {
                 allocator.markMissing(number)
