@@ -180,3 +180,14 @@ func expectUnchanged(_ storage: SimulatedStorageFolder, since before: [String: [
     Issue.record("\(what): the storage changed: \(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) rewritten",
                  sourceLocation: sourceLocation)
 }
+
+/// Where a pack member of `length` sealed bytes lies, given the range where the pack changed
+/// when it was written and where it must start (a new pack fills from 0, an existing one from the
+/// end of its last member, docs/FORMAT.md §7.2). A byte of the member may equal the random byte
+/// it replaced, so the changed range alone can be a byte or two short at either end.
+func memberRange(changed: Range<Int>, length: Int, start: Int,
+                 sourceLocation: SourceLocation = #_sourceLocation) throws -> Range<Int> {
+    try #require(changed.lowerBound >= start && changed.upperBound <= start + length && changed.count > length - 8,
+                 "changed bytes \(changed) do not fit a member of \(length) bytes at \(start)", sourceLocation: sourceLocation)
+    return start..<start + length
+}
