@@ -1,5 +1,6 @@
 import Testing
 import VaultCore
+import VaultCrypto
 import VaultFormat
 import VaultStore
 
@@ -9,10 +10,12 @@ import VaultStore
     static let payload = Format.payloadSize
 
     @Test func heavyChurnInOneVaultLeavesTheOtherAndTheCoversAlone() throws {
-        let storage = try TestVaults.storage()
+        // Reproducible: the same storage, cover counts and placements at every run.
+        let random = DeterministicRandom(seed: [UInt8](repeating: 21, count: 32))
+        let storage = try TestVaults.storage(random: random)
         let covers = storage.snapshot
 
-        let b = try TestVaults.open(storage, seed: 2)
+        let b = try TestVaults.open(storage, seed: 2, random: random)
         try b.makeFile("b-small", TestVaults.content(1000, seed: 1))
         try b.makeFile("b-big", streamContent(3 * Self.payload + 3, seed: 2))
         let folder = try b.create(.folder, in: Vault.rootID, named: Array("b-folder".utf8), mode: 0o700)
@@ -27,7 +30,7 @@ import VaultStore
         var operations = 0, released = 0
         var lastCount = storage.snapshot.count
         for session in 0..<8 {
-            let a = try TestVaults.open(storage, seed: 1)
+            let a = try TestVaults.open(storage, seed: 1, random: random)
             if session % 3 == 2 {
                 // A large file: new groups, freed and released by the next session's deletion.
                 let big = streamContent(40 * Self.payload, seed: UInt8(session))

@@ -49,9 +49,11 @@ struct SeededGenerator: RandomNumberGenerator {
     @Test(arguments: 0..<12)
     func randomWorkloadWithPowerCuts(seed: Int) throws {
         var rng = SeededGenerator(seed: UInt64(seed))
-        let storage = try TestVaults.storage()
+        // Reproducible: the workload, the storage and every draw of the vault follow the seed.
+        let random = DeterministicRandom(seed: [UInt8](repeating: UInt8(seed), count: 32))
+        let storage = try TestVaults.storage(random: random)
         // The smallest cache: large writes evict dirty chunks into the storage between commits.
-        func open() throws -> Vault { try TestVaults.open(storage, cacheBytes: 0) }
+        func open() throws -> Vault { try TestVaults.open(storage, cacheBytes: 0, random: random) }
         var vault = try open()
         var committed: Files = [:]
         var pending: Files = [:]
