@@ -125,6 +125,7 @@ enum FUSEOperations {
                 let (attributes, handle) = try context.fileSystem.create(parent, bytes(name), mode: UInt32(mode), flags: info.pointee.flags,
                                                                          caller: Caller(request))
                 info.pointee.fh = handle
+                info.pointee.keep_cache = 1
                 var entry = entryParameters(context, attributes)
                 if fuse_reply_create(request, &entry, info) != 0 {
                     // The kernel never saw the reply (the request was interrupted).
@@ -138,6 +139,10 @@ enum FUSEOperations {
             reply(request) { context throws(FSError) in
                 guard let info else { throw .invalidArgument }
                 info.pointee.fh = try context.fileSystem.open(inode, flags: info.pointee.flags)
+                // Keep the kernel's page cache across opens: every change to a file comes
+                // through this mount, so cached pages are never stale (a second read of a file
+                // costs no request; tools/bench "second pass").
+                info.pointee.keep_cache = 1
                 if fuse_reply_open(request, info) != 0 { context.fileSystem.release(info.pointee.fh) }
             }
         }
