@@ -21,6 +21,7 @@ struct ChunkCache {
     init(limitBytes: Int) { limit = max(limitBytes, 2 * Format.payloadSize) }
 
     var isOverLimit: Bool { byteCount > limit }
+    var hasDirtyEntries: Bool { entries.values.contains { $0.dirty } }
     var dirtyKeys: [Key] { entries.filter { $0.value.dirty }.map(\.key).sorted { ($0.item, $0.index) < ($1.item, $1.index) } }
 
     mutating func get(_ key: Key) -> [UInt8]? {

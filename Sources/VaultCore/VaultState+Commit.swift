@@ -10,12 +10,27 @@ extension VaultState {
     /// Packs holding less than this are emptied into the open pack at a commit.
     static let compactionThreshold = Format.fileSize / 4
 
+    /// Seals every dirty chunk in key order. The keys are sorted once, not once per chunk (a
+    /// commit after a 256 MiB write flushes 1,024 chunks). Flushing chunk i > 0 of a packed file
+    /// makes its chunk 0 dirty, which comes next, as it would in a fresh sorted list.
+    private mutating func flushDirtyChunks() throws {
+        var keys = cache.dirtyKeys
+        while !keys.isEmpty {
+            for key in keys where cache.isDirty(key) {
+                try flushChunk(key)
+                let first = ChunkCache.Key(item: key.item, index: 0)
+                if cache.isDirty(first) { try flushChunk(first) }
+            }
+            keys = cache.dirtyKeys
+        }
+    }
+
     /// Makes every change durable. `final` is the commit at lock: covers are refreshed if any commit
     /// came since they last were (R-COV-3).
     mutating func commit(final: Bool = false) throws {
         guard !readOnly, !isLocked else { return }
         try normalizeLayouts()
-        while let key = cache.dirtyKeys.first { try flushChunk(key) }
+        try flushDirtyChunks()
         // Housekeeping rides on a commit that writes anyway: a session that changed nothing
         // leaves the storage as it found it.
         if hasChanges { try compactPacks() }

@@ -58,7 +58,7 @@ struct VaultState {
     static let coverRefreshInterval: Int64 = 30_000_000_000
 
     var isNew: Bool { generation == 0 }
-    var hasChanges: Bool { !dirtyItems.isEmpty || !removedKeys.isEmpty || pageTable.isDirty || !cache.dirtyKeys.isEmpty }
+    var hasChanges: Bool { !dirtyItems.isEmpty || !removedKeys.isEmpty || pageTable.isDirty || cache.hasDirtyEntries }
 
     /// A vault that has never been written: a root folder in memory, nothing on disk.
     init(newVaultIn storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
