@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <malloc.h>
 
 // O_TMPFILE is (__O_TMPFILE | O_DIRECTORY); __O_TMPFILE is 020000000 on every Linux
 // architecture Swift supports (x86_64, aarch64).
@@ -31,5 +32,8 @@ static inline int dotsafe_peer_uid(int fd, uid_t *uid) {
     *uid = credentials.uid;
     return 0;
 }
+
+/// mallopt(M_ARENA_MAX, n): <malloc.h> is not in Swift's Glibc module. Returns 1 on success.
+static inline int dotsafe_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
 
 #endif
