@@ -24,6 +24,7 @@ extension VaultState {
             try writeRecords()
             try writeDirtyPages()
         }
+        try dropUnusedNewGroups()
         try createUnwrittenFiles()
         try syncData()
         let refresh = !isNew && (final || coversAreDue)
@@ -131,6 +132,15 @@ extension VaultState {
             }
         }
         for ref in pageTable.replaceDirty(with: written) { allocator.release(ref.fileNumber) }
+    }
+
+    /// New groups that nothing went into are not kept: on a full disk, a delete of what filled
+    /// them must still commit without making their missing files.
+    private mutating func dropUnusedNewGroups() throws {
+        let (numbers, existing) = allocator.dropUnusedNewGroups()
+        for number in existing { try storage.remove(try name(number)) }
+        unsynced.subtract(numbers)
+        if !existing.isEmpty { createdSinceCommit = true }
     }
 
     /// Files of new groups that no data went into get random bytes, so every group is whole.
