@@ -30,23 +30,15 @@ for i in $(seq 1 "$extra"); do printf 'extra %s\n' "$i" > "$storage/extra-$i.txt
 # the vault may count it but never owns it, so it must stay untouched too.
 planted=$(ls "$storage")
 inventory() {
-    local entry
-    for entry in $planted; do
-        local path=$storage/$entry
-        if [[ -L $path ]]; then
-            printf '%s link %s %s\n' "$entry" "$(stat -c %i "$path")" "$(readlink "$path")"
-        elif [[ -f $path ]]; then
-            printf '%s file %s %s %s %s\n' "$entry" "$(stat -c '%i %a %s %Y' "$path")" "$(sha256sum < "$path" | cut -c1-16)"
-        else
-            printf '%s other %s\n' "$entry" "$(stat -c '%i %F %a %Y' "$path")"
-        fi
-    done
-    sha256sum "$outside"/target-* | cut -c1-16
-    stat -c '%n %Y' "$outside"/target-*
-    ls -A "$storage/sub-folder"
+    printf '%s\n' $planted > "$work/planted"
+    find "$storage" -mindepth 1 -printf '%P %y %i %m %s %T@ %l\n' |
+        awk 'NR == FNR { planted[$1]; next } { split($1, part, "/") } part[1] in planted' "$work/planted" - | sort
+    (cd "$storage" && find . -type f -print0 | sort -z | xargs -0 sha256sum | grep -F -f "$work/planted")
+    sha256sum "$outside"/target-*
+    stat -c '%n %i %Y' "$outside"/target-*
 }
 # Covers are refreshed at every lock: the planted inventory excludes init's own files.
-covers=$(ls "$storage" | grep -E '^[a-z2-7]{26}$' | while read -r f; do [[ -f $storage/$f && ! -L $storage/$f && $(stat -c %s "$storage/$f") == $file_size && $(stat -c %a "$storage/$f") != 0 ]] && echo "$f"; done)
+covers=$(ls "$storage" | grep -E '^[a-z2-7]{26}$' | while read -r f; do [[ -f $storage/$f && ! -L $storage/$f && $(stat -c %s "$storage/$f") == $file_size && $(stat -c %a "$storage/$f") != 0 ]] && echo "$f" || true; done)
 planted=$(comm -23 <(ls "$storage" | sort) <(sort <<<"$covers"))
 inventory > "$work/before"
 

@@ -49,8 +49,8 @@ is_mounted() { grep -qF " $1 fuse" /proc/mounts; }
 daemon_pid() {
     local pid
     for pid in $(pgrep -x dotsafe || true); do
-        tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$1" &&
-            tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qx mount && { echo "$pid"; return 0; }
+        { tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qxF -- "$1" &&
+            tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qx mount && { echo "$pid"; return 0; }; } 2>/dev/null
     done
     return 0
 }
