@@ -16,6 +16,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 user=dotsafe-test
 ((EUID == 0)) || { note "skipped: needs root to run as another user"; exit 0; }
 id "$user" > /dev/null 2>&1 || useradd -m "$user"
+# Debian makes /dev/fuse 0666; some containers make it 0600. Open it to users for the test.
+fuse_mode=$(stat -c %a /dev/fuse)
+if [[ $fuse_mode != 666 ]]; then
+    chmod 0666 /dev/fuse
+    extra_cleanup+=("chmod $fuse_mode /dev/fuse")
+fi
 home=$(mktemp -d /tmp/dotsafe-test-user.XXXXXX)
 extra_cleanup+=("fusermount3 -u -z '$home/vault' 2>/dev/null; rm -rf --one-file-system '$home'")
 cp "$DOTSAFE_BIN" "$home/dotsafe"
@@ -44,11 +50,19 @@ locked=$(awk '/^VmLck:/ { print $2 }' "/proc/$pid/status")
 ((locked > 0 && locked <= 8192)) || fail "VmLck is $locked kB"
 grep -q '^VmFlags:.* dd' "/proc/$pid/smaps" || fail "no mapping is excluded from core dumps"
 [[ $(readlink "/proc/$pid/fd/2") == /dev/null ]] || fail "the daemon's stderr is $(readlink "/proc/$pid/fd/2")"
+# The control: a dumpable process of the same user has its /proc files owned by the user.
+as_user sleep 5 &
+sleeper=$!
+sleep 0.3
+control=$(pgrep -u "$user" -x sleep | head -n1)
+[[ -n $control && $(stat -c %U "/proc/$control/status") == "$user" ]] || fail "the /proc ownership check tells nothing here"
+kill "$control" 2>/dev/null || true
+wait "$sleeper" 2>/dev/null || true
 note "daemon $pid: /proc owner root:root (not dumpable), VmLck $locked kB, a dd mapping, stderr /dev/null"
 
 as_user bash -c 'cd vault && head -c 900000 /dev/urandom > large && echo hello > small && mkdir d && ln -s small d/link && sha256sum large small > ../content.sha256' \
     || fail "writing as $user failed"
-[[ $(stat -c %U "$vault/large") == "$user" ]] || fail "a new file is not owned by $user"
+[[ $(as_user stat -c %U vault/large) == "$user" ]] || fail "a new file is not owned by $user"
 as_user ./dotsafe lock vault > /dev/null || fail "lock as $user failed"
 for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$pid" 2>/dev/null && fail "the daemon still runs after lock"
