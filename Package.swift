@@ -26,6 +26,8 @@ let package = Package(
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
                     resources: [.copy("Vectors")]),

@@ -66,6 +66,8 @@ struct FileAllocator {
     /// Whether the file for `number` exists yet (new groups are made lazily).
     func needsCreate(_ number: UInt64) -> Bool { unwritten.contains(number) }
     mutating func markCreated(_ number: UInt64) { unwritten.remove(number) }
+    /// An owned file that is not there (removed behind the vault's back): made again when written.
+    mutating func markMissing(_ number: UInt64) { unwritten.insert(number) }
 
     mutating func release(_ number: UInt64) {
         if allocatedSinceCommit.remove(number) != nil { insertFree(number) } else { pendingFree.append(number) }

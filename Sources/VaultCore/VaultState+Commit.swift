@@ -16,7 +16,9 @@ extension VaultState {
         guard !readOnly, !isLocked else { return }
         try normalizeLayouts()
         while let key = cache.dirtyKeys.first { try flushChunk(key) }
-        try compactPacks()
+        // Housekeeping rides on a commit that writes anyway: a session that changed nothing
+        // leaves the storage as it found it.
+        if hasChanges { try compactPacks() }
         try writeOpenPack()
         let changed = hasChanges || !unsynced.isEmpty
         guard changed || (final && committedSinceCoverRefresh) else { return }
@@ -55,14 +57,20 @@ extension VaultState {
     }
 
     /// Moves the members of nearly empty packs into the open pack, so that deleted small files
-    /// give their space back.
+    /// give their space back. Only packs that lost members (live bytes below the end they
+    /// reserve): a pack that is merely small would move into a new pack at every session.
     private mutating func compactPacks() throws {
         let sparse = packs.filter { $0.value.liveBytes > 0 && $0.value.liveBytes < Self.compactionThreshold
+                                    && $0.value.liveBytes < $0.value.reservedEnd
                                     && $0.key != openPack?.fileNumber }.map(\.key).sorted()
         for number in sparse.prefix(8) {
-            for id in packs[number]!.members.sorted() {
-                guard let old = items[id]?.packedMember else { continue }
-                let sealed = try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
+            let members = packs[number]!.members.sorted().compactMap { id in items[id]?.packedMember.map { (id, $0) } }
+            // A pack that cannot be read (missing, wrong size) stays where it is: its items report
+            // the damage when read, and the rest of the vault still commits.
+            guard let contents = try? members.map({ id, old in
+                try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
+            }) else { continue }
+            for ((id, old), sealed) in zip(members, contents) {
                 let (newNumber, offset) = try placeMember(sealed)
                 var moved = old
                 moved.fileNumber = newNumber
@@ -146,6 +154,12 @@ extension VaultState {
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     private mutating func createUnwrittenFiles() throws {
         for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount {
+            // Something that is not ours at the name is never replaced (R-SEC-4): the number is
+            // skipped (allocateUsable never hands it out), the group has one file less.
+            if try storage.entryExists(try name(number)) {
+                allocator.markCreated(number)
+                continue
+            }
             try storeFile(number, try random.bytes(Format.fileSize))
         }
     }
@@ -158,9 +172,22 @@ extension VaultState {
     }
 
     private mutating func refreshCovers() throws {
-        let names = try allocator.coverNumbers.map { try name($0) }
-        for name in names { try storage.write(name, offset: 0, bytes: try random.bytes(Format.fileSize)) }
-        try storage.sync(names)
+        var written: [String] = []
+        var created = false
+        for number in allocator.coverNumbers {
+            let name = try name(number)
+            if (try? storage.read(name, offset: 0, count: 0)) != nil {
+                try storage.write(name, offset: 0, bytes: try random.bytes(Format.fileSize))
+                written.append(name)
+            } else if try !storage.entryExists(name) {
+                // A cover removed behind the vault's back is made again; one of the wrong size or
+                // type is damage and left alone (R-SEC-4). Neither stops the commit.
+                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: true)
+                created = true
+            }
+        }
+        try storage.sync(written)
+        if created { try storage.syncFolder() }
         coversRefreshedAt = clock.now()
         committedSinceCoverRefresh = false
         statistics.coverRefreshes += 1
@@ -170,7 +197,11 @@ extension VaultState {
     private mutating func writeRoot() throws {
         let generation = self.generation + 1
         let slot = generation % Format.indexSlotCount
-        let releasing = allocator.takeReleasableGroups()
+        // Groups leave the allocator here, before the commit point: until their files are gone
+        // they are listed in every root written, so that neither a failed commit nor a failed
+        // removal strands them.
+        releasingFiles += allocator.takeReleasableGroups()
+        let releasing = releasingFiles
         var root = IndexRoot(generation: generation, vaultKey: vaultKey.copyBytes(), nextFileNumber: allocator.nextFileNumber,
                              nextItemID: nextItemID, coverCount: allocator.coverCount, ownedGroups: allocator.ownedGroups,
                              releasing: releasing, pages: pageTable.pages.map { $0.ref! })
@@ -182,24 +213,14 @@ extension VaultState {
                                                 label: Label.sealIndexRoot, context: [UInt8(slot)], random: random)
         let slotName = try name(slot)
         if allocator.needsCreate(slot) {
-            try storage.create(slotName, contents: file, durable: true)
-            try storage.syncFolder()
-            allocator.markCreated(slot)
+            try createSlot(slotName, slot, file)
         } else {
             try storage.write(slotName, offset: 0, bytes: file)
             try storage.sync([slotName])
         }
+        // The commit point is passed: the state in memory is generation g+1's from here on,
+        // whatever the clean-up below meets.
         self.generation = generation
-        // Group 0's other slot is made only now, so that a crash never leaves a slot that does
-        // not open beside no slot that does (which would read as damage).
-        let other = 1 - slot
-        if allocator.needsCreate(other) {
-            try storage.create(try name(other), contents: try random.bytes(Format.fileSize), durable: true)
-            try storage.syncFolder()
-            allocator.markCreated(other)
-        }
-        for number in releasing { try storage.remove(try name(number)) }
-        if !releasing.isEmpty { try storage.syncFolder() }
         allocator.didCommit()
         for (number, info) in packs {
             packs[number]!.reservedEnd = info.members.reduce(0) { end, id in
@@ -211,5 +232,23 @@ extension VaultState {
         dirtyItems = []
         dirtySegments = [:]
         statistics.commits += 1
+        // Group 0's other slot is made only now, so that a crash never leaves a slot that does
+        // not open beside no slot that does (which would read as damage).
+        let other = 1 - slot
+        if allocator.needsCreate(other) { try createSlot(try name(other), other, try random.bytes(Format.fileSize)) }
+        for number in releasing { try storage.remove(try name(number)) }
+        if !releasing.isEmpty { try storage.syncFolder() }
+        releasingFiles = []
+    }
+
+    /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever
+    /// happens next: a commit that goes on after a failed folder sync writes into it rather than
+    /// making it again (`exists`), and syncs the folder before its own root.
+    private mutating func createSlot(_ name: String, _ slot: UInt64, _ file: [UInt8]) throws {
+        try storage.create(name, contents: file, durable: true)
+        allocator.markCreated(slot)
+        createdSinceCommit = true
+        try storage.syncFolder()
+        createdSinceCommit = false
     }
 }

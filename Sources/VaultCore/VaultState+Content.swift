@@ -21,7 +21,7 @@ extension VaultState {
             let data = try chunk(id, index)
             let stored = max(0, min(within + n, data.count) - within)
             if stored > 0 { out.append(contentsOf: data[within..<within + stored]) }
-            if stored < n { out.append(contentsOf: repeatElement(0, count: n - stored)) }
+            if stored < n { out.append(contentsOf: [UInt8](repeating: 0, count: n - stored)) }
             position += UInt64(n)
         }
         try evictIfNeeded()
@@ -49,7 +49,7 @@ extension VaultState {
             cache.modify(key) { data in
                 if data.count < within + n {
                     data.reserveCapacity(Self.payload)
-                    data.append(contentsOf: repeatElement(0, count: within + n - data.count))
+                    data.append(contentsOf: [UInt8](repeating: 0, count: within + n - data.count))
                 }
                 data.replaceSubrange(within..<within + n, with: bytes[source..<source + n])
             }
@@ -228,10 +228,14 @@ extension VaultState {
 
     /// The existing pack with the most free tail that fits, or a new one.
     private mutating func chooseOpenPack(needing count: Int) throws -> OpenPack {
-        let best = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
-            .max { $0.value.reservedEnd > $1.value.reservedEnd }
-        if let (number, info) = best { return OpenPack(existing: number, reservedEnd: info.reservedEnd) }
-        let number = allocator.allocate()
+        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
+            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
+        // A pack file that is missing or of the wrong size takes no new members: writing them
+        // would fail every commit from now on. Its own items report the damage when read.
+        for (number, info) in candidates where (try? storage.read(try name(number), offset: 0, count: 0)) != nil {
+            return OpenPack(existing: number, reservedEnd: info.reservedEnd)
+        }
+        let number = try allocateUsable()
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
     }
@@ -268,12 +272,35 @@ extension VaultState {
 
     /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
     mutating func store(_ file: [UInt8]) throws -> UInt64 {
-        let number = allocator.allocate()
+        let number = try allocateUsable()
         do { try storeFile(number, file) } catch {
             allocator.release(number)
             throw error
         }
         return number
+    }
+
+    /// A free number whose file can take new bytes. The vault's files are its own, but the
+    /// folder is not: a free file that someone removed is made again when written; one that is
+    /// not a regular file of the storage size is damage, never written (R-SEC-4), and skipped
+    /// (it stays handed out until the session ends). Either way one damaged block does not stop
+    /// every later commit.
+    mutating func allocateUsable() throws -> UInt64 {
+        while true {
+            let number = allocator.allocate()
+            let name = try name(number)
+            if allocator.needsCreate(number) {
+                // A new group's file is made at its name: whatever is there already is not ours.
+                guard try storage.entryExists(name) else { return number }
+                allocator.markCreated(number)
+                continue
+            }
+            if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
+            if try !storage.entryExists(name) {
+                allocator.markMissing(number)
+                return number
+            }
+        }
     }
 
     mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {

@@ -54,6 +54,9 @@ extension VaultState {
         guard !item.isFolder else { throw VaultError.isAFolder }
         guard try folder(parent)[name] == nil else { throw VaultError.exists }
         guard item.record.links.count < Self.maximumLinks else { throw VaultError.tooLarge("too many links") }
+        var grown = item.record
+        grown.links.append(ItemRecord.Link(parentID: parent, name: name))
+        try checkRecordSize(grown)
         let now = clock.now()
         items[id]!.record.links.append(ItemRecord.Link(parentID: parent, name: name))
         items[id]!.record.ctime = now
@@ -150,9 +153,13 @@ extension VaultState {
         if let value {
             if create && index != nil { throw VaultError.exists }
             if replace && index == nil { throw VaultError.notFound }
-            let current = items[id]!.record.xattrs.reduce(0) { $0 + $1.name.count + $1.value.count + 5 }
+            // The attribute being replaced does not count: its new value takes its place.
+            let current = items[id]!.record.xattrs.reduce(0) { $0 + ($1.name == name ? 0 : $1.name.count + $1.value.count + 5) }
             guard current + name.count + value.count + 5 <= Self.maximumAttributeBytes else { throw VaultError.tooLarge("extended attributes") }
-            if let index { items[id]!.record.xattrs[index].value = value } else { items[id]!.record.xattrs.append((name, value)) }
+            var grown = items[id]!.record
+            if let index { grown.xattrs[index].value = value } else { grown.xattrs.append((name, value)) }
+            try checkRecordSize(grown)
+            items[id]!.record = grown
         } else {
             guard let index else { throw VaultError.notFound }
             items[id]!.record.xattrs.remove(at: index)
@@ -172,6 +179,16 @@ extension VaultState {
 
     static let maximumLinks = 1000
     static let maximumAttributeBytes = 32 << 10
+
+    /// A record must fit an index page with room to spare (`maximumRecordSize`): links and
+    /// attributes, each limited on its own, could together outgrow a page, which no commit could
+    /// then write. (A rename changes one name by at most 254 bytes, far within the spare room.)
+    private func checkRecordSize(_ record: ItemRecord) throws {
+        // In memory a file's record has no item key: count its 32 bytes too.
+        guard record.encode().count + Format.keySize <= Self.maximumRecordSize else {
+            throw VaultError.tooLarge("the item's names and attributes")
+        }
+    }
 
     private func checkName(_ name: [UInt8]) throws {
         if name.count > Format.maxNameLength { throw VaultError.tooLarge("name longer than 255 bytes") }

@@ -184,19 +184,28 @@ extension VaultState {
     /// §9.3: files a crash left behind are this vault's by name, and removed.
     mutating func removeLeftovers(releasing: [UInt64]) throws {
         var removed = false
+        /// Removes a leftover of ours. Something at the name that is not a regular file (a
+        /// folder, a link) was not made by DotSafe: it is left alone and does not stop the open
+        /// (R-SEC-4).
+        func removeIfOurs(_ name: String) throws {
+            do {
+                try storage.remove(name)
+                removed = true
+            } catch StoreError.unusableFile {
+            }
+        }
         for number in releasing where try storage.entryExists(try name(number)) {
-            try storage.remove(try name(number))
-            removed = true
+            try removeIfOurs(try name(number))
         }
         let existing = Set(try storage.listAllNames())
-        var number = allocator.nextFileNumber
+        // Numbers from the committed nextFileNumber up: for a vault that never committed that is
+        // 0, since its group 0 (covers, data, random fill) may have been made by a first commit
+        // that died before its root (the allocator of a new vault has group 0 already).
+        var number = isNew ? 0 : allocator.nextFileNumber
         let end = number + UInt64(existing.count)
         while number < end {
             let candidate = try name(number)
-            if existing.contains(candidate) {
-                try storage.remove(candidate)
-                removed = true
-            }
+            if existing.contains(candidate) { try removeIfOurs(candidate) }
             number += 1
         }
         if removed { try storage.syncFolder() }

@@ -48,6 +48,9 @@ struct VaultState {
     var missingSlot: UInt64?
     /// Files written since the last commit: synced before the next root.
     var unsynced: Set<UInt64> = []
+    /// Files of released groups that may still exist: in the `releasing` of every root until
+    /// they are removed (docs/FORMAT.md §9.2 step 6).
+    var releasingFiles: [UInt64] = []
     var createdSinceCommit = false
     var statistics = VaultStatistics()
     var isLocked = false
