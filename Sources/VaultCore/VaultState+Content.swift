@@ -243,6 +243,14 @@ extension VaultState {
     /// Writes the open pack's new bytes: the whole image for a new pack, the new members otherwise.
     mutating func writeOpenPack() throws {
         guard var pack = openPack, pack.hasPendingWrites else { return }
+        if pack.image != nil, packs[pack.fileNumber]?.members.isEmpty ?? true {
+            // A new pack whose members all went before it was written (a file deleted after its
+            // write failed on a full disk): nothing to write, and the file is free again.
+            packs[pack.fileNumber] = nil
+            allocator.release(pack.fileNumber)
+            openPack = nil
+            return
+        }
         if let image = pack.image {
             try storeFile(pack.fileNumber, image)
         } else {
