@@ -71,7 +71,8 @@ extension VaultState {
                 try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
             }) else { continue }
             for ((id, old), sealed) in zip(members, contents) {
-                let (newNumber, offset) = try placeMember(sealed)
+                // Housekeeping: on a full disk it waits, the commit goes on.
+                guard let (newNumber, offset) = try? placeMember(sealed) else { return }
                 var moved = old
                 moved.fileNumber = newNumber
                 moved.offset = UInt32(offset)
@@ -144,7 +145,7 @@ extension VaultState {
 
     /// New groups that nothing went into are not kept: on a full disk, a delete of what filled
     /// them must still commit without making their missing files.
-    private mutating func dropUnusedNewGroups() throws {
+    mutating func dropUnusedNewGroups() throws {
         let (numbers, existing) = allocator.dropUnusedNewGroups()
         for number in existing { try storage.remove(try name(number)) }
         unsynced.subtract(numbers)

@@ -189,7 +189,7 @@ extension VaultState {
                                                     label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)),
                                                     random: random)
         statistics.chunkEncrypts += 1
-        let number = try store(file)
+        let number = try store(file, data: true)
         if let old = items[id]!.chunks[index] { allocator.release(old.fileNumber) }
         items[id]!.chunks[index] = SealedRef(fileNumber: number, nonce: nonce)
         dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
@@ -235,7 +235,7 @@ extension VaultState {
         for (number, info) in candidates where (try? storage.read(try name(number), offset: 0, count: 0)) != nil {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
-        let number = try allocateUsable()
+        let number = try allocateUsable(data: true)
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
     }
@@ -279,8 +279,9 @@ extension VaultState {
     }
 
     /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
-    mutating func store(_ file: [UInt8]) throws -> UInt64 {
-        let number = try allocateUsable()
+    /// `data`: a chunk, which keeps out of the reserve of existing free files (`reservedFiles`).
+    mutating func store(_ file: [UInt8], data: Bool = false) throws -> UInt64 {
+        let number = try allocateUsable(data: data)
         do { try storeFile(number, file) } catch {
             allocator.release(number)
             throw error
@@ -293,9 +294,19 @@ extension VaultState {
     /// not a regular file of the storage size is damage, never written (R-SEC-4), and skipped
     /// (it stays handed out until the session ends). Either way one damaged block does not stop
     /// every later commit.
-    mutating func allocateUsable() throws -> UInt64 {
+    mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
         while true {
-            let number = allocator.allocate()
+            let groupsEnd = allocator.nextFileNumber
+            let number = allocator.allocate(keeping: data ? Self.reservedFiles : 0)
+            if allocator.nextFileNumber > groupsEnd {
+                // A new group for data is made whole at once: if the disk cannot hold it, this
+                // write fails with ENOSPC now, and no later commit needs room for it.
+                do { try createGroupFiles(groupsEnd..<allocator.nextFileNumber, except: number) } catch {
+                    allocator.release(number)
+                    try? dropUnusedNewGroups()
+                    throw error
+                }
+            }
             let name = try name(number)
             if allocator.needsCreate(number) {
                 // A new group's file is made at its name: whatever is there already is not ours.
@@ -311,6 +322,18 @@ extension VaultState {
         }
     }
 
+    /// Makes the files of a new group (random bytes), but `number`, which its caller writes.
+    private mutating func createGroupFiles(_ numbers: Range<UInt64>, except number: UInt64) throws {
+        for other in numbers where other != number && allocator.needsCreate(other) {
+            // Something that is not ours at the name is never replaced (R-SEC-4).
+            if try storage.entryExists(try name(other)) {
+                allocator.markCreated(other)
+                continue
+            }
+            try storeFile(other, try random.bytes(Format.fileSize))
+        }
+    }
+
     mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
         if allocator.needsCreate(number) {
             try storage.create(try name(number), contents: file, durable: false)
@@ -321,6 +344,11 @@ extension VaultState {
         }
         unsynced.insert(number)
     }
+
+    /// Free files that exist which data never takes: on a full disk they let a delete commit
+    /// (its index pages are written copy-on-write, while the deleted data's files are still
+    /// referenced by the committed root).
+    static let reservedFiles = 4
 
     static func le(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
 }

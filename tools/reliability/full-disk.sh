@@ -56,4 +56,31 @@ mount_vault "$vault" "$storage" || fail "the vault does not open after the disk 
 dd if=/dev/urandom of="$vault/again.bin" bs=1M count=4 conv=fsync status=none || fail "writing after freeing space failed"
 lock_vault "$vault"
 check_storage "$storage"
+
+# The disk filled by committed data: files of 200 KB, each fsynced, until one fails. Then a
+# delete must still commit: its index pages need files while the deleted data's files are
+# still referenced by the committed root (R-FS-2, "a full disk (ENOSPC, the vault intact)").
+mount_vault "$vault" "$storage"
+cd "$vault"
+for i in $(seq 1 1000); do
+    head -c 200000 /dev/urandom > "$work/chunk"
+    dd if="$work/chunk" of="c-$i" bs=64k conv=fsync status=none 2> "$work/dd.err" || break
+    printf '%s  c-%s\n' "$(sha256sum < "$work/chunk" | cut -d' ' -f1)" "$i" >> "$work/committed.sha256"
+done
+grep -q "No space left on device" "$work/dd.err" || fail "filling with synced files ended otherwise: $(cat "$work/dd.err")"
+note "filled with $((i - 1)) synced files; $(free_kib) KiB free"
+rm -f "c-$i"
+fsync_path . 2> "$work/sync.err" || true
+sha256sum -c --quiet "$work/committed.sha256" || fail "a synced file changed on the full disk"
+full=$(free_kib)
+rm -f c-1 c-2 c-3 c-4 c-5 c-6 c-7 c-8
+fsync_path . 2> "$work/sync.err" || fail "the commit of a delete on a disk full of committed data failed: $(cat "$work/sync.err")"
+grep -v '  c-[1-8]$' "$work/committed.sha256" > "$work/left.sha256"
+cd "$work"
+lock_vault "$vault" || fail "lock failed on the full disk"
+note "full: $full KiB free; after delete and lock: $(free_kib) KiB free"
+check_storage "$storage"
+mount_vault "$vault" "$storage" || fail "the vault does not open after the disk was full"
+(cd "$vault" && sha256sum -c --quiet "$work/left.sha256" && sha256sum -c --quiet "$work/keep.sha256") || fail "a synced file is not intact"
+lock_vault "$vault"
 note passed
