@@ -8,7 +8,9 @@
 # and, on hosts whose AppArmor profile blocks mount (Ubuntu, Debian with AppArmor):
 #   --security-opt apparmor=unconfined
 # The plaintext mount exists only inside the container. See README.md, "Docker".
-FROM swift:6.0-bookworm
+# The same Swift as the project is built and tested with here (6.3); older compilers lack
+# language features the code uses.
+FROM swift:6.3-bookworm
 
 WORKDIR /app
 COPY . .
