@@ -61,9 +61,9 @@ import Testing
         script("tools/reliability/user-and-memory.sh")
     }
 
-    /// Several processes at once on one mount for 25 s; then lock, remount and a full check
+    /// Several processes at once on one mount for 20 s; then lock, remount and a full check
     /// against each process's model.
     @Test func concurrentProcessesLeaveAConsistentVault() {
-        script("tools/stress", ["25", "4"])
+        script("tools/stress", ["20", "4"])
     }
 }
