@@ -56,25 +56,21 @@ struct FileAllocator {
     }
 
     /// The lowest free number; makes a new group when none is free.
-    ///
-    /// `reserve`: data (chunks, packs) never takes the last `reserve` free files that exist
-    /// already; it goes to files of a new group instead, made when written. So a disk filled by
-    /// data leaves the vault the files that a delete's index pages need to commit.
-    mutating func allocate(keeping reserve: Int = 0) -> UInt64 {
-        if reserve > 0 {
-            let existing = free.reduce(0) { $0 + (unwritten.contains($1) ? 0 : 1) }
-            if existing <= reserve {
-                if !free.contains(where: { unwritten.contains($0) }) { addGroup() }
-                let index = free.lastIndex { unwritten.contains($0) }!
-                let number = free.remove(at: index)
-                allocatedSinceCommit.insert(number)
-                return number
-            }
-        }
+    mutating func allocate() -> UInt64 {
         if free.isEmpty { addGroup() }
         let number = free.removeLast()
         allocatedSinceCommit.insert(number)
         return number
+    }
+
+    /// Free numbers whose files exist (not of a group still to be made).
+    var existingFreeCount: Int { free.reduce(0) { $0 + (unwritten.contains($1) ? 0 : 1) } }
+
+    /// Makes a new group now (its files are still to be written); returns its numbers.
+    mutating func makeGroup() -> Range<UInt64> {
+        let start = nextFileNumber
+        addGroup()
+        return start..<nextFileNumber
     }
 
     /// Whether the file for `number` exists yet (new groups are made lazily).

@@ -296,17 +296,17 @@ extension VaultState {
     /// every later commit.
     mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
         while true {
-            let groupsEnd = allocator.nextFileNumber
-            let number = allocator.allocate(keeping: data ? Self.reservedFiles : 0)
-            if allocator.nextFileNumber > groupsEnd {
-                // A new group for data is made whole at once: if the disk cannot hold it, this
-                // write fails with ENOSPC now, and no later commit needs room for it.
-                do { try createGroupFiles(groupsEnd..<allocator.nextFileNumber, except: number) } catch {
-                    allocator.release(number)
+            if data && allocator.existingFreeCount <= Self.reservedFiles {
+                // Data never takes the last free files: a new group is made, whole, first. If
+                // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
+                // for the index pages of a delete, and no later commit needs room for the group.
+                let numbers = allocator.makeGroup()
+                do { try createGroupFiles(numbers) } catch {
                     try? dropUnusedNewGroups()
                     throw error
                 }
             }
+            let number = allocator.allocate()
             let name = try name(number)
             if allocator.needsCreate(number) {
                 // A new group's file is made at its name: whatever is there already is not ours.
@@ -322,9 +322,9 @@ extension VaultState {
         }
     }
 
-    /// Makes the files of a new group (random bytes), but `number`, which its caller writes.
-    private mutating func createGroupFiles(_ numbers: Range<UInt64>, except number: UInt64) throws {
-        for other in numbers where other != number && allocator.needsCreate(other) {
+    /// Makes the files of a new group (random bytes).
+    private mutating func createGroupFiles(_ numbers: Range<UInt64>) throws {
+        for other in numbers where allocator.needsCreate(other) {
             // Something that is not ours at the name is never replaced (R-SEC-4).
             if try storage.entryExists(try name(other)) {
                 allocator.markCreated(other)
@@ -345,7 +345,7 @@ extension VaultState {
         unsynced.insert(number)
     }
 
-    /// Free files that exist which data never takes: on a full disk they let a delete commit
+    /// Free files that exist which data never takes (a group is made before): on a full disk they let a delete commit
     /// (its index pages are written copy-on-write, while the deleted data's files are still
     /// referenced by the committed root).
     static let reservedFiles = 4
