@@ -63,9 +63,6 @@ struct FileAllocator {
         return number
     }
 
-    /// Free numbers whose files exist (not of a group still to be made).
-    var existingFreeCount: Int { free.reduce(0) { $0 + (unwritten.contains($1) ? 0 : 1) } }
-
     /// Makes a new group now (its files are still to be written); returns its numbers.
     mutating func makeGroup() -> Range<UInt64> {
         let start = nextFileNumber

@@ -296,7 +296,7 @@ extension VaultState {
     /// every later commit.
     mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
         while true {
-            if data && allocator.existingFreeCount <= Self.reservedFiles {
+            if data && allocator.freeCount <= Self.reservedFiles {
                 // Data never takes the last free files: a new group is made, whole, first. If
                 // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
                 // for the index pages of a delete, and no later commit needs room for the group.
@@ -345,7 +345,7 @@ extension VaultState {
         unsynced.insert(number)
     }
 
-    /// Free files that exist which data never takes (a group is made before): on a full disk they let a delete commit
+    /// Free files which data never takes (a group is made before): on a full disk they let a delete commit
     /// (its index pages are written copy-on-write, while the deleted data's files are still
     /// referenced by the committed root).
     static let reservedFiles = 4
