@@ -8,6 +8,8 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 extra=${1:-1000}
 init_storage
+# init's own files (covers, rewritten at every lock) are not planted: everything else is.
+covers=$(ls "$storage")
 outside=$work/outside
 mkdir -p "$outside"
 name() { head -c 16 /dev/urandom | base32 | tr -d = | tr A-Z a-z | head -c 26; }
@@ -24,7 +26,9 @@ head -c $((file_size + 1)) /dev/urandom > "$storage/$(name)"
 : > "$storage/$(name)"
 head -c $file_size /dev/urandom > "$storage/not-a-storage-name"
 head -c $file_size /dev/urandom > "$storage/$(name)"
-chmod 000 "$storage/$(ls "$storage" | tail -n1)"
+unreadable=$storage/$(name)
+head -c $file_size /dev/urandom > "$unreadable"
+chmod 000 "$unreadable"     # root reads it anyway; the unprivileged case is not covered here
 for i in $(seq 1 "$extra"); do printf 'extra %s\n' "$i" > "$storage/extra-$i.txt"; done
 # A hard link from outside to a planted file of the right size and name form is a regular file:
 # the vault may count it but never owns it, so it must stay untouched too.
@@ -37,8 +41,6 @@ inventory() {
     sha256sum "$outside"/target-*
     stat -c '%n %i %Y' "$outside"/target-*
 }
-# Covers are refreshed at every lock: the planted inventory excludes init's own files.
-covers=$(ls "$storage" | grep -E '^[a-z2-7]{26}$' | while read -r f; do [[ -f $storage/$f && ! -L $storage/$f && $(stat -c %s "$storage/$f") == $file_size && $(stat -c %a "$storage/$f") != 0 ]] && echo "$f" || true; done)
 planted=$(comm -23 <(ls "$storage" | sort) <(sort <<<"$covers"))
 inventory > "$work/before"
 
