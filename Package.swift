@@ -21,6 +21,10 @@ let package = Package(
         .target(name: "VaultFUSE", dependencies: ["CFuse", "VaultFileSystem"]),
         .target(name: "DotSafeCLI", dependencies: ["CSystem", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
+        // Fuzzing (tools/fuzz): one function per decoder of bytes from disk, and a driver that
+        // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.
+        .target(name: "FuzzTargets", dependencies: ["VaultFormat", "VaultCore", "VaultCrypto"]),
+        .executableTarget(name: "DotSafeFuzz", dependencies: ["FuzzTargets"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
@@ -28,7 +32,8 @@ let package = Package(
         .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI"]),
+        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "VaultCore", "VaultFormat"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
                     resources: [.copy("Vectors")]),
     ],

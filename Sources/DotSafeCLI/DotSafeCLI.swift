@@ -12,6 +12,7 @@ public enum DotSafeCLI {
         InitCommand.self,
         MountCommand.self,
         LockCommand.self,
+        FsckCommand.self,
         KeyringCommand.self,
         HelpCommand.self,
         VersionCommand.self,

@@ -18,7 +18,11 @@ struct Item {
     }
 
     /// Chunk indexes that a file of this size can have.
-    var chunkCount: Int { Int((record.size + UInt64(Format.payloadSize) - 1) / UInt64(Format.payloadSize)) }
+    /// Written without `size + P - 1`: a size from disk near UInt64.max overflowed it (fuzz finding).
+    var chunkCount: Int {
+        let payload = UInt64(Format.payloadSize)
+        return Int(record.size / payload + (record.size % payload == 0 ? 0 : 1))
+    }
 
     /// Segment numbers that hold at least one chunk.
     var segmentIndexes: Set<Int> { Set(chunks.keys.map { $0 / Format.chunksPerSegment }) }

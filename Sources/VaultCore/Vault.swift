@@ -35,7 +35,7 @@ public final class Vault: Sendable {
         public var ctime: Int64
     }
 
-    private let state: Mutex<VaultState>
+    let state: Mutex<VaultState>
 
     private init(_ state: consuming VaultState) { self.state = Mutex(state) }
 

@@ -111,7 +111,7 @@ extension VaultState {
         return data
     }
 
-    private mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
+    mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
         let item = items[id]!
         guard let slot = item.key else { return [] }
         do {

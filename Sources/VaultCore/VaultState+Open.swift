@@ -70,115 +70,26 @@ extension VaultState {
 
     /// Reads every page, builds the items, and checks the rules that span records (§6.1).
     private mutating func load(_ root: IndexRoot) throws {
-        var loadedPages: [(ref: SealedRef, keys: [RecordKey])] = []
-        var segments: [(key: RecordKey, entries: [ChunkSegment.Entry])] = []
-        var lastKey: RecordKey?
-        for ref in root.pages {
-            guard let file = try storage.read(try name(ref.fileNumber)) else {
+        let storage = self.storage, secrets = self.secrets, pageKey = self.pageKey, arena = self.arena
+        let contents = try IndexContents(root: root, pageBody: { ref in
+            guard let file = try storage.read(try secrets.fileName(ref.fileNumber)) else {
                 throw VaultError.damagedIndex("index page \(ref.fileNumber) is missing")
             }
-            let body: [UInt8]
             do {
-                body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .indexPage, key: .secret(pageKey),
+                return try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .indexPage, key: .secret(pageKey),
                                                label: Label.sealIndexPage, context: [])
             } catch CryptoError.authenticationFailed {
                 throw VaultError.damagedIndex("index page \(ref.fileNumber) does not open")
             }
-            let records = try IndexPage.decode(body[...])
-            if let lastKey, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
-            lastKey = records.last!.key
-            for record in records {
-                if record.key.sub == 0 {
-                    var decoded = try ItemRecord.decode(record.value)
-                    var item = Item(record: decoded)
-                    if decoded.type == .file {
-                        item.key = try arena.allocate(copying: decoded.itemKey)
-                        Sealer.wipe(&decoded.itemKey)
-                        item.record.itemKey = []
-                    }
-                    guard record.key.itemID >= Format.rootItemID, record.key.itemID < root.nextItemID else {
-                        throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")
-                    }
-                    items[record.key.itemID] = item
-                } else {
-                    segments.append((record.key, try ChunkSegment.decode(record.value)))
-                }
-            }
-            loadedPages.append((ref, records.map(\.key)))
-        }
-        pageTable = PageTable(loaded: loadedPages)
-        for (key, entries) in segments {
-            guard let item = items[key.itemID], item.isFile, item.record.layout == .chunked else {
-                throw VaultError.damagedIndex("chunk map of item \(key.itemID), which is not a chunked file")
-            }
-            let base = Int(key.sub - 1) * Format.chunksPerSegment
-            for entry in entries {
-                let index = base + entry.indexInSegment
-                guard index < item.chunkCount else { throw VaultError.damagedIndex("chunk \(index) beyond the size of item \(key.itemID)") }
-                items[key.itemID]!.chunks[index] = entry.ref
-            }
-        }
-        try buildFolders()
-        try checkFileNumbers(root)
-    }
-
-    /// Folder contents from the links, rejecting duplicate names, non-folder parents, folders with
-    /// other than one link, and items not reachable from the root folder (R-SEC-3).
-    private mutating func buildFolders() throws {
-        guard let root = items[Format.rootItemID], root.isFolder, root.record.links.isEmpty else {
-            throw VaultError.damagedIndex("the root folder is missing or malformed")
-        }
-        children = [:]
-        for (id, item) in items where item.isFolder { children[id] = [:] }
-        for (id, item) in items {
-            if id != Format.rootItemID && item.record.links.isEmpty { throw VaultError.damagedIndex("item \(id) has no name") }
-            if item.isFolder && id != Format.rootItemID && item.record.links.count != 1 {
-                throw VaultError.damagedIndex("folder \(id) has \(item.record.links.count) names")
-            }
-            for link in item.record.links {
-                guard children[link.parentID] != nil else { throw VaultError.damagedIndex("item \(id) is in \(link.parentID), not a folder") }
-                guard children[link.parentID]![link.name] == nil else { throw VaultError.damagedIndex("a name appears twice in folder \(link.parentID)") }
-                children[link.parentID]![link.name] = id
-            }
-        }
-        var reached: Set<UInt64> = [Format.rootItemID]
-        var queue: [UInt64] = [Format.rootItemID]
-        while let folder = queue.popLast() {
-            for child in children[folder]!.values where reached.insert(child).inserted {
-                if items[child]!.isFolder { queue.append(child) }
-            }
-        }
-        guard reached.count == items.count else { throw VaultError.damagedIndex("items not reachable from the root folder") }
-    }
-
-    /// Every file number used once, owned, and not a slot or cover; builds the allocator and packs.
-    private mutating func checkFileNumbers(_ root: IndexRoot) throws {
-        var used = Set<UInt64>()
-        let reserved = Format.indexSlotCount + UInt64(root.coverCount)
-        func use(_ number: UInt64, _ what: String) throws {
-            guard number >= reserved, root.owns(number) else { throw VaultError.damagedIndex("\(what) in file \(number), which is not the vault's") }
-            guard used.insert(number).inserted else { throw VaultError.damagedIndex("file \(number) used twice") }
-        }
-        for page in root.pages { try use(page.fileNumber, "index page") }
-        var members: [UInt64: [(offset: Int, end: Int)]] = [:]
-        for (id, item) in items {
-            for (_, ref) in item.chunks { try use(ref.fileNumber, "chunk") }
-            if let member = item.packedMember {
-                let offset = Int(member.offset), end = offset + Int(member.sealedLength)
-                if members[member.fileNumber] == nil { try use(member.fileNumber, "pack") }
-                members[member.fileNumber, default: []].append((offset, end))
-                packs[member.fileNumber, default: PackInfo()].liveBytes += Int(member.sealedLength)
-                packs[member.fileNumber]!.members.insert(id)
-                packs[member.fileNumber]!.reservedEnd = max(packs[member.fileNumber]!.reservedEnd, end)
-            }
-        }
-        for (number, ranges) in members {
-            let sorted = ranges.sorted { $0.offset < $1.offset }
-            for (a, b) in zip(sorted, sorted.dropFirst()) where b.offset < a.end {
-                throw VaultError.damagedIndex("members overlap in pack \(number)")
-            }
-        }
-        allocator = FileAllocator(root: root, used: used)
+        }, keepKey: { key in
+            defer { Sealer.wipe(&key) }
+            return try arena.allocate(copying: key)
+        })
+        items = contents.items
+        children = contents.children
+        pageTable = PageTable(loaded: contents.pages)
+        packs = contents.packs
+        allocator = FileAllocator(root: root, used: contents.usedFiles)
     }
 
     /// §9.3: files a crash left behind are this vault's by name, and removed.

@@ -97,7 +97,8 @@ public struct IndexRoot: Sendable {
         guard let first = ownedGroups.first, first.first == 0 else { throw FormatError.invalid("index root: group 0 not owned") }
         var end: UInt64 = 0
         for (i, range) in ownedGroups.enumerated() {
-            guard range.count > 0, range.count <= UInt64.max / 16 - range.first,
+            // first ≤ max/16 before the subtraction: a hostile first would overflow it (fuzz finding).
+            guard range.count > 0, range.first <= UInt64.max / 16, range.count <= UInt64.max / 16 - range.first,
                   i == 0 || range.first > end else { throw FormatError.invalid("index root owned groups") }
             end = range.end
         }

@@ -110,18 +110,22 @@ public struct ItemRecord: Equatable, Sendable {
         var record = ItemRecord(type: type, mode: mode, uid: try reader.u32(), gid: try reader.u32(),
                                 rdev: try reader.u64(), atime: try reader.i64(), mtime: try reader.i64(),
                                 ctime: try reader.i64(), size: try reader.u64())
+        // Duplicates are found with sets: a linear search per entry made a page of 65,535 tiny
+        // entries cost billions of comparisons.
         let linkCount = Int(try reader.u16())
+        var seenLinks = Set<Link>()
         for _ in 0..<linkCount {
             let link = Link(parentID: try reader.u64(), name: try reader.lp8())
             try validateName(link.name)
-            guard !record.links.contains(link) else { throw FormatError.invalid("item record: link named twice") }
+            guard seenLinks.insert(link).inserted else { throw FormatError.invalid("item record: link named twice") }
             record.links.append(link)
         }
         let xattrCount = Int(try reader.u16())
+        var seenNames = Set<[UInt8]>()
         for _ in 0..<xattrCount {
             let name = try reader.lp8()
             guard !name.isEmpty, !name.contains(0) else { throw FormatError.invalid("extended attribute name") }
-            guard !record.xattrs.contains(where: { $0.name == name }) else { throw FormatError.invalid("extended attribute named twice") }
+            guard seenNames.insert(name).inserted else { throw FormatError.invalid("extended attribute named twice") }
             record.xattrs.append((name, try reader.lp32()))
         }
         switch type {

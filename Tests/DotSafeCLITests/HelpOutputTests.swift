@@ -12,6 +12,7 @@ import Testing
           init            Create a storage folder (and the keyring, if none exists).
           mount           Open the vault a pattern finds and mount it as a folder.
           lock            Lock a vault: write changes, unmount, erase the keys.
+          fsck            Check a vault; with --repair, drop what cannot be read.
           keyring         Export the keyring under a passphrase, or import an export.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
@@ -37,6 +38,41 @@ import Testing
         GLOBAL OPTIONS:
           --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
                           set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+
+        """
+
+    static let fsckHelp = """
+        OVERVIEW: Check a vault; with --repair, drop what cannot be read.
+
+        Decrypts every index page, chunk and pack member of the vault the pattern
+        opens, and checks its storage files (present, of the right size, none stray,
+        a count in steps of 16). Damaged items are named by path. Exit status: 0
+        clean, 1 damage or failure. Nothing is written without --repair, and never
+        while the vault is mounted.
+
+        --repair lists what it drops, then keeps every item and every chunk that
+        opens: an unreadable chunk becomes a hole (256 KiB of zeros in its place;
+        the file keeps its size and its other chunks), and a small file whose pack
+        member does not open keeps its name and size but reads as zeros. Dropping
+        whole items would lose the readable part of large files; the list says
+        which byte ranges became zeros. Missing files of the vault are made again,
+        stray ones removed. An index that does not open is never repaired: fsck
+        then writes nothing.
+
+        USAGE: dotsafe fsck [--pattern P] [--pattern-stdin] [--repair] STORAGE
+
+        ARGUMENTS:
+          STORAGE          The storage folder (made by 'dotsafe init').
+
+        OPTIONS:
+          --pattern P      The pattern, like b2-c2-d3-d4-c4-b4-a5.
+          --pattern-stdin  Read the pattern as one line from standard input.
+          --repair         Drop what cannot be read, then commit.
+          -h, --help       Show help.
+
+        GLOBAL OPTIONS:
+          --keyring PATH   Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
+                           set, else the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 
@@ -82,6 +118,11 @@ import Testing
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: Self.helpHelp))
     }
 
+    @Test(arguments: [["help", "fsck"], ["fsck", "--help"]])
+    func fsckHelp(arguments: [String]) {
+        #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: Self.fsckHelp))
+    }
+
     @Test func everyLineFitsEightyColumns() {
         let pages = [Self.programHelp] + DotSafeCLI.commands.map { $0.help } + [ProbeCommand.help]
         for line in pages.joined().split(separator: "\n") {
@@ -91,6 +132,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "keyring", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "help", "version"])
     }
 }

@@ -1,0 +1,113 @@
+import Foundation
+import VaultCore
+import VaultStore
+
+/// `dotsafe fsck STORAGE`: opens the vault a pattern finds read-only, opens every index page,
+/// chunk and pack member, checks the storage files of the vault, and reports. `--repair` drops
+/// what cannot be read, after saying what, and commits.
+struct FsckCommand: Command {
+    static let name = "fsck"
+    static let summary = "Check a vault; with --repair, drop what cannot be read."
+    static let discussion = """
+        Decrypts every index page, chunk and pack member of the vault the pattern
+        opens, and checks its storage files (present, of the right size, none stray,
+        a count in steps of 16). Damaged items are named by path. Exit status: 0
+        clean, 1 damage or failure. Nothing is written without --repair, and never
+        while the vault is mounted.
+
+        --repair lists what it drops, then keeps every item and every chunk that
+        opens: an unreadable chunk becomes a hole (256 KiB of zeros in its place;
+        the file keeps its size and its other chunks), and a small file whose pack
+        member does not open keeps its name and size but reads as zeros. Dropping
+        whole items would lose the readable part of large files; the list says
+        which byte ranges became zeros. Missing files of the vault are made again,
+        stray ones removed. An index that does not open is never repaired: fsck
+        then writes nothing.
+        """
+    static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
+    static let repair = OptionSpec.flag("repair", help: "Drop what cannot be read, then commit.")
+    static let signature = CommandSignature(options: [MountCommand.pattern, MountCommand.patternStdin, repair],
+                                            positionals: [storage])
+
+    let storagePath: String
+    let patternSource: PatternReader.Source
+    let repairs: Bool
+
+    init(parsing arguments: ParsedArguments) throws {
+        storagePath = try arguments.required(Self.storage)
+        if let value = arguments.value(MountCommand.pattern) {
+            guard !arguments.flag(MountCommand.patternStdin) else { throw CLIError.usage("--pattern and --pattern-stdin exclude each other") }
+            patternSource = .argument(value)
+        } else {
+            patternSource = arguments.flag(MountCommand.patternStdin) ? .standardInput : .prompt
+        }
+        repairs = arguments.flag(Self.repair)
+    }
+
+    func run(context: CommandContext) throws -> Int32 {
+        let out = context.standardOutput
+        let storage = try Storage.open(at: storagePath)
+        let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
+        let keyring = Keyring(option: keyringPath, environment: context.environment)
+        guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.location) }
+        let pattern = try PatternReader(source: patternSource).read(context)
+        let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
+        // The mount guard: a mounted vault changes under a check, and a repair would race its daemon.
+        let identity = try storage.identity()
+        let guardName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
+        let guardSocket: UnixSocket
+        do { guardSocket = try UnixSocket.listen(guardName) } catch {
+            secrets.wipe()
+            throw CLIError.failure(error == .inUse ? "this vault is mounted: lock it first" : "cannot take the mount guard: \(error)")
+        }
+        // Held until fsck ends, so that no mount starts meanwhile.
+        defer { withExtendedLifetime(guardSocket) {} }
+        let vault: Vault
+        do {
+            vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20))
+        } catch {
+            secrets.wipe()
+            throw error
+        }
+        defer { try? vault.lock() }
+        if vault.isNew {
+            throw CLIError.failure("no vault opens with this pattern in \(storagePath): nothing is at its index names")
+        }
+        var report = try vault.check()
+        Self.print(report, to: out)
+        guard repairs, !report.isClean else { return report.isClean ? 0 : 1 }
+
+        out.writeLine("Repair drops what cannot be read:")
+        for item in report.damagedItems {
+            if item.problems.contains("pack member does not open") || item.problems.contains(where: { $0.hasPrefix("pack file") }) {
+                out.writeLine("  \(item.path): its content becomes zeros (size kept)")
+            } else {
+                let ranges = item.unreadableChunks.map { "chunk \($0 + 1) (bytes \($0 * Self.chunk)…\(($0 + 1) * Self.chunk - 1))" }
+                out.writeLine("  \(item.path): \(ranges.joined(separator: ", ")) become\(ranges.count == 1 ? "s" : "") zeros")
+            }
+        }
+        for number in report.missingFileNumbers { out.writeLine("  file \(number) of the vault: made again (random bytes)") }
+        for number in report.strayFileNumbers { out.writeLine("  stray file \(number) of the vault: removed") }
+        try vault.repair(report)
+        out.writeLine("Repaired and committed (generation \(vault.generation)). Checking again:")
+        report = try vault.check()
+        Self.print(report, to: out)
+        return report.isClean ? 0 : 1
+    }
+
+    static let chunk = 262_144
+
+    /// One line per damage, then a summary.
+    static func print(_ report: VaultCheckReport, to out: any TextOutput) {
+        for item in report.damagedItems {
+            for problem in item.problems { out.writeLine("damaged: \(item.path): \(problem)") }
+        }
+        for problem in report.storageProblems { out.writeLine("storage: \(problem)") }
+        let counts = "\(report.items) items, \(report.chunksChecked) chunks, \(report.membersChecked) pack members, \(report.storageFiles) storage files"
+        if report.isClean {
+            out.writeLine("Checked \(counts): clean.")
+        } else {
+            out.writeLine("Checked \(counts): \(report.damagedItems.count) damaged items, \(report.storageProblems.count) storage problems.")
+        }
+    }
+}

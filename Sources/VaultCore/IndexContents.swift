@@ -1,0 +1,136 @@
+import VaultCrypto
+import VaultFormat
+
+/// The items of an index, built from its opened page bodies with every rule that spans records
+/// checked (docs/FORMAT.md §5.2, §6.1). No cryptography and no storage: `VaultState.load` gives
+/// it the pages it opened; `IndexCheck` gives it bytes, which is how the fuzzer reaches it.
+struct IndexContents {
+    var items: [UInt64: Item] = [:]
+    /// Folder → name → item, derived from the items' links.
+    var children: [UInt64: [[UInt8]: UInt64]] = [:]
+    var pages: [(ref: SealedRef, keys: [RecordKey])] = []
+    var packs: [UInt64: PackInfo] = [:]
+    /// Every file number the index uses: pages, chunks, packs.
+    var usedFiles: Set<UInt64> = []
+
+    /// `pageBody` returns the opened body of one page of the root (its inner block's body);
+    /// `keepKey` takes the item key of a file record (and wipes the array) into locked memory.
+    init(root: IndexRoot, pageBody: (SealedRef) throws -> [UInt8],
+         keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
+        var segments: [(key: RecordKey, entries: [ChunkSegment.Entry])] = []
+        var lastKey: RecordKey?
+        for ref in root.pages {
+            let body = try pageBody(ref)
+            let records = try IndexPage.decode(body[...])
+            if let lastKey, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
+            lastKey = records.last!.key
+            for record in records {
+                if record.key.sub == 0 {
+                    var decoded = try ItemRecord.decode(record.value)
+                    var item = Item(record: decoded)
+                    if decoded.type == .file {
+                        item.key = try keepKey(&decoded.itemKey)
+                        item.record.itemKey = []
+                    }
+                    guard record.key.itemID >= Format.rootItemID, record.key.itemID < root.nextItemID else {
+                        throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")
+                    }
+                    items[record.key.itemID] = item
+                } else {
+                    segments.append((record.key, try ChunkSegment.decode(record.value)))
+                }
+            }
+            pages.append((ref, records.map(\.key)))
+        }
+        for (key, entries) in segments {
+            guard let item = items[key.itemID], item.isFile, item.record.layout == .chunked else {
+                throw VaultError.damagedIndex("chunk map of item \(key.itemID), which is not a chunked file")
+            }
+            let base = Int(key.sub - 1) * Format.chunksPerSegment
+            for entry in entries {
+                let index = base + entry.indexInSegment
+                guard index < item.chunkCount else { throw VaultError.damagedIndex("chunk \(index) beyond the size of item \(key.itemID)") }
+                items[key.itemID]!.chunks[index] = entry.ref
+            }
+        }
+        try buildFolders()
+        try checkFileNumbers(root)
+    }
+
+    /// Folder contents from the links, rejecting duplicate names, non-folder parents, folders with
+    /// other than one link, and items not reachable from the root folder (R-SEC-3).
+    private mutating func buildFolders() throws {
+        guard let root = items[Format.rootItemID], root.isFolder, root.record.links.isEmpty else {
+            throw VaultError.damagedIndex("the root folder is missing or malformed")
+        }
+        children = [:]
+        for (id, item) in items where item.isFolder { children[id] = [:] }
+        for (id, item) in items {
+            if id != Format.rootItemID && item.record.links.isEmpty { throw VaultError.damagedIndex("item \(id) has no name") }
+            if item.isFolder && id != Format.rootItemID && item.record.links.count != 1 {
+                throw VaultError.damagedIndex("folder \(id) has \(item.record.links.count) names")
+            }
+            for link in item.record.links {
+                guard children[link.parentID] != nil else { throw VaultError.damagedIndex("item \(id) is in \(link.parentID), not a folder") }
+                guard children[link.parentID]![link.name] == nil else { throw VaultError.damagedIndex("a name appears twice in folder \(link.parentID)") }
+                children[link.parentID]![link.name] = id
+            }
+        }
+        var reached: Set<UInt64> = [Format.rootItemID]
+        var queue: [UInt64] = [Format.rootItemID]
+        while let folder = queue.popLast() {
+            for child in children[folder]!.values where reached.insert(child).inserted {
+                if items[child]!.isFolder { queue.append(child) }
+            }
+        }
+        guard reached.count == items.count else { throw VaultError.damagedIndex("items not reachable from the root folder") }
+    }
+
+    /// Every file number used once, owned, and not a slot or cover; members of a pack disjoint.
+    private mutating func checkFileNumbers(_ root: IndexRoot) throws {
+        var used = Set<UInt64>()
+        let reserved = Format.indexSlotCount + UInt64(root.coverCount)
+        func use(_ number: UInt64, _ what: String) throws {
+            guard number >= reserved, root.owns(number) else { throw VaultError.damagedIndex("\(what) in file \(number), which is not the vault's") }
+            guard used.insert(number).inserted else { throw VaultError.damagedIndex("file \(number) used twice") }
+        }
+        for page in root.pages { try use(page.fileNumber, "index page") }
+        var members: [UInt64: [(offset: Int, end: Int)]] = [:]
+        for (id, item) in items {
+            for (_, ref) in item.chunks { try use(ref.fileNumber, "chunk") }
+            if let member = item.packedMember {
+                let offset = Int(member.offset), end = offset + Int(member.sealedLength)
+                if members[member.fileNumber] == nil { try use(member.fileNumber, "pack") }
+                members[member.fileNumber, default: []].append((offset, end))
+                packs[member.fileNumber, default: PackInfo()].liveBytes += Int(member.sealedLength)
+                packs[member.fileNumber]!.members.insert(id)
+                packs[member.fileNumber]!.reservedEnd = max(packs[member.fileNumber]!.reservedEnd, end)
+            }
+        }
+        for (number, ranges) in members {
+            let sorted = ranges.sorted { $0.offset < $1.offset }
+            for (a, b) in zip(sorted, sorted.dropFirst()) where b.offset < a.end {
+                throw VaultError.damagedIndex("members overlap in pack \(number)")
+            }
+        }
+        usedFiles = used
+    }
+}
+
+/// Checks decoded index contents the way opening a vault does after decrypting them, without
+/// keys or storage. For fuzzing and tools: it throws on anything a vault would refuse and must
+/// never trap, whatever the bytes.
+public enum IndexCheck {
+    /// `pageBodies` are the bodies of the root's pages, in the root's order.
+    public static func check(root: IndexRoot, pageBodies: [[UInt8]]) throws {
+        guard pageBodies.count == root.pages.count else { throw VaultError.damagedIndex("page count") }
+        var next = 0
+        _ = try IndexContents(root: root, pageBody: { _ in
+            defer { next += 1 }
+            return pageBodies[next]
+        }, keepKey: { key in
+            Sealer.wipe(&key)
+            return nil
+        })
+    }
+}

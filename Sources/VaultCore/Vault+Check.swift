@@ -1,0 +1,185 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// What `Vault.check()` found (`dotsafe fsck`): items whose content does not open, and storage
+/// files that break the invariants of docs/FORMAT.md §3.
+public struct VaultCheckReport: Sendable {
+    public struct DamagedItem: Sendable, Equatable {
+        public var id: UInt64
+        /// Folder/name of its first link, or "(unnamed item N)".
+        public var path: String
+        /// One line per damage: "chunk 3 of 7 does not open", "pack member does not open", …
+        public var problems: [String]
+        /// Chunk indexes (0-based) that cannot be read; for a packed file, [0].
+        public var unreadableChunks: [Int]
+    }
+
+    public var damagedItems: [DamagedItem] = []
+    /// Storage invariants broken: missing or malformed files of the vault, stray files, counts.
+    public var storageProblems: [String] = []
+    /// Owned files that are missing: a repair makes them again (random bytes, as free files).
+    public var missingFileNumbers: [UInt64] = []
+    /// Files named by this vault's key outside its groups: a repair removes them.
+    public var strayFileNumbers: [UInt64] = []
+    public var items = 0
+    public var chunksChecked = 0
+    public var membersChecked = 0
+    public var storageFiles = 0
+
+    public var isClean: Bool { damagedItems.isEmpty && storageProblems.isEmpty }
+}
+
+extension Vault {
+    /// Reads and opens every chunk and pack member of every item, and checks the storage files
+    /// of the vault's groups. Writes nothing; decrypted bytes are dropped at once (no cache).
+    public func check() throws -> VaultCheckReport {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            do { return try state.check() } catch { throw VaultError.wrap(error) }
+        }
+    }
+
+    /// Drops what `report` found unreadable, after the caller has said so: an unreadable chunk
+    /// becomes a hole (reads as zeros; the file keeps its size and its other chunks), an
+    /// unreadable pack member leaves its file empty of stored data (zeros, size kept). Missing
+    /// files of the vault's groups are made again and its stray files removed. Then commits.
+    public func repair(_ report: VaultCheckReport) throws {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            guard !state.readOnly else { throw VaultError.readOnly }
+            do { try state.repair(report) } catch { throw VaultError.wrap(error) }
+        }
+    }
+}
+
+extension VaultState {
+    mutating func check() throws -> VaultCheckReport {
+        var report = VaultCheckReport()
+        let good = Set(try storage.listFiles())
+        let all = Set(try storage.listAllNames())
+        report.storageFiles = good.count
+        report.items = items.count
+        for id in items.keys.sorted() {
+            guard let item = items[id], item.isFile else { continue }
+            var problems: [String] = []
+            var unreadable: [Int] = []
+            switch item.record.layout {
+            case .empty: break
+            case .packed(let member):
+                report.membersChecked += 1
+                if let problem = try checkStored(id, 0, fileNumber: member.fileNumber, good: good, all: all, what: "pack") {
+                    problems.append(problem == "does not open" ? "pack member does not open" : "pack file \(problem)")
+                    unreadable.append(0)
+                }
+            case .chunked:
+                let count = item.chunkCount
+                for (index, ref) in item.chunks.sorted(by: { $0.key < $1.key }) {
+                    report.chunksChecked += 1
+                    if let problem = try checkStored(id, index, fileNumber: ref.fileNumber, good: good, all: all, what: "chunk") {
+                        problems.append(problem == "does not open" ? "chunk \(index + 1) of \(count) does not open"
+                                                                    : "chunk \(index + 1) of \(count): chunk file \(problem)")
+                        unreadable.append(index)
+                    }
+                }
+            }
+            if !problems.isEmpty {
+                report.damagedItems.append(.init(id: id, path: path(of: id), problems: problems, unreadableChunks: unreadable))
+            }
+        }
+        try checkStorageFiles(&report, good: good, all: all)
+        return report
+    }
+
+    /// nil when the chunk (or member) opens; else what is wrong with it.
+    private mutating func checkStored(_ id: UInt64, _ index: Int, fileNumber: UInt64, good: Set<String>, all: Set<String>,
+                                      what: String) throws -> String? {
+        let name = try name(fileNumber)
+        guard all.contains(name) else { return "missing" }
+        guard good.contains(name) else { return "is not a regular file of the storage size" }
+        do {
+            _ = try loadChunk(id, index)
+        } catch VaultError.damagedData {
+            return "does not open"
+        }
+        return nil
+    }
+
+    /// §3: every file of the owned groups present and well-formed (covers among them), nothing of
+    /// this vault beyond nextFileNumber or in groups it released, and a file count in steps of 16.
+    private func checkStorageFiles(_ report: inout VaultCheckReport, good: Set<String>, all: Set<String>) throws {
+        guard !isNew else { return }
+        let group = UInt64(Format.groupSize)
+        var owned = Set<String>()
+        for range in allocator.ownedGroups {
+            for number in range.first * group..<range.end * group {
+                let name = try name(number)
+                owned.insert(name)
+                let kind = number < Format.indexSlotCount ? "index slot \(number)"
+                    : allocator.coverNumbers.contains(number) ? "cover \(number)" : "file \(number)"
+                if !all.contains(name) {
+                    // A slot missing next to one that opens is the remains of a cut commit, not damage.
+                    if number < Format.indexSlotCount && missingSlot == number { continue }
+                    report.storageProblems.append("\(kind) of the vault is missing")
+                    report.missingFileNumbers.append(number)
+                } else if !good.contains(name) {
+                    report.storageProblems.append("\(kind) of the vault is not a regular file of \(Format.fileSize) bytes")
+                }
+            }
+        }
+        // Numbers the vault handed out but no longer owns, then the ones beyond: none may exist.
+        let scanEnd = allocator.nextFileNumber + UInt64(all.count) + group
+        var number: UInt64 = 0
+        var strays: [UInt64] = []
+        while number < scanEnd {
+            if allocator.owns(number) { number += 1; continue }
+            if all.contains(try name(number)) { strays.append(number) }
+            number += 1
+        }
+        for stray in strays { report.storageProblems.append("stray file \(stray) of the vault outside its groups") }
+        report.strayFileNumbers = strays
+        if good.count % Format.groupSize != 0 {
+            report.storageProblems.append("the storage holds \(good.count) files, not a multiple of \(Format.groupSize)")
+        }
+    }
+
+    /// The item's place for messages: folder/name of its first link, from the root folder.
+    func path(of id: UInt64) -> String {
+        var parts: [String] = []
+        var current = id
+        var seen: Set<UInt64> = []
+        while current != Format.rootItemID {
+            guard seen.insert(current).inserted, let link = items[current]?.record.links.first else {
+                return "(unnamed item \(id))"
+            }
+            parts.append(String(decoding: link.name, as: UTF8.self))
+            current = link.parentID
+        }
+        return parts.isEmpty ? "/" : parts.reversed().joined(separator: "/")
+    }
+
+    mutating func repair(_ report: VaultCheckReport) throws {
+        for number in report.missingFileNumbers {
+            try storage.create(try name(number), contents: try random.bytes(Format.fileSize), durable: true)
+        }
+        for number in report.strayFileNumbers { try storage.remove(try name(number)) }
+        if !report.missingFileNumbers.isEmpty || !report.strayFileNumbers.isEmpty { try storage.syncFolder() }
+        for damaged in report.damagedItems {
+            guard let item = items[damaged.id] else { continue }
+            if let member = item.packedMember {
+                releaseMember(damaged.id, member)
+                items[damaged.id]!.record.layout = .empty
+            } else {
+                for index in damaged.unreadableChunks {
+                    guard let ref = items[damaged.id]!.chunks[index] else { continue }
+                    allocator.release(ref.fileNumber)
+                    items[damaged.id]!.chunks[index] = nil
+                    dirtySegments[damaged.id, default: []].insert(index / Format.chunksPerSegment)
+                }
+            }
+            cache.removeItem(damaged.id, fromIndex: 0)
+            dirtyItems.insert(damaged.id)
+        }
+        try commit()
+    }
+}
