@@ -16,6 +16,8 @@ struct FileAllocator {
     private var allocatedSinceCommit: Set<UInt64> = []
     /// Numbers of groups made since the last commit whose files do not exist yet.
     private(set) var unwritten: Set<UInt64> = []
+    /// Groups made since the last commit, in the order they were made.
+    private var groupsSinceCommit: [UInt64] = []
 
     /// A new vault: group 0 is made at its first commit.
     init(newVaultWithCovers coverCount: UInt8) {
@@ -61,6 +63,13 @@ struct FileAllocator {
         return number
     }
 
+    /// Makes a new group now (its files are still to be written); returns its numbers.
+    mutating func makeGroup() -> Range<UInt64> {
+        let start = nextFileNumber
+        addGroup()
+        return start..<nextFileNumber
+    }
+
     /// Whether the file for `number` exists yet (new groups are made lazily).
     func needsCreate(_ number: UInt64) -> Bool { unwritten.contains(number) }
     mutating func markCreated(_ number: UInt64) { unwritten.remove(number) }
@@ -76,6 +85,30 @@ struct FileAllocator {
         for number in pendingFree { insertFree(number) }
         pendingFree = []
         allocatedSinceCommit = []
+        groupsSinceCommit = []
+    }
+
+    /// Gives back the groups made since the last commit, from the highest down, into which
+    /// nothing went (all of their files free again, e.g. the data written to them was deleted
+    /// before the commit): a commit then need not create their files, which on a full disk it
+    /// could not. Their numbers were never in a committed root, so they can be handed out again.
+    /// Returns their numbers and, among them, those whose files exist already (to remove).
+    mutating func dropUnusedNewGroups() -> (numbers: [UInt64], existing: [UInt64]) {
+        var numbers: [UInt64] = [], existing: [UInt64] = []
+        while let group = groupsSinceCommit.last, group != 0, (group + 1) * Self.group == nextFileNumber {
+            let range = group * Self.group..<(group + 1) * Self.group
+            let freeNumbers = Set(free)
+            guard range.allSatisfy({ freeNumbers.contains($0) }) else { break }
+            free.removeAll { range.contains($0) }
+            existing += range.filter { !unwritten.contains($0) }
+            numbers += range
+            unwritten.subtract(range)
+            allocatedSinceCommit.subtract(range)
+            removeOwned(group)
+            nextFileNumber -= Self.group
+            groupsSinceCommit.removeLast()
+        }
+        return (numbers, existing)
     }
 
     /// Groups other than 0 all of whose files are (or become at this commit) free, beyond the
@@ -105,6 +138,7 @@ struct FileAllocator {
         let group = nextFileNumber / Self.group
         let numbers = nextFileNumber..<nextFileNumber + Self.group
         nextFileNumber += Self.group
+        groupsSinceCommit.append(group)
         if let last = ownedGroups.last, last.end == group {
             ownedGroups[ownedGroups.count - 1].count += 1
         } else {

@@ -41,6 +41,7 @@ extension VaultState {
             try writeRecords()
             try writeDirtyPages()
         }
+        try dropUnusedNewGroups()
         try createUnwrittenFiles()
         try syncData()
         let refresh = !isNew && (final || coversAreDue)
@@ -85,7 +86,8 @@ extension VaultState {
                 try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
             }) else { continue }
             for ((id, old), sealed) in zip(members, contents) {
-                let (newNumber, offset) = try placeMember(sealed)
+                // Housekeeping: on a full disk it waits, the commit goes on.
+                guard let (newNumber, offset) = try? placeMember(sealed) else { return }
                 var moved = old
                 moved.fileNumber = newNumber
                 moved.offset = UInt32(offset)
@@ -154,6 +156,15 @@ extension VaultState {
             }
         }
         for ref in pageTable.replaceDirty(with: written) { allocator.release(ref.fileNumber) }
+    }
+
+    /// New groups that nothing went into are not kept: on a full disk, a delete of what filled
+    /// them must still commit without making their missing files.
+    mutating func dropUnusedNewGroups() throws {
+        let (numbers, existing) = allocator.dropUnusedNewGroups()
+        for number in existing { try storage.remove(try name(number)) }
+        unsynced.subtract(numbers)
+        if !existing.isEmpty { createdSinceCommit = true }
     }
 
     /// Files of new groups that no data went into get random bytes, so every group is whole.

@@ -189,7 +189,7 @@ extension VaultState {
                                                     label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)),
                                                     random: random)
         statistics.chunkEncrypts += 1
-        let number = try store(file)
+        let number = try store(file, data: true)
         if let old = items[id]!.chunks[index] { allocator.release(old.fileNumber) }
         items[id]!.chunks[index] = SealedRef(fileNumber: number, nonce: nonce)
         dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
@@ -235,7 +235,7 @@ extension VaultState {
         for (number, info) in candidates where (try? storage.read(try name(number), offset: 0, count: 0)) != nil {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
-        let number = try allocateUsable()
+        let number = try allocateUsable(data: true)
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try random.bytes(Format.fileSize))
     }
@@ -243,6 +243,14 @@ extension VaultState {
     /// Writes the open pack's new bytes: the whole image for a new pack, the new members otherwise.
     mutating func writeOpenPack() throws {
         guard var pack = openPack, pack.hasPendingWrites else { return }
+        if pack.image != nil, packs[pack.fileNumber]?.members.isEmpty ?? true {
+            // A new pack whose members all went before it was written (a file deleted after its
+            // write failed on a full disk): nothing to write, and the file is free again.
+            packs[pack.fileNumber] = nil
+            allocator.release(pack.fileNumber)
+            openPack = nil
+            return
+        }
         if let image = pack.image {
             try storeFile(pack.fileNumber, image)
         } else {
@@ -271,8 +279,9 @@ extension VaultState {
     }
 
     /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
-    mutating func store(_ file: [UInt8]) throws -> UInt64 {
-        let number = try allocateUsable()
+    /// `data`: a chunk, which keeps out of the reserve of existing free files (`reservedFiles`).
+    mutating func store(_ file: [UInt8], data: Bool = false) throws -> UInt64 {
+        let number = try allocateUsable(data: data)
         do { try storeFile(number, file) } catch {
             allocator.release(number)
             throw error
@@ -285,8 +294,18 @@ extension VaultState {
     /// not a regular file of the storage size is damage, never written (R-SEC-4), and skipped
     /// (it stays handed out until the session ends). Either way one damaged block does not stop
     /// every later commit.
-    mutating func allocateUsable() throws -> UInt64 {
+    mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
         while true {
+            if data && allocator.freeCount <= Self.reservedFiles {
+                // Data never takes the last free files: a new group is made, whole, first. If
+                // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
+                // for the index pages of a delete, and no later commit needs room for the group.
+                let numbers = allocator.makeGroup()
+                do { try createGroupFiles(numbers) } catch {
+                    try? dropUnusedNewGroups()
+                    throw error
+                }
+            }
             let number = allocator.allocate()
             let name = try name(number)
             if allocator.needsCreate(number) {
@@ -303,6 +322,18 @@ extension VaultState {
         }
     }
 
+    /// Makes the files of a new group (random bytes).
+    private mutating func createGroupFiles(_ numbers: Range<UInt64>) throws {
+        for other in numbers where allocator.needsCreate(other) {
+            // Something that is not ours at the name is never replaced (R-SEC-4).
+            if try storage.entryExists(try name(other)) {
+                allocator.markCreated(other)
+                continue
+            }
+            try storeFile(other, try random.bytes(Format.fileSize))
+        }
+    }
+
     mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
         if allocator.needsCreate(number) {
             try storage.create(try name(number), contents: file, durable: false)
@@ -313,6 +344,11 @@ extension VaultState {
         }
         unsynced.insert(number)
     }
+
+    /// Free files which data never takes (a group is made before): on a full disk they let a delete commit
+    /// (its index pages are written copy-on-write, while the deleted data's files are still
+    /// referenced by the committed root).
+    static let reservedFiles = 4
 
     static func le(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
 }
