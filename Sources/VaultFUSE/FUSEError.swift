@@ -21,7 +21,7 @@ extension FUSEError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidOptions(let options): "libfuse rejected the mount options '\(options)'"
-        case .mountFailed(let path): "cannot mount at \(path) (see the message above; is /dev/fuse there and the folder empty?)"
+        case .mountFailed(let path): "cannot mount at \(path): is /dev/fuse there, and may this user open it?"
         case .threadFailed(let code): "cannot start the FUSE thread: \(String(cString: strerror(code)))"
         case .busy(let path): "\(path) is busy: close the files and leave the folders open in it, then unmount again"
         case .unmountFailed(let why): "cannot unmount: \(why)"

@@ -59,7 +59,7 @@ struct MountDaemon {
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
-            throw CLIError.failure("cannot mount at \(options.mountPoint): \(error)")
+            throw CLIError.failure("\(error)")
         }
         if detached {
             Self.reportReady(failure: nil)
