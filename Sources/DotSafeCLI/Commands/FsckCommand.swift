@@ -53,13 +53,7 @@ struct FsckCommand: Command {
         let pattern = try PatternReader(source: patternSource).read(context)
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
         // The mount guard: a mounted vault changes under a check, and a repair would race its daemon.
-        let identity = try storage.identity()
-        let guardName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-        let guardSocket: UnixSocket
-        do { guardSocket = try UnixSocket.listen(guardName) } catch {
-            secrets.wipe()
-            throw CLIError.failure(error == .inUse ? "this vault is mounted: lock it first" : "cannot take the mount guard: \(error)")
-        }
+        let guardSocket = try MountGuard.take(secrets, storage: storage, whenHeld: "this vault is mounted: lock it first")
         // Held until fsck ends, so that no mount starts meanwhile.
         defer { withExtendedLifetime(guardSocket) {} }
         let vault: Vault

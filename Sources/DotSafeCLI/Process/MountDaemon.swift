@@ -28,13 +28,7 @@ struct MountDaemon {
         _ = dotsafe_limit_malloc_arenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
-        let identity = try storage.identity()
-        let guardName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-        let guardSocket: UnixSocket
-        do { guardSocket = try UnixSocket.listen(guardName) } catch {
-            secrets.wipe()
-            throw CLIError.failure(error == .inUse ? "this vault is already mounted" : "cannot take the mount guard: \(error)")
-        }
+        let guardSocket = try MountGuard.take(secrets, storage: storage, whenHeld: "this vault is already mounted")
         let lockChannel: UnixSocket
         do { lockChannel = try UnixSocket.listen(LockCommand.channelName(for: options.mountPoint)) } catch {
             secrets.wipe()
