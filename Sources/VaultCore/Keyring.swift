@@ -80,6 +80,12 @@ public final class Keyring: Sendable {
         return PatternSalt(salt: item.secret, rounds: rounds)
     }
 
+    /// The pattern salt where one is needed to open a vault: no keyring is `missing`.
+    public func requiredPatternSalt() throws -> PatternSalt {
+        guard let salt = try patternSalt() else { throw KeyringError.missing(backend.location) }
+        return salt
+    }
+
     /// Makes the pattern salt; `rounds` below 600,000 only with `DOTSAFE_ALLOW_WEAK_KDF=1`.
     @discardableResult
     public func createPatternSalt(rounds: Int = Format.minimumKDFRounds) throws -> PatternSalt {

@@ -49,7 +49,7 @@ struct FsckCommand: Command {
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
         let keyring = Keyring(option: keyringPath, environment: context.environment)
-        guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.location) }
+        let salt = try keyring.requiredPatternSalt()
         let pattern = try PatternReader(source: patternSource).read(context)
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
         // The mount guard: a mounted vault changes under a check, and a repair would race its daemon.

@@ -75,7 +75,7 @@ struct MountCommand: Command {
             try options.checkMountPoint()
             let storage = try options.openStorage()
             let keyring = Keyring(option: options.keyringPath, environment: context.environment)
-            guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.location) }
+            let salt = try keyring.requiredPatternSalt()
             let pattern = try PatternReader(source: patternSource).read(daemonChild ? context.withoutHints : context)
             if foreground || daemonChild {
                 return try MountDaemon(options: options, storage: storage).run(pattern: pattern, salt: salt, context: context,
