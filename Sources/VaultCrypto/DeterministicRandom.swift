@@ -40,20 +40,22 @@ private struct OutputBuffer: @unchecked Sendable {
     let count: Int
 }
 
-/// One AES-256-CTR context, freed with its owner.
-private struct CipherStream: ~Copyable {
+/// One AES-256-CTR context, freed (and cleansed by OpenSSL) with its owner.
+struct CipherStream: ~Copyable {
     private let context: OpaquePointer
 
-    init(key: [UInt8]) {
+    /// `key` is 32 bytes and `counter` 16 (the initial counter block).
+    init(key: UnsafeRawPointer, counter: UnsafeRawPointer) {
         guard let context = EVP_CIPHER_CTX_new() else { fatalError("EVP_CIPHER_CTX_new failed") }
-        let zeroCounter = [UInt8](repeating: 0, count: 16)
-        let ok = key.withUnsafeBufferPointer { key in
-            zeroCounter.withUnsafeBufferPointer { iv in
-                EVP_EncryptInit_ex(context, EVP_aes_256_ctr(), nil, key.baseAddress, iv.baseAddress)
-            }
-        }
+        let ok = EVP_EncryptInit_ex(context, EVP_aes_256_ctr(), nil, key.assumingMemoryBound(to: UInt8.self),
+                                    counter.assumingMemoryBound(to: UInt8.self))
         guard ok == 1 else { fatalError("EVP_EncryptInit_ex(AES-256-CTR) failed") }
         self.context = context
+    }
+
+    init(key: [UInt8]) {
+        let zeroCounter = [UInt8](repeating: 0, count: 16)
+        self.init(key: key, counter: zeroCounter)
     }
 
     /// Overwrites `count` bytes with the next keystream bytes (zeroes encrypted in place).

@@ -14,6 +14,21 @@ import VaultCrypto
         #expect(throws: CryptoError.self) { try random.bytes(-1) }
     }
 
+    @Test func systemRandomBulkRequestsAreFreshStreams() throws {
+        let random = SystemRandom()
+        // Both sides of the threshold, and two bulk requests: a reused key or counter would repeat blocks.
+        for count in [SystemRandom.bulkThreshold - 1, SystemRandom.bulkThreshold, 1 << 18] {
+            let a = try random.bytes(count), b = try random.bytes(count)
+            #expect(a != b && a.count == count)
+            let blocks = stride(from: 0, to: count - 15, by: 16).flatMap { [Array(a[$0..<$0 + 16]), Array(b[$0..<$0 + 16])] }
+            #expect(Set(blocks).count == blocks.count, "a 16-byte block repeats in \(count)-byte requests")
+            // Each byte value appears about count/256 times (a loose bound: a stuck or zeroed stream fails it).
+            var histogram = [Int](repeating: 0, count: 256)
+            for byte in a { histogram[Int(byte)] += 1 }
+            #expect(histogram.max()! < max(40, count / 256 * 2), "byte values of a \(count)-byte request are skewed")
+        }
+    }
+
     @Test func deterministicRandomMatchesCommittedStream() throws {
         let records = try VectorFile.load("deterministic-random.txt")
         #expect(records.count == 2)
