@@ -70,6 +70,25 @@ struct FileAllocator {
         return start..<nextFileNumber
     }
 
+    /// Makes a new group whose numbers are not handed out until `groupIsMade`: its files are
+    /// being written outside the vault's lock (write-behind), whole before data goes in.
+    mutating func startGroup() -> Range<UInt64> {
+        let start = nextFileNumber
+        addGroup(free: false)
+        return start..<nextFileNumber
+    }
+
+    /// `startGroup` with the names of its numbers; nothing changes when a name cannot be made.
+    mutating func startGroupNames(_ name: (UInt64) throws -> String) throws -> (numbers: Range<UInt64>, names: [String]) {
+        let next = nextFileNumber..<nextFileNumber + Self.group
+        let names = try next.map(name)
+        return (startGroup(), names)
+    }
+
+    mutating func groupIsMade(_ numbers: Range<UInt64>) {
+        for number in numbers.reversed() where number >= firstDataNumber { insertFree(number) }
+    }
+
     /// Whether the file for `number` exists yet (new groups are made lazily).
     func needsCreate(_ number: UInt64) -> Bool { unwritten.contains(number) }
     mutating func markCreated(_ number: UInt64) { unwritten.remove(number) }
@@ -134,7 +153,7 @@ struct FileAllocator {
         return released.flatMap { Array($0 * Self.group..<($0 + 1) * Self.group) }
     }
 
-    private mutating func addGroup() {
+    private mutating func addGroup(free: Bool = true) {
         let group = nextFileNumber / Self.group
         let numbers = nextFileNumber..<nextFileNumber + Self.group
         nextFileNumber += Self.group
@@ -145,7 +164,7 @@ struct FileAllocator {
             ownedGroups.append(GroupRange(first: group, count: 1))
         }
         unwritten.formUnion(numbers)
-        for number in numbers.reversed() where number >= firstDataNumber { insertFree(number) }
+        if free { groupIsMade(numbers) }
         // A new group's numbers count as handed out since the commit: nothing references them.
         allocatedSinceCommit.formUnion(numbers)
     }

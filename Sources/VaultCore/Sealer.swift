@@ -9,22 +9,46 @@ enum Sealer {
         case arena(SecretArena.Slot, SecretArena)
     }
 
+    /// The nonce and one-time subkey of one seal. Drawn under the vault's lock (the item keys
+    /// live in its arena), so that the AES work can run outside it (write-behind).
+    struct OneTimeKey: Sendable {
+        let nonce: [UInt8]
+        let subkey: SecretBytes
+
+        init(_ key: Key, random: any RandomSource) throws {
+            try self.init(key, nonce: try random.bytes(Format.sealNonceSize))
+        }
+
+        /// The key of an existing seal, for opening it.
+        init(_ key: Key, nonce: [UInt8]) throws {
+            guard nonce.count == Format.sealNonceSize else { throw CryptoError.authenticationFailed }
+            self.nonce = nonce
+            subkey = try derive(key, nonce)
+        }
+
+        /// ciphertext || tag; the caller wipes `subkey` when done.
+        func seal(_ plaintext: ArraySlice<UInt8>, label: [UInt8], context: [UInt8]) throws -> [UInt8] {
+            try AESGCM.seal(plaintext, key: subkey, nonce: Array(nonce[12...]), aad: label + context)
+        }
+
+        func open(_ sealed: ArraySlice<UInt8>, label: [UInt8], context: [UInt8]) throws -> [UInt8] {
+            try AESGCM.open(sealed, key: subkey, nonce: Array(nonce[12...]), aad: label + context)
+        }
+    }
+
     /// Returns ciphertext || tag for `plaintext` under a fresh random nonce, and that nonce.
     static func seal(_ plaintext: ArraySlice<UInt8>, key: Key, label: [UInt8], context: [UInt8],
                      random: any RandomSource) throws -> (nonce: [UInt8], sealed: [UInt8]) {
-        let nonce = try random.bytes(Format.sealNonceSize)
-        let subkey = try derive(key, nonce)
-        defer { subkey.wipe() }
-        let sealed = try AESGCM.seal(plaintext, key: subkey, nonce: Array(nonce[12...]), aad: label + context)
-        return (nonce, sealed)
+        let oneTime = try OneTimeKey(key, random: random)
+        defer { oneTime.subkey.wipe() }
+        return (oneTime.nonce, try oneTime.seal(plaintext, label: label, context: context))
     }
 
     /// Opens ciphertext || tag sealed under `nonce`; any mismatch is `authenticationFailed`.
     static func open(_ sealed: ArraySlice<UInt8>, nonce: [UInt8], key: Key, label: [UInt8], context: [UInt8]) throws -> [UInt8] {
-        guard nonce.count == Format.sealNonceSize else { throw CryptoError.authenticationFailed }
-        let subkey = try derive(key, nonce)
-        defer { subkey.wipe() }
-        return try AESGCM.open(sealed, key: subkey, nonce: Array(nonce[12...]), aad: label + context)
+        let oneTime = try OneTimeKey(key, nonce: nonce)
+        defer { oneTime.subkey.wipe() }
+        return try oneTime.open(sealed, label: label, context: context)
     }
 
     private static func derive(_ key: Key, _ nonce: [UInt8]) throws -> SecretBytes {
@@ -40,10 +64,20 @@ enum Sealer {
     /// A whole storage file: nonce, then the sealed inner block.
     static func sealEnvelope(kind: InnerBlock.Kind, body: ArraySlice<UInt8>, key: Key, label: [UInt8], context: [UInt8],
                              random: any RandomSource) throws -> (nonce: [UInt8], file: [UInt8]) {
-        var inner = try InnerBlock.encode(kind: kind, body: body, padding: { try random.bytes($0) })
+        let padding = try random.bytes(Format.payloadSize - body.count)
+        let oneTime = try OneTimeKey(key, random: random)
+        defer { oneTime.subkey.wipe() }
+        return (oneTime.nonce, try sealEnvelope(kind: kind, body: body, padding: padding, with: oneTime, label: label, context: context))
+    }
+
+    /// The same with padding and key drawn beforehand (under the vault's lock); runs anywhere.
+    static func sealEnvelope(kind: InnerBlock.Kind, body: ArraySlice<UInt8>, padding: [UInt8], with oneTime: OneTimeKey,
+                             label: [UInt8], context: [UInt8]) throws -> [UInt8] {
+        var inner = InnerBlock.encode(kind: kind, body: body, padding: { _ in padding })
         defer { wipe(&inner) }
-        let (nonce, sealed) = try seal(inner[...], key: key, label: label, context: context, random: random)
-        return (nonce, nonce + sealed)
+        var file = oneTime.nonce
+        try AESGCM.seal(inner, key: oneTime.subkey, nonce: Array(oneTime.nonce[12...]), aad: label + context, appendingTo: &file)
+        return file
     }
 
     /// Opens a storage file. When `expectedNonce` is given (the index recorded it), a file with
@@ -51,9 +85,19 @@ enum Sealer {
     static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, key: Key,
                              label: [UInt8], context: [UInt8]) throws -> [UInt8] {
         guard file.count == Format.fileSize else { throw CryptoError.authenticationFailed }
-        let nonce = Array(file[0..<Format.sealNonceSize])
-        if let expectedNonce, nonce != expectedNonce { throw CryptoError.authenticationFailed }
-        let inner = try open(file[Format.ciphertextOffset...], nonce: nonce, key: key, label: label, context: context)
+        let oneTime = try OneTimeKey(key, nonce: Array(file[0..<Format.sealNonceSize]))
+        defer { oneTime.subkey.wipe() }
+        return try openEnvelope(file, expectedNonce: expectedNonce, kind: kind, with: oneTime, label: label, context: context)
+    }
+
+    /// The same with the key taken beforehand (under the vault's lock, from the recorded nonce).
+    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, with oneTime: OneTimeKey,
+                             label: [UInt8], context: [UInt8]) throws -> [UInt8] {
+        guard file.count == Format.fileSize, Array(file[0..<Format.sealNonceSize]) == oneTime.nonce else {
+            throw CryptoError.authenticationFailed
+        }
+        if let expectedNonce, oneTime.nonce != expectedNonce { throw CryptoError.authenticationFailed }
+        let inner = try oneTime.open(file[Format.ciphertextOffset...], label: label, context: context)
         return Array(try InnerBlock.decode(inner, expecting: kind))
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import VaultCrypto
 import VaultFormat
@@ -13,9 +14,18 @@ public final class Vault: Sendable {
         public var cacheBytes: Int
         /// Owner of the root folder of a new vault.
         public var owner: (uid: UInt32, gid: UInt32)
-        public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0)) {
-            self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner
+        public var writeBehind: WriteBehind
+        public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
+                    writeBehind: WriteBehind = .inline) {
+            self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
         }
+    }
+
+    /// How chunks that a sequential write completes are sealed and stored before the commit:
+    /// on the writing thread, or in the background with at most `limit` chunks in flight.
+    public enum WriteBehind: Sendable {
+        case inline
+        case background(limit: Int)
     }
 
     public typealias ItemType = ItemRecord.ItemType
@@ -36,8 +46,14 @@ public final class Vault: Sendable {
     }
 
     let state: Mutex<VaultState>
+    private let writeBehind: WriteBehindQueue
+    private let storage: any StorageFolder
 
-    private init(_ state: consuming VaultState) { self.state = Mutex(state) }
+    private init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
+        self.state = Mutex(state)
+        self.storage = storage
+        self.writeBehind = WriteBehindQueue(writeBehind)
+    }
 
     /// Opens the vault these secrets find, or a new empty one; throws `damagedIndex` when
     /// something is at its index name that does not open (never an empty vault then).
@@ -46,7 +62,7 @@ public final class Vault: Sendable {
         do {
             let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner))
-            return Vault(state)
+            return Vault(state, storage: storage, writeBehind: options.writeBehind)
         } catch {
             throw VaultError.wrap(error)
         }
@@ -129,13 +145,70 @@ public final class Vault: Sendable {
     // MARK: Contents
 
     public func read(_ id: UInt64, offset: UInt64, count: Int) throws -> [UInt8] {
-        try locked { try $0.read(id, offset: offset, count: count) }
+        Array(try readPieces(id, offset: offset, count: count).joined())
+    }
+
+    /// The bytes of a read as slices of decrypted chunks, not copied: what a FUSE reply sends.
+    /// Chunks are decrypted outside the lock, and those after a sequential read ahead of it.
+    public func readPieces(_ id: UInt64, offset: UInt64, count: Int) throws -> [ArraySlice<UInt8>] {
+        let (end, sequential) = try locked { try $0.startRead(id, offset: offset, count: count) }
+        let payload = UInt64(Format.payloadSize)
+        var pieces: [ArraySlice<UInt8>] = []
+        var position = offset
+        while position < end {
+            let index = Int(position / payload), within = Int(position % payload)
+            let n = min(Int(payload) - within, Int(end - position))
+            let data = try chunkBytes(id, index, sequential: sequential)
+            let stored = max(0, min(within + n, data.count) - within)
+            if stored > 0 { pieces.append(data[within..<within + stored]) }
+            if stored < n { pieces.append(Self.zeros[0..<n - stored]) }
+            position += UInt64(n)
+        }
+        return pieces
+    }
+
+    private static let zeros = [UInt8](repeating: 0, count: Format.payloadSize)
+
+    private func chunkBytes(_ id: UInt64, _ index: Int, sequential: Bool) throws -> [UInt8] {
+        while true {
+            switch try locked({ try $0.chunkStep(id, index, sequential: sequential) }) {
+            case .ready(let bytes, let ahead):
+                for load in ahead {
+                    DispatchQueue.global().async { [self] in
+                        let result = Result { try load.run(storage) }
+                        state.withLock { try? $0.finishLoad(load, result) }
+                    }
+                }
+                return bytes
+            case .load(let load):
+                let result = Result { try load.run(storage) }
+                do { try state.withLock { try $0.finishLoad(load, result) } } catch { throw VaultError.wrap(error) }
+                // The bytes as stored when the read began; a write since then is a later event.
+                return try result.get()
+            case .wait(let loading):
+                loading.wait()
+            }
+        }
     }
 
     public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
-        try locked { state in
-            try state.write(id, offset: offset, bytes: bytes)
+        let writes = try locked { state in
+            let completed = try state.write(id, offset: offset, bytes: bytes)
             state.touchContent(id)
+            return state.startWritesBehind(id, completed)
+        }
+        for job in writes {
+            writeBehind.submit { [self] in
+                switch job {
+                case .chunk(let write):
+                    var failure: (any Error)?
+                    do { try write.run(storage) } catch { failure = error }
+                    state.withLock { $0.finishChunkWrite(write, error: failure) }
+                case .group(let write):
+                    let (created, present) = write.run(storage)
+                    state.withLock { $0.finishGroupWrite(write, created: created, present: present) }
+                }
+            }
         }
     }
 
@@ -149,15 +222,33 @@ public final class Vault: Sendable {
     // MARK: Durability
 
     /// Makes every change durable (fsync, the group-commit timer).
-    public func commit() throws { try locked { try $0.commit() } }
+    public func commit() throws {
+        try afterWritesBehind { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            try state.commit()
+        }
+    }
 
     /// Writes everything, refreshes covers, then erases keys and plaintext. The vault is unusable
     /// afterwards. Keys are erased even when the last commit fails.
     public func lock() throws {
-        try state.withLock { state in
+        try afterWritesBehind { state in
             guard !state.isLocked else { return }
             defer { state.wipe() }
-            do { try state.commit(final: true) } catch { throw VaultError.wrap(error) }
+            try state.commit(final: true)
+        }
+    }
+
+    /// Runs `body` under the lock once no chunk is being written behind: a commit includes them.
+    private func afterWritesBehind(_ body: (inout VaultState) throws -> Void) throws {
+        while true {
+            writeBehind.waitUntilIdle()
+            let done = try state.withLock { state in
+                guard !state.writingBehind else { return false }
+                do { try body(&state) } catch { throw VaultError.wrap(error) }
+                return true
+            }
+            if done { return }
         }
     }
 

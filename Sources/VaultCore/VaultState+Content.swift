@@ -7,31 +7,12 @@ import VaultStore
 extension VaultState {
     static let payload = Format.payloadSize
 
-    mutating func read(_ id: UInt64, offset: UInt64, count: Int) throws -> [UInt8] {
-        let item = try file(id)
-        guard offset < item.record.size, count > 0 else { return [] }
-        let end = min(offset + UInt64(count), item.record.size)
-        var out = [UInt8]()
-        out.reserveCapacity(Int(end - offset))
-        var position = offset
-        while position < end {
-            let index = Int(position / UInt64(Self.payload))
-            let within = Int(position % UInt64(Self.payload))
-            let n = min(Self.payload - within, Int(end - position))
-            let data = try chunk(id, index)
-            let stored = max(0, min(within + n, data.count) - within)
-            if stored > 0 { out.append(contentsOf: data[within..<within + stored]) }
-            if stored < n { out.append(contentsOf: [UInt8](repeating: 0, count: n - stored)) }
-            position += UInt64(n)
-        }
-        try evictIfNeeded()
-        return out
-    }
-
-    mutating func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
+    /// Returns the chunks this write completed in a sequential run (ready for write-behind).
+    @discardableResult
+    mutating func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws -> Range<Int> {
         guard !readOnly else { throw VaultError.readOnly }
         _ = try file(id)
-        guard !bytes.isEmpty else { return }
+        guard !bytes.isEmpty else { return 0..<0 }
         let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
         guard !overflow, end <= Self.maximumFileSize else { throw VaultError.tooLarge("file size") }
         var source = 0
@@ -47,11 +28,15 @@ extension VaultState {
                 cache.put(key, bytes: old, dirty: true)
             }
             cache.modify(key) { data in
-                if data.count < within + n {
+                // Overwrite what exists in place, append the rest: no zero-filling of bytes
+                // that are written next (a new chunk is one copy of the write).
+                let overlap = max(0, min(data.count, within + n) - within)
+                if overlap > 0 { data.replaceSubrange(within..<within + overlap, with: bytes[source..<source + overlap]) }
+                if overlap < n {
                     data.reserveCapacity(Self.payload)
-                    data.append(contentsOf: [UInt8](repeating: 0, count: within + n - data.count))
+                    if data.count < within { data.append(contentsOf: repeatElement(0, count: within - data.count)) }
+                    data.append(contentsOf: bytes[source + overlap..<source + n])
                 }
-                data.replaceSubrange(within..<within + n, with: bytes[source..<source + n])
             }
             source += n
             position += UInt64(n)
@@ -59,6 +44,7 @@ extension VaultState {
         if end > items[id]!.record.size { items[id]!.record.size = end }
         dirtyItems.insert(id)
         try evictIfNeeded()
+        return chunksCompletedSequentially(id, offset, end)
     }
 
     mutating func truncate(_ id: UInt64, size: UInt64) throws {
@@ -73,6 +59,7 @@ extension VaultState {
                 dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
             }
             cache.removeItem(id, fromIndex: keep)
+            dropFlights(id, fromIndex: keep)
             if keep > 0 {
                 // Bytes past the new end must read as zeros if the file grows again.
                 let last = keep - 1
@@ -106,6 +93,12 @@ extension VaultState {
     mutating func chunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
         let key = ChunkCache.Key(item: id, index: index)
         if let cached = cache.get(key) { return cached }
+        // Being written behind: newer than the stored chunk. Cached clean, since the write-behind
+        // stores these very bytes (or, if it fails, puts them back dirty).
+        if let flight = flights[key] {
+            cache.put(key, bytes: flight.bytes, dirty: false)
+            return flight.bytes
+        }
         let data = try loadChunk(id, index)
         cache.put(key, bytes: data, dirty: false)
         return data
@@ -128,25 +121,11 @@ extension VaultState {
                 return try Sealer.open(sealed[...], nonce: member.nonce, key: .arena(slot, arena), label: Label.sealMember,
                                        context: Self.le(id))
             case .chunked:
-                guard let ref = item.chunks[index] else { return [] }
-                guard let file = try storage.read(try name(ref.fileNumber)) else { throw StoreError.unusableFile("chunk") }
-                statistics.chunkDecrypts += 1
-                let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, key: .arena(slot, arena),
-                                                   label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)))
-                guard body.count <= Self.payload else { throw CryptoError.authenticationFailed }
-                return body
+                guard let load = try makeLoad(ChunkCache.Key(item: id, index: index)) else { return [] }
+                return try load.run(storage)
             }
-        } catch let error as StoreError where error == .noSpace {
-            throw VaultError.store(error)
-        } catch let error as StoreError {
-            if case .system = error { throw VaultError.store(error) }
-            throw VaultError.damagedData("item \(id), chunk \(index)")
-        } catch FormatError.newerVersion(let version) {
-            throw VaultError.newerFormat(version)
-        } catch is CryptoError {
-            throw VaultError.damagedData("item \(id), chunk \(index)")
-        } catch is FormatError {
-            throw VaultError.damagedData("item \(id), chunk \(index)")
+        } catch {
+            throw Self.loadError(error, id, index)
         }
     }
 
@@ -185,6 +164,7 @@ extension VaultState {
             releaseMember(id, items[id]!.packedMember!)
         }
         items[id]!.record.layout = .chunked
+        flights[ChunkCache.Key(item: id, index: index)] = nil  // this write is newer than any behind
         let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: data[...], key: .arena(items[id]!.key!, arena),
                                                     label: Label.sealChunk, context: Self.le(id) + Self.le(UInt64(index)),
                                                     random: random)
@@ -196,6 +176,7 @@ extension VaultState {
     }
 
     private mutating func storePacked(_ id: UInt64, _ data: [UInt8]) throws {
+        dropFlights(id)
         for (index, ref) in items[id]!.chunks {
             allocator.release(ref.fileNumber)
             dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)

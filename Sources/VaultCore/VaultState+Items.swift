@@ -216,6 +216,9 @@ extension VaultState {
         for segment in item.segmentIndexes { removedKeys.append(.segment(id, segment)) }
         removedKeys.append(.item(id))
         cache.removeItem(id)
+        dropFlights(id)
+        runs[id] = nil
+        readEnds[id] = nil
         if let slot = item.key { arena.free(slot) }
         items[id] = nil
         children[id] = nil

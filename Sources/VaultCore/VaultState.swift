@@ -41,6 +41,14 @@ struct VaultState {
     var packs: [UInt64: PackInfo] = [:]
     var openPack: OpenPack?
     var cache: ChunkCache
+    /// Chunks being written behind (ChunkWrite.swift), and each file's sequential run.
+    var flights: [ChunkCache.Key: Flight] = [:]
+    var nextFlightToken: UInt64 = 0
+    var runs: [UInt64: SequentialRun] = [:]
+    var groupBeingMade = false
+    /// Chunks being loaded outside the lock (ChunkLoad.swift), and where each file's last read ended.
+    var loads: [ChunkCache.Key: LoadInProgress] = [:]
+    var readEnds: [UInt64: UInt64] = [:]
     /// When the covers last got new bytes in this session, and whether a commit came since.
     var coversRefreshedAt: Int64?
     var committedSinceCoverRefresh = false
@@ -58,7 +66,7 @@ struct VaultState {
     static let coverRefreshInterval: Int64 = 30_000_000_000
 
     var isNew: Bool { generation == 0 }
-    var hasChanges: Bool { !dirtyItems.isEmpty || !removedKeys.isEmpty || pageTable.isDirty || cache.hasDirtyEntries }
+    var hasChanges: Bool { !dirtyItems.isEmpty || !removedKeys.isEmpty || pageTable.isDirty || cache.hasDirtyEntries || !flights.isEmpty }
 
     /// A vault that has never been written: a root folder in memory, nothing on disk.
     init(newVaultIn storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
@@ -102,6 +110,7 @@ struct VaultState {
     /// Erases keys and plaintext (R-MEM-3). The state is unusable afterwards.
     mutating func wipe() {
         cache.removeAll()
+        flights = [:]
         openPack?.wipe()
         openPack = nil
         arena.wipeAll()

@@ -150,10 +150,8 @@ enum FUSEOperations {
         ops.read = { request, _, size, offset, info in
             reply(request) { context throws(FSError) in
                 guard let info, offset >= 0 else { throw .invalidArgument }
-                let data = try context.fileSystem.read(info.pointee.fh, offset: UInt64(offset), count: size)
-                data.withUnsafeBufferPointer { buffer in
-                    buffer.withMemoryRebound(to: CChar.self) { _ = fuse_reply_buf(request, $0.baseAddress, $0.count) }
-                }
+                let pieces = try context.fileSystem.readPieces(info.pointee.fh, offset: UInt64(offset), count: size)
+                withIOVectors(pieces[...], []) { vectors in _ = fuse_reply_iov(request, vectors, Int32(vectors.count)) }
             }
         }
 
@@ -347,4 +345,14 @@ private func attributeChanges(_ new: stat, _ toSet: Int32) -> AttributeChanges {
         changes.modificationTime = .set(Timestamp(seconds: Int64(new.st_mtim.tv_sec), nanoseconds: Int64(new.st_mtim.tv_nsec)))
     }
     return changes
+}
+
+/// iovecs over the pieces of a read, valid inside `body`: the reply copies from the chunks
+/// themselves, not from a joined copy.
+private func withIOVectors(_ pieces: ArraySlice<ArraySlice<UInt8>>, _ done: [iovec], _ body: ([iovec]) -> Void) {
+    guard let first = pieces.first else { return body(done) }
+    first.withUnsafeBytes { bytes in
+        let vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        withIOVectors(pieces.dropFirst(), done + [vector], body)
+    }
 }

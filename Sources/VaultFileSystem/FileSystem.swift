@@ -254,10 +254,16 @@ public final class FileSystem: Sendable {
 
     /// Reads up to `count` bytes; fewer at the end of the file, none past it. Holes read as zeros.
     public func read(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [UInt8] {
-        try withState(FSError.Context(wrongType: .isADirectory)) { state in
-            let file = try state.handles.file(handle)
-            return try vault.read(file.inode, offset: offset, count: count)
-        }
+        Array(try readPieces(handle, offset: offset, count: count).joined())
+    }
+
+    /// The read as slices of the vault's decrypted chunks (see `Vault.readPieces`). Runs outside
+    /// the file system's lock, so that reads decrypt in parallel: the handle stays valid, as
+    /// the kernel sends no release while a read of it is under way.
+    public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [ArraySlice<UInt8>] {
+        let context = FSError.Context(wrongType: .isADirectory)
+        let inode = try withState(context) { state in try state.handles.file(handle).inode }
+        do { return try vault.readPieces(inode, offset: offset, count: count) } catch { throw FSError(error, context) }
     }
 
     /// Writes all of `bytes` at `offset`, or at the end for an O_APPEND handle; past the end

@@ -39,7 +39,7 @@ struct MountDaemon {
         do {
             vault = try Vault.open(storage: storage, secrets: secrets,
                                    options: Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
-                                                          owner: (getuid(), getgid())))
+                                                          owner: (getuid(), getgid()), writeBehind: .background(limit: 4)))
         } catch {
             secrets.wipe()
             throw error

@@ -1,0 +1,119 @@
+import Dispatch
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Reading a stored chunk without the vault's lock: its reference and one-time key are taken
+/// under the lock, the storage read and the AES outside it, and the result is cached under it.
+/// Two threads can then decrypt two chunks at once, and a sequential reader's next chunks are
+/// loaded ahead while the kernel copies out the current one.
+struct ChunkLoad: Sendable {
+    let key: ChunkCache.Key
+    let ref: SealedRef
+    let name: String
+    let oneTime: Sealer.OneTimeKey
+
+    func run(_ storage: any StorageFolder) throws -> [UInt8] {
+        defer { oneTime.subkey.wipe() }
+        guard let file = try storage.read(name) else { throw StoreError.unusableFile("chunk") }
+        let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime, label: Label.sealChunk,
+                                           context: VaultState.le(key.item) + VaultState.le(UInt64(key.index)))
+        guard body.count <= Format.payloadSize else { throw CryptoError.authenticationFailed }
+        return body
+    }
+}
+
+/// A load in progress: other readers of the chunk wait for it instead of loading it again.
+final class LoadInProgress: Sendable {
+    private let done = DispatchGroup()
+    init() { done.enter() }
+    func finish() { done.leave() }
+    func wait() { done.wait() }
+}
+
+/// What a reader does next for one chunk.
+enum ChunkStep {
+    /// The chunk's stored bytes (empty for a hole), and loads to run ahead in the background.
+    case ready([UInt8], ahead: [ChunkLoad])
+    case load(ChunkLoad)
+    case wait(LoadInProgress)
+}
+
+extension VaultState {
+    /// Chunks loaded ahead of a sequential reader.
+    static let readAhead = 2
+
+    /// The next step for reading chunk `index` of `id`; `sequential` says whether the read
+    /// continues the previous one (then the chunks after it are loaded ahead).
+    mutating func chunkStep(_ id: UInt64, _ index: Int, sequential: Bool) throws -> ChunkStep {
+        let item = try file(id)
+        let key = ChunkCache.Key(item: id, index: index)
+        if case .chunked = item.record.layout, cache.get(key) == nil, flights[key] == nil, item.chunks[index] != nil {
+            if let loading = loads[key] { return .wait(loading) }
+            do {
+                return .load(try startLoad(key)!)
+            } catch {
+                throw Self.loadError(error, id, index)
+            }
+        }
+        if !sequential { return .ready(try chunk(id, index), ahead: []) }
+        let bytes = try chunk(id, index)
+        var ahead: [ChunkLoad] = []
+        for next in index + 1...index + Self.readAhead {
+            let nextKey = ChunkCache.Key(item: id, index: next)
+            guard item.chunks[next] != nil, cache.get(nextKey) == nil, flights[nextKey] == nil, loads[nextKey] == nil,
+                  let load = try? startLoad(nextKey) else { continue }
+            ahead.append(load)
+        }
+        return .ready(bytes, ahead: ahead)
+    }
+
+    /// `makeLoad`, registered so that other readers wait for it instead of loading again.
+    private mutating func startLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
+        guard let load = try makeLoad(key) else { return nil }
+        loads[key] = LoadInProgress()
+        return load
+    }
+
+    /// A load of a stored chunk; nil for a hole.
+    mutating func makeLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
+        guard let item = items[key.item], let slot = item.key, let ref = item.chunks[key.index] else { return nil }
+        let oneTime = try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce)
+        statistics.chunkDecrypts += 1
+        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), oneTime: oneTime)
+    }
+
+    /// Where a read of `offset..<offset + count` ends (at the file's end at most), and whether
+    /// it continues the file's previous read or starts at 0 (then chunks are loaded ahead).
+    mutating func startRead(_ id: UInt64, offset: UInt64, count: Int) throws -> (end: UInt64, sequential: Bool) {
+        let size = try file(id).record.size
+        guard offset < size, count > 0 else { return (offset, false) }
+        let end = min(offset + UInt64(count), size)
+        let sequential = offset == 0 || readEnds[id] == offset
+        readEnds[id] = end
+        return (end, sequential)
+    }
+
+    /// Caches what a load read, if the chunk has not changed meanwhile; a failure is the error
+    /// a reader sees (a load ahead drops it: the reader's own load reports it).
+    mutating func finishLoad(_ load: ChunkLoad, _ result: Result<[UInt8], any Error>) throws {
+        loads.removeValue(forKey: load.key)?.finish()
+        let bytes: [UInt8]
+        do { bytes = try result.get() } catch { throw Self.loadError(error, load.key.item, load.key.index) }
+        guard !isLocked, items[load.key.item]?.chunks[load.key.index] == load.ref,
+              cache.get(load.key) == nil, flights[load.key] == nil else { return }
+        cache.put(load.key, bytes: bytes, dirty: false)
+        try evictIfNeeded()
+    }
+
+    /// What a reader sees when a stored chunk does not open.
+    static func loadError(_ error: any Error, _ id: UInt64, _ index: Int) -> any Error {
+        switch error {
+        case StoreError.noSpace: return VaultError.store(.noSpace)
+        case StoreError.system(let operation, let errno): return VaultError.store(.system(operation: operation, errno: errno))
+        case FormatError.newerVersion(let version): return VaultError.newerFormat(version)
+        case is StoreError, is CryptoError, is FormatError: return VaultError.damagedData("item \(id), chunk \(index)")
+        default: return error
+        }
+    }
+}

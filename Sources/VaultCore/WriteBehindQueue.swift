@@ -1,0 +1,36 @@
+import Dispatch
+
+/// Runs write-behind jobs: on the calling thread, which keeps tests that count or inject
+/// failures deterministic, or on Dispatch's threads with at most `limit` in flight, so that
+/// sealing and storing one chunk overlaps the next write. A writer that finds no room waits
+/// (outside the vault's lock), which bounds the memory of a long write.
+final class WriteBehindQueue: Sendable {
+    private let background: Bool
+    private let room: DispatchSemaphore
+    private let running = DispatchGroup()
+
+    init(_ mode: Vault.WriteBehind) {
+        switch mode {
+        case .inline:
+            background = false
+            room = DispatchSemaphore(value: 1)
+        case .background(let limit):
+            background = true
+            room = DispatchSemaphore(value: max(1, limit))
+        }
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        guard background else { return job() }
+        room.wait()
+        running.enter()
+        DispatchQueue.global().async { [room, running] in
+            job()
+            room.signal()
+            running.leave()
+        }
+    }
+
+    /// Returns when every job submitted so far has finished.
+    func waitUntilIdle() { running.wait() }
+}

@@ -1,0 +1,85 @@
+import Testing
+import VaultCore
+import VaultFormat
+import VaultStore
+
+/// Chunks are decrypted outside the vault's lock, and a sequential reader's next chunks ahead
+/// of it, in the background. Each chunk is still decrypted once, a random reader gets no
+/// read-ahead, and a damaged chunk fails its own reads only.
+@Suite struct ReadAheadTests {
+    static let chunk = Format.payloadSize
+    static let piece = 128 << 10  // what the kernel's readahead asks for
+
+    @Test func aSequentialReadDecryptsEachChunkOnceAndLoadsAhead() throws {
+        let storage = try TestVaults.storage()
+        let bytes = TestVaults.content(8 * Self.chunk)
+        let writer = try TestVaults.open(storage)
+        try writer.makeFile("f", bytes)
+        try writer.lock()
+        let vault = try TestVaults.open(storage)
+        let id = try vault.lookup(Vault.rootID, Array("f".utf8))
+        #expect(try vault.read(id, offset: 0, count: Self.piece) == Array(bytes[0..<Self.piece]))
+        #expect(vault.statistics.chunkDecrypts == 1)
+        _ = try vault.read(id, offset: UInt64(Self.piece), count: Self.piece)
+        #expect(vault.statistics.chunkDecrypts == 3, "chunks 1 and 2 are loaded ahead")
+        for start in stride(from: 2 * Self.piece, to: bytes.count, by: Self.piece) {
+            #expect(try vault.read(id, offset: UInt64(start), count: Self.piece) == Array(bytes[start..<start + Self.piece]))
+        }
+        #expect(vault.statistics.chunkDecrypts == 8, "each chunk once: readers wait for a load ahead")
+        try vault.lock()
+    }
+
+    @Test func randomReadsLoadNothingAhead() throws {
+        let storage = try TestVaults.storage()
+        let bytes = TestVaults.content(8 * Self.chunk)
+        let writer = try TestVaults.open(storage)
+        try writer.makeFile("f", bytes)
+        try writer.lock()
+        let vault = try TestVaults.open(storage)
+        let id = try vault.lookup(Vault.rootID, Array("f".utf8))
+        for index in [5, 2, 7, 1, 2] {
+            let start = index * Self.chunk + 5000
+            #expect(try vault.read(id, offset: UInt64(start), count: 4096) == Array(bytes[start..<start + 4096]))
+        }
+        #expect(vault.statistics.chunkDecrypts == 4)
+        try vault.lock()
+    }
+
+    @Test func aDamagedChunkFailsOnlyItsOwnReads() throws {
+        let storage = GatedStorageFolder(try TestVaults.storage())
+        let bytes = TestVaults.content(6 * Self.chunk)
+        let writer = try TestVaults.open(storage)
+        let id = try writer.create(.file, in: Vault.rootID, named: Array("f".utf8), mode: 0o644)
+        // Chunk 3 is written behind (inline) by its own write: its file is among the files that
+        // write wrote and nothing wrote later (the others are new groups' unused random files).
+        var suspects: Set<String> = []
+        for index in 0..<6 {
+            _ = storage.takeWritten()
+            try writer.write(id, offset: UInt64(index * Self.chunk), bytes: Array(bytes[index * Self.chunk..<(index + 1) * Self.chunk]))
+            let written = storage.takeWritten()
+            if index == 3 { suspects = Set(written) } else if index > 3 { suspects.subtract(written) }
+            try writer.commit()
+            suspects.subtract(storage.takeWritten())
+        }
+        try writer.lock()
+        suspects.subtract(storage.takeWritten())
+        try #require(!suspects.isEmpty)
+        for name in suspects {
+            var damaged = try #require(storage.base.snapshot[name])
+            damaged[Format.fileSize / 2] ^= 1
+            storage.base.tamper(name, with: damaged)
+        }
+
+        let vault = try TestVaults.open(storage)
+        for start in stride(from: 0, to: bytes.count, by: Self.piece) {
+            let read = { try vault.read(id, offset: UInt64(start), count: Self.piece) }
+            if start / Self.chunk == 3 {
+                #expect(throws: VaultError.damagedData("item \(id), chunk 3")) { try read() }
+            } else {
+                #expect(try read() == Array(bytes[start..<start + Self.piece]), "at \(start)")
+            }
+        }
+        #expect(throws: VaultError.damagedData("item \(id), chunk 3")) { try vault.read(id, offset: UInt64(3 * Self.chunk), count: 10) }
+        try vault.lock()
+    }
+}
