@@ -15,6 +15,8 @@ struct ChunkCache {
 
     let limit: Int
     private(set) var entries: [Key: Entry] = [:]
+    /// The cached chunk indexes of each item: deleting a file must not scan the whole cache.
+    private var indexes: [UInt64: Set<Int>] = [:]
     private(set) var byteCount = 0
     private var tick: UInt64 = 0
 
@@ -37,6 +39,7 @@ struct ChunkCache {
         tick += 1
         let old = entries.updateValue(Entry(bytes: bytes, dirty: dirty || (entries[key]?.dirty ?? false), lastUse: tick), forKey: key)
         byteCount += capacityCost(bytes) - (old.map { capacityCost($0.bytes) } ?? 0)
+        if old == nil { indexes[key.item, default: []].insert(key.index) }
     }
 
     /// Changes a chunk in place, so a 4 KiB write does not copy 256 KiB twice.
@@ -54,17 +57,20 @@ struct ChunkCache {
     mutating func markClean(_ key: Key) { entries[key]?.dirty = false }
 
     mutating func remove(_ key: Key) {
-        if let old = entries.removeValue(forKey: key) { byteCount -= capacityCost(old.bytes) }
+        guard let old = entries.removeValue(forKey: key) else { return }
+        byteCount -= capacityCost(old.bytes)
+        indexes[key.item]?.remove(key.index)
+        if indexes[key.item]?.isEmpty == true { indexes[key.item] = nil }
     }
 
     mutating func removeItem(_ item: UInt64, fromIndex first: Int = 0) {
-        for key in entries.keys where key.item == item && key.index >= first { remove(key) }
+        for index in indexes[item] ?? [] where index >= first { remove(Key(item: item, index: index)) }
     }
 
     /// The least recently used entry, the next to go.
     func evictionCandidate() -> Key? { entries.min { $0.value.lastUse < $1.value.lastUse }?.key }
 
-    mutating func removeAll() { entries = [:]; byteCount = 0 }
+    mutating func removeAll() { entries = [:]; indexes = [:]; byteCount = 0 }
 
     private func capacityCost(_ bytes: [UInt8]) -> Int { max(bytes.capacity, bytes.count) }
 }

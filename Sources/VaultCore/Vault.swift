@@ -264,7 +264,8 @@ extension VaultState {
     func attributes(_ id: UInt64) throws -> Vault.Attributes {
         let item = try self.item(id)
         let record = item.record
-        let links = item.isFolder ? 2 + (children[id]?.values.filter { items[$0]?.isFolder == true }.count ?? 0) : record.links.count
+        // Folders are exactly the keys of `children`: counting subfolders copies no item.
+        let links = item.isFolder ? 2 + (children[id]?.values.filter { children[$0] != nil }.count ?? 0) : record.links.count
         return Vault.Attributes(id: id, type: record.type, mode: record.mode, uid: record.uid, gid: record.gid, rdev: record.rdev,
                                 size: record.size, linkCount: links, atime: record.atime, mtime: record.mtime, ctime: record.ctime)
     }

@@ -33,7 +33,10 @@ extension VaultState {
                 let overlap = max(0, min(data.count, within + n) - within)
                 if overlap > 0 { data.replaceSubrange(within..<within + overlap, with: bytes[source..<source + overlap]) }
                 if overlap < n {
-                    data.reserveCapacity(Self.payload)
+                    // A whole chunk is reserved only for a write that starts one: the cache
+                    // counts capacity, and 2 KiB files holding 256 KiB each would make an untar
+                    // of small files evict all the time.
+                    if data.isEmpty && within == 0 && n >= Self.payload / 2 { data.reserveCapacity(Self.payload) }
                     if data.count < within { data.append(contentsOf: repeatElement(0, count: within - data.count)) }
                     data.append(contentsOf: bytes[source + overlap..<source + n])
                 }
