@@ -200,6 +200,15 @@ enum FUSEOperations {
             }
         }
 
+        ops.readdirplus = { request, _, size, offset, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                // A direntplus takes at least 152 bytes.
+                let listed = try context.fileSystem.readDirectoryPlus(info.pointee.fh, offset: Int64(offset), limit: max(1, size / 152))
+                replyDirectoryPlus(request, context, size: size, listed)
+            }
+        }
+
         ops.releasedir = { request, _, info in
             if let info { FUSEContext.of(request).fileSystem.releaseDirectory(info.pointee.fh) }
             fuse_reply_err(request, 0)
@@ -307,6 +316,37 @@ private func replyDirectory(_ request: fuse_req_t?, size: Int, _ entries: [Direc
         }
         _ = fuse_reply_buf(request, buffer.baseAddress, used)
     }
+}
+
+/// The lookups counted for entries that did not fit are taken back.
+private func replyDirectoryPlus(_ request: fuse_req_t?, _ context: FUSEContext, size: Int,
+                                _ listed: [(entry: DirectoryEntry, attributes: FileAttributes?)]) {
+    var buffer = [CChar](repeating: 0, count: max(size, 1))
+    var used = 0
+    var sent = 0
+    buffer.withUnsafeMutableBufferPointer { buffer in
+        for (entry, attributes) in listed {
+            var parameters = fuse_entry_param()
+            if let attributes {
+                parameters = entryParameters(context, attributes)
+            } else {
+                // "." and "..": no lookup; the kernel takes only the inode and type.
+                parameters.attr.st_ino = ino_t(entry.inode)
+                parameters.attr.st_mode = mode_t(entry.type.modeBits)
+            }
+            let needed = (entry.name + [0]).withUnsafeBufferPointer { name in
+                name.withMemoryRebound(to: CChar.self) { name in
+                    fuse_add_direntry_plus(request, buffer.baseAddress! + used, size - used, name.baseAddress, &parameters,
+                                           off_t(entry.nextOffset))
+                }
+            }
+            if needed > size - used { break }
+            used += needed
+            sent += 1
+        }
+        if fuse_reply_buf(request, buffer.baseAddress, used) != 0 { sent = 0 }
+    }
+    for (entry, attributes) in listed.dropFirst(sent) where attributes != nil { context.fileSystem.forget(entry.inode, count: 1) }
 }
 
 /// getxattr/listxattr: size 0 asks for the length; a buffer too small is ERANGE.

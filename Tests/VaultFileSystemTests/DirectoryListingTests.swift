@@ -28,6 +28,26 @@ import VaultFileSystem
         #expect(pieces == all)
     }
 
+    @Test func listingPlusGivesAttributesAndCountsLookups() throws {
+        let h = try FileSystemHarness()
+        let folder = try h.mkdir("folder")
+        try h.createFile("file")
+        let file = try h.fs.lookup(h.root, "file".bytes).inode
+        let before = h.fs.lookupCount(file), rootBefore = h.fs.lookupCount(h.root)
+        let handle = try h.fs.openDirectory(h.root)
+        defer { h.fs.releaseDirectory(handle) }
+        let listed = try h.fs.readDirectoryPlus(handle, offset: 0, limit: 100)
+        #expect(listed.map(\.entry) == (try h.fs.readDirectory(handle, offset: 0, limit: 100)))
+        #expect(listed[0].attributes == nil && listed[1].attributes == nil, "no lookup of . and ..")
+        #expect(listed[2].attributes == (try h.fs.attributes(file)))
+        #expect(listed[3].attributes?.inode == folder)
+        #expect(h.fs.lookupCount(file) == before + 1 && h.fs.lookupCount(h.root) == rootBefore)
+        // The kernel forgets what it got; an item deleted meanwhile then goes.
+        try h.fs.unlink(h.root, "file".bytes)
+        h.fs.forget(file, count: before + 1)
+        #expect(throws: FSError.notFound) { try h.fs.attributes(file) }
+    }
+
     @Test func dotDotOfASubfolderIsItsParent() throws {
         let h = try FileSystemHarness()
         let a = try h.mkdir("a")
