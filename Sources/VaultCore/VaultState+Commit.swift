@@ -79,6 +79,10 @@ extension VaultState {
                                     && $0.value.liveBytes < $0.value.reservedEnd
                                     && $0.key != openPack?.fileNumber }.map(\.key).sorted()
         for number in sparse.prefix(8) {
+            // Moving the members of an earlier pack may have made this one the open pack (the one
+            // with the most free tail): members just placed in it are not on disk yet, and reading
+            // them from there would move random bytes (found by tools/stress under CPU load).
+            guard number != openPack?.fileNumber else { continue }
             let members = packs[number]!.members.sorted().compactMap { id in items[id]?.packedMember.map { (id, $0) } }
             // A pack that cannot be read (missing, wrong size) stays where it is: its items report
             // the damage when read, and the rest of the vault still commits.
