@@ -94,16 +94,25 @@ extension VaultState {
         return (end, sequential)
     }
 
-    /// Caches what a load read, if the chunk has not changed meanwhile; a failure is the error
-    /// a reader sees (a load ahead drops it: the reader's own load reports it).
-    mutating func finishLoad(_ load: ChunkLoad, _ result: Result<[UInt8], any Error>) throws {
+    /// Caches what a load read, if the chunk has not changed meanwhile. Returns false when the
+    /// load failed because the chunk moved while it ran: its old file, free again, may have been
+    /// taken and rewritten, so the reader reads again. Any other failure is the error a reader
+    /// sees (a load ahead drops it: the reader's own load reports it).
+    mutating func finishLoad(_ load: ChunkLoad, _ result: Result<[UInt8], any Error>) throws -> Bool {
         loads.removeValue(forKey: load.key)?.finish()
+        let unchanged = !isLocked && items[load.key.item]?.chunks[load.key.index] == load.ref
         let bytes: [UInt8]
-        do { bytes = try result.get() } catch { throw Self.loadError(error, load.key.item, load.key.index) }
-        guard !isLocked, items[load.key.item]?.chunks[load.key.index] == load.ref,
-              cache.get(load.key) == nil, flights[load.key] == nil else { return }
+        do {
+            bytes = try result.get()
+        } catch {
+            if isLocked { throw VaultError.locked }
+            guard unchanged else { return false }
+            throw Self.loadError(error, load.key.item, load.key.index)
+        }
+        guard unchanged, cache.get(load.key) == nil, flights[load.key] == nil else { return true }
         cache.put(load.key, bytes: bytes, dirty: false)
         try evictIfNeeded()
+        return true
     }
 
     /// What a reader sees when a stored chunk does not open.

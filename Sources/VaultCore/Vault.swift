@@ -176,15 +176,16 @@ public final class Vault: Sendable {
                 for load in ahead {
                     DispatchQueue.global().async { [self] in
                         let result = Result { try load.run(storage) }
-                        state.withLock { try? $0.finishLoad(load, result) }
+                        state.withLock { _ = try? $0.finishLoad(load, result) }
                     }
                 }
                 return bytes
             case .load(let load):
                 let result = Result { try load.run(storage) }
-                do { try state.withLock { try $0.finishLoad(load, result) } } catch { throw VaultError.wrap(error) }
+                let finished: Bool
+                do { finished = try state.withLock { try $0.finishLoad(load, result) } } catch { throw VaultError.wrap(error) }
                 // The bytes as stored when the read began; a write since then is a later event.
-                return try result.get()
+                if finished { return try result.get() }
             case .wait(let loading):
                 loading.wait()
             }

@@ -20,7 +20,8 @@ public final class FUSEMount: Sendable {
         public var readOnly: Bool
         /// Have fusermount3 remove the mount if this process dies (the daemon wants this).
         public var autoUnmount: Bool
-        /// Threads of libfuse's loop. The vault serialises everything below, so a few suffice.
+        /// Threads of libfuse's loop. Reads decrypt in parallel; everything else serialises in the
+        /// vault, so a few suffice.
         public var maxThreads: Int
         /// Seconds the kernel may cache attributes and names.
         public var attributeTimeout: Double

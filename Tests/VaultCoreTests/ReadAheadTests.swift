@@ -1,3 +1,6 @@
+import Dispatch
+import Glibc
+import Synchronization
 import Testing
 import VaultCore
 import VaultFormat
@@ -11,13 +14,7 @@ import VaultStore
     static let piece = 128 << 10  // what the kernel's readahead asks for
 
     @Test func aSequentialReadDecryptsEachChunkOnceAndLoadsAhead() throws {
-        let storage = try TestVaults.storage()
-        let bytes = TestVaults.content(8 * Self.chunk)
-        let writer = try TestVaults.open(storage)
-        try writer.makeFile("f", bytes)
-        try writer.lock()
-        let vault = try TestVaults.open(storage)
-        let id = try vault.lookup(Vault.rootID, Array("f".utf8))
+        let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 8)
         #expect(try vault.read(id, offset: 0, count: Self.piece) == Array(bytes[0..<Self.piece]))
         #expect(vault.statistics.chunkDecrypts == 1)
         _ = try vault.read(id, offset: UInt64(Self.piece), count: Self.piece)
@@ -30,19 +27,52 @@ import VaultStore
     }
 
     @Test func randomReadsLoadNothingAhead() throws {
-        let storage = try TestVaults.storage()
-        let bytes = TestVaults.content(8 * Self.chunk)
-        let writer = try TestVaults.open(storage)
-        try writer.makeFile("f", bytes)
-        try writer.lock()
-        let vault = try TestVaults.open(storage)
-        let id = try vault.lookup(Vault.rootID, Array("f".utf8))
+        let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 8)
         for index in [5, 2, 7, 1, 2] {
             let start = index * Self.chunk + 5000
             #expect(try vault.read(id, offset: UInt64(start), count: 4096) == Array(bytes[start..<start + 4096]))
         }
         #expect(vault.statistics.chunkDecrypts == 4)
         try vault.lock()
+    }
+
+    @Test func aLoadWhoseFileIsTakenMeanwhileReadsAgain() throws {
+        let storage = GatedStorageFolder(try TestVaults.storage())
+        let writer = try TestVaults.open(storage)
+        let id = try writer.makeFile("f", TestVaults.content(2 * Self.chunk, seed: 1))
+        try writer.lock()
+        let vault = try TestVaults.open(storage)
+        storage.closeReads()
+        let result = Mutex<Result<[UInt8], any Error>?>(nil)
+        let done = DispatchGroup()
+        done.enter()
+        DispatchQueue.global().async {
+            let read = Result { try vault.read(id, offset: 5000, count: 100) }
+            result.withLock { $0 = read }
+            done.leave()
+        }
+        while vault.statistics.chunkDecrypts == 0 { usleep(1000) }  // the load has begun, held at the gate
+        // Chunk 0 moves to another file; after the commit its old file is free, and new chunks take it.
+        let second = TestVaults.content(Self.chunk, seed: 2)
+        try vault.write(id, offset: 0, bytes: second)
+        try vault.commit()
+        try vault.makeFile("g", TestVaults.content(16 * Self.chunk, seed: 3))
+        try vault.commit()
+        storage.openReads()
+        done.wait()
+        #expect(try result.withLock { try $0!.get() } == Array(second[5000..<5100]))
+        try vault.lock()
+    }
+
+    /// A vault holding one file of `chunks` whole chunks, opened again: nothing is cached.
+    static func coldVaultWithAFile(chunks: Int) throws -> (Vault, UInt64, [UInt8]) {
+        let storage = try TestVaults.storage()
+        let bytes = TestVaults.content(chunks * Self.chunk)
+        let writer = try TestVaults.open(storage)
+        try writer.makeFile("f", bytes)
+        try writer.lock()
+        let vault = try TestVaults.open(storage)
+        return (vault, try vault.lookup(Vault.rootID, Array("f".utf8)), bytes)
     }
 
     @Test func aDamagedChunkFailsOnlyItsOwnReads() throws {

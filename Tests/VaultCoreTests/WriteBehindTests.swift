@@ -166,6 +166,7 @@ final class GatedStorageFolder: StorageFolder {
     private let gate = Mutex<(group: DispatchGroup, owner: pthread_t)?>(nil)
     private let failure = Mutex(false)
     private let log = Mutex<[String]>([])
+    private let readGate = Mutex<(group: DispatchGroup, owner: pthread_t)?>(nil)
 
     init(_ base: SimulatedStorageFolder) { self.base = base }
 
@@ -178,6 +179,13 @@ final class GatedStorageFolder: StorageFolder {
         gate.withLock { $0 = (group, pthread_self()) }
     }
     func open() { gate.withLock { gate in gate?.group.leave(); gate = nil } }
+    /// The same for whole-file reads (chunk loads).
+    func closeReads() {
+        let group = DispatchGroup()
+        group.enter()
+        readGate.withLock { $0 = (group, pthread_self()) }
+    }
+    func openReads() { readGate.withLock { gate in gate?.group.leave(); gate = nil } }
     func failing(_ on: Bool) { failure.withLock { $0 = on } }
 
     private func pass(_ name: String) throws {
@@ -189,7 +197,10 @@ final class GatedStorageFolder: StorageFolder {
     func listFiles() throws -> [String] { try base.listFiles() }
     func listAllNames() throws -> [String] { try base.listAllNames() }
     func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
+    func read(_ name: String) throws -> [UInt8]? {
+        if let (group, owner) = readGate.withLock({ $0 }), pthread_equal(owner, pthread_self()) == 0 { group.wait() }
+        return try base.read(name)
+    }
     func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
     func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         try pass(name)

@@ -13,7 +13,7 @@
       counts equal the names found for each inode.
 Exit status 0 when everything holds; messages name the first difference.
 """
-import errno, hashlib, json, os, random, sys, time
+import errno, hashlib, json, os, random, sys, time, traceback
 
 RACE = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR, errno.EPERM}
 
@@ -240,6 +240,7 @@ def run(root, modeldir, processes, seconds, seed):
                     steps += 1
             except Exception as error:
                 print("fsstress: worker %d, step %d: %r" % (index, steps, error), file=sys.stderr)
+                print(traceback.format_exc(limit=-2), file=sys.stderr, end="")
                 status = 1
             with open(os.path.join(modeldir, worker.name + ".json"), "w") as f:
                 json.dump(worker.model(), f)

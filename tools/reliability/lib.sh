@@ -30,6 +30,10 @@ cleanup() {
         fi
     done
     for command in "${extra_cleanup[@]}"; do eval "$command" || true; done
+    # DOTSAFE_KEEP_FAILED=DIR keeps a failed run's storage and keyring there, for dotsafe fsck.
+    if [[ $status != 0 && -n ${DOTSAFE_KEEP_FAILED:-} ]]; then
+        mkdir -p "$DOTSAFE_KEEP_FAILED" && cp -a "$storage" "$work/keyring" "$DOTSAFE_KEEP_FAILED/" 2>/dev/null || true
+    fi
     rm -rf --one-file-system "$work" 2>/dev/null || true
     exit $status
 }
