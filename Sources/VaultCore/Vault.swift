@@ -77,6 +77,8 @@ public final class Vault: Sendable {
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
     public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.vaultKey.isLocked } }
     public static let rootID = Format.rootItemID
+    /// Items the vault holds, the root and items unlinked but still held included (statfs).
+    public var itemCount: Int { state.withLock { $0.items.count } }
 
     // MARK: Items
 

@@ -119,14 +119,23 @@ extension VaultState {
             guard cache.isDirty(key), let body = cache.get(key) else { continue }
             do {
                 let number = try allocateUsable(data: true)
-                let padding = try random.bytes(Self.payload - body.count)
-                let oneTime = try Sealer.OneTimeKey(.arena(slot, arena), random: random)
+                // Everything that can fail comes before the flight is registered: a commit waits
+                // for every registered flight.
+                let fileName: String, padding: [UInt8], oneTime: Sealer.OneTimeKey
+                do {
+                    fileName = try name(number)
+                    padding = try random.bytes(Self.payload - body.count)
+                    oneTime = try Sealer.OneTimeKey(.arena(slot, arena), random: random)
+                } catch {
+                    allocator.release(number)
+                    throw error
+                }
                 nextFlightToken += 1
                 flights[key] = Flight(token: nextFlightToken, bytes: body)
                 cache.markClean(key)
                 items[id]!.record.layout = .chunked
                 statistics.chunkEncrypts += 1
-                writes.append(ChunkWrite(key: key, token: nextFlightToken, number: number, name: try name(number),
+                writes.append(ChunkWrite(key: key, token: nextFlightToken, number: number, name: fileName,
                                          create: allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime))
             } catch {
                 break

@@ -50,8 +50,6 @@ public final class FileSystem: Sendable {
     private struct State {
         var inodes = InodeTable()
         var handles = HandleTable()
-        /// Items in the vault, counted at the first statfs and kept up to date from then on.
-        var itemCount: Int?
         var closed = false
     }
 
@@ -141,7 +139,6 @@ public final class FileSystem: Sendable {
             do {
                 id = try vault.create(.file, in: parent, named: name, mode: mode & ~caller.umask & 0o7777,
                                       uid: owner.uid, gid: owner.gid)
-                state.itemCount? += 1
                 commitScheduler.noteChange()
             } catch VaultError.exists where flags & O_EXCL == 0 {
                 id = try vault.lookup(parent, name)
@@ -191,23 +188,19 @@ public final class FileSystem: Sendable {
 
     /// unlink(2). The item goes when its last name does, unless it is open or known.
     public func unlink(_ parent: UInt64, _ name: [UInt8]) throws(FSError) {
-        try withState { state in
+        try withState { _ in
             try Self.checkName(name)
-            let id = try vault.lookup(parent, name)
             try vault.remove(name, from: parent, folder: false)
             commitScheduler.noteChange()
-            noteIfDeleted(id, &state)
         }
     }
 
     /// rmdir(2): ENOTEMPTY for a folder with entries, ENOTDIR for anything else.
     public func removeDirectory(_ parent: UInt64, _ name: [UInt8]) throws(FSError) {
-        try withState { state in
+        try withState { _ in
             try Self.checkName(name)
-            let id = try vault.lookup(parent, name)
             try vault.remove(name, from: parent, folder: true)
             commitScheduler.noteChange()
-            noteIfDeleted(id, &state)
         }
     }
 
@@ -232,11 +225,9 @@ public final class FileSystem: Sendable {
             try Self.checkName(name)
             try Self.checkName(newName)
             let id = try vault.lookup(parent, name)
-            let replaced = try? vault.lookup(newParent, newName)
             try vault.rename(name, in: parent, to: newName, in: newParent, replace: !flags.contains(.noReplace))
             commitScheduler.noteChange()
             state.inodes.moved(id, to: newParent)
-            if let replaced, replaced != id { noteIfDeleted(replaced, &state) }
         }
     }
 
@@ -413,7 +404,8 @@ public final class FileSystem: Sendable {
                 (bytes / UInt64(Self.storageFileSize)) * UInt64(Self.payloadSize / Int(Self.blockSize))
                     + (bytes % UInt64(Self.storageFileSize)) / UInt64(Self.blockSize)
             }
-            let used = try UInt64(max(0, itemCount(&state)))
+            // Every item the vault holds, also those unlinked but still open or known.
+            let used = UInt64(vault.itemCount)
             let free = blocks(available)
             return VolumeStatistics(blockSize: Self.blockSize, totalBlocks: blocks(total), freeBlocks: free, availableBlocks: free,
                                     totalFiles: used + free, freeFiles: free, maximumNameLength: UInt32(Self.maximumNameLength))
@@ -484,7 +476,6 @@ public final class FileSystem: Sendable {
             if type == .directory, owner.inheritsGroup { permissions |= UInt32(S_ISGID) }
             let id = try vault.create(type.itemType, in: parent, named: name, mode: permissions, uid: owner.uid, gid: owner.gid,
                                       rdev: rdev, target: target)
-            state.itemCount? += 1
             commitScheduler.noteChange()
             let attributes = try fileAttributes(id)
             remember(id, parent: parent, &state)
@@ -528,25 +519,6 @@ public final class FileSystem: Sendable {
     /// Drops one hold of the vault item; it goes if that was the last reason to keep it.
     private func release(_ id: UInt64, _ state: inout State) {
         vault.release(id)
-        noteIfDeleted(id, &state)
-    }
-
-    private func noteIfDeleted(_ id: UInt64, _ state: inout State) {
-        guard state.itemCount != nil, (try? vault.attributes(id)) == nil else { return }
-        state.itemCount! -= 1
-    }
-
-    private func itemCount(_ state: inout State) throws -> Int {
-        if let count = state.itemCount { return count }
-        var seen: Set<UInt64> = [Self.rootInode]
-        var folders: [UInt64] = [Self.rootInode]
-        while let folder = folders.popLast() {
-            for entry in try vault.contents(ofFolder: folder) where seen.insert(entry.id).inserted {
-                if try vault.attributes(entry.id).type == .folder { folders.append(entry.id) }
-            }
-        }
-        state.itemCount = seen.count
-        return seen.count
     }
 
     private func fileAttributes(_ id: UInt64) throws -> FileAttributes {
