@@ -5,23 +5,19 @@ import Dispatch
 /// sealing and storing one chunk overlaps the next write. A writer that finds no room waits
 /// (outside the vault's lock), which bounds the memory of a long write.
 final class WriteBehindQueue: Sendable {
-    private let background: Bool
-    private let room: DispatchSemaphore
+    /// Room for jobs in flight; nil: inline.
+    private let room: DispatchSemaphore?
     private let running = DispatchGroup()
 
     init(_ mode: Vault.WriteBehind) {
         switch mode {
-        case .inline:
-            background = false
-            room = DispatchSemaphore(value: 1)
-        case .background(let limit):
-            background = true
-            room = DispatchSemaphore(value: max(1, limit))
+        case .inline: room = nil
+        case .background(let limit): room = DispatchSemaphore(value: max(1, limit))
         }
     }
 
     func submit(_ job: @escaping @Sendable () -> Void) {
-        guard background else { return job() }
+        guard let room else { return job() }
         room.wait()
         running.enter()
         DispatchQueue.global().async { [room, running] in

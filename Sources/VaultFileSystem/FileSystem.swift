@@ -84,7 +84,8 @@ public final class FileSystem: Sendable {
     public func forget(_ inode: UInt64, count: UInt64) {
         state.withLock { state in
             guard !state.closed, state.inodes.forget(inode, count: count) else { return }
-            release(inode, &state)
+            // The item goes if that was the last reason to keep it.
+            vault.release(inode)
         }
     }
 
@@ -278,7 +279,7 @@ public final class FileSystem: Sendable {
     public func release(_ handle: UInt64) {
         state.withLock { state in
             guard !state.closed, let removed = state.handles.remove(handle) else { return }
-            release(removed.inode, &state)
+            vault.release(removed.inode)
         }
     }
 
@@ -514,11 +515,6 @@ public final class FileSystem: Sendable {
     private func remember(_ id: UInt64, parent: UInt64, _ state: inout State) {
         guard id != Self.rootInode else { return }
         if state.inodes.remember(id, parent: parent) { vault.hold(id) }
-    }
-
-    /// Drops one hold of the vault item; it goes if that was the last reason to keep it.
-    private func release(_ id: UInt64, _ state: inout State) {
-        vault.release(id)
     }
 
     private func fileAttributes(_ id: UInt64) throws -> FileAttributes {
