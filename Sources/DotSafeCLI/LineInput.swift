@@ -33,6 +33,8 @@ public struct ProcessInput: LineInput {
         }
         // Byte by byte, so nothing past the line is taken from a pipe that others read on.
         var line: [UInt8] = []
+        // Room for any pattern or passphrase up front: growing would leave unwiped copies behind.
+        line.reserveCapacity(4096)
         var byte: UInt8 = 0
         while true {
             let n = Glibc.read(0, &byte, 1)
@@ -62,9 +64,4 @@ public final class ScriptedInput: LineInput, @unchecked Sendable {
         if let prompt { prompts.append(prompt) }
         return lines.isEmpty ? nil : lines.removeFirst()
     }
-}
-
-extension Array where Element == UInt8 {
-    /// Zeroes a secret read from input before the array goes.
-    mutating func wipe() { for i in indices { self[i] = 0 } }
 }
