@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// Where commands read patterns and passphrases: standard input, with echo off on a terminal.
 /// Tests substitute `ScriptedInput`. Lines come back as bytes so that callers can wipe them.
@@ -35,11 +36,8 @@ public struct ProcessInput: LineInput {
         var line: [UInt8] = []
         // Room for any pattern or passphrase up front: growing would leave unwiped copies behind.
         line.reserveCapacity(4096)
-        var byte: UInt8 = 0
         while true {
-            let n = Glibc.read(0, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return line.isEmpty ? nil : line }
+            guard let byte = try? SystemCall.readByte(0) else { return line.isEmpty ? nil : line }
             if byte == 0x0a { break }
             line.append(byte)
         }

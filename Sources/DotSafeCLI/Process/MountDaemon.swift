@@ -27,9 +27,12 @@ struct MountDaemon {
         ProcessCalls.limitMallocArenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let folder = try RuntimeFolder.open(environment: context.environment)
+        // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
+        defer { pointLock.release() }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
         let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, whenHeld: "this vault is already mounted")
+        defer { vaultLock.release() }
         let channel: LockChannel
         let vault: Vault
         do {

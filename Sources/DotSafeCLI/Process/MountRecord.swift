@@ -40,7 +40,7 @@ struct MountRecord: Codable, Equatable {
         let names = (try? SystemCall.listFolder(folder.path)) ?? []
         return names.filter { $0.hasSuffix(suffix) && !$0.hasPrefix(".") }.compactMap { name in
             guard let bytes = try? PrivateFile.read(folder.file(name)) else { return nil }
-            return try? JSONDecoder().decode(MountRecord.self, from: Data(bytes ?? []))
+            return try? JSONDecoder().decode(MountRecord.self, from: Data(bytes))
         }
     }
 
