@@ -41,3 +41,19 @@ public final class FileDescriptorOutput: TextOutput {
         text.withUTF8 { bytes in try? SystemCall.writeAll(descriptor, UnsafeRawBufferPointer(bytes)) }
     }
 }
+
+/// A `TextOutput` that keeps everything written to it, for tests.
+public final class CapturedOutput: TextOutput {
+    private let buffer = Mutex("")
+
+    public init() {}
+
+    /// Everything written so far.
+    public var text: String {
+        buffer.withLock { $0 }
+    }
+
+    public func write(_ text: String) {
+        buffer.withLock { $0 += text }
+    }
+}
