@@ -15,6 +15,7 @@ public enum DotSafeCLI {
         LockCommand.self,
         FsckCommand.self,
         KeyringCommand.self,
+        CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,
     ]
