@@ -1,0 +1,57 @@
+import Testing
+@testable import VaultCore
+import VaultFormat
+import VaultStore
+
+/// Packs alone: where members go, when a pack is free again, which packs are compacted.
+@Suite struct PackStoreTests {
+    static func member(_ placed: (fileNumber: UInt64, offset: Int), _ bytes: [UInt8]) -> ItemRecord.Member {
+        ItemRecord.Member(fileNumber: placed.fileNumber, offset: UInt32(placed.offset), sealedLength: UInt32(bytes.count),
+                          nonce: [UInt8](repeating: 9, count: Format.sealNonceSize))
+    }
+
+    @Test func membersFillTheOpenPackThenANewOne() throws {
+        var (writer, storage) = try FileWriterTests.writer()
+        var packs = PackStore()
+        let a = [UInt8](repeating: 1, count: 1000), b = [UInt8](repeating: 2, count: 1000)
+        let first = try packs.place(a, writer: &writer)
+        packs.addMember(10, Self.member(first, a))
+        let second = try packs.place(b, writer: &writer)
+        packs.addMember(11, Self.member(second, b))
+        #expect(first.offset == 0 && second.offset == 1000 && second.fileNumber == first.fileNumber)
+        #expect(packs.unwrittenBytes(Self.member(second, b)) == b, "readable before the commit")
+        #expect(storage.snapshot.isEmpty, "a new pack is written whole, at the commit")
+        try packs.writeOpenPack(writer: &writer)
+        #expect(packs.unwrittenBytes(Self.member(second, b)) == nil)
+        #expect(try storage.read(try writer.name(first.fileNumber), offset: 1000, count: 1000) == b)
+
+        let large = [UInt8](repeating: 3, count: Format.fileSize - 1999)
+        let third = try packs.place(large, writer: &writer)
+        #expect(third.fileNumber != first.fileNumber && third.offset == 0, "what does not fit opens a new pack")
+        packs.addMember(12, Self.member(third, large))
+        let freed = [packs.releaseMember(10, Self.member(first, a)), packs.releaseMember(11, Self.member(second, b)),
+                     packs.releaseMember(12, Self.member(third, large))]
+        #expect(freed == [nil, first.fileNumber, nil], "an empty pack is free again, unless it is the open pack")
+    }
+
+    @Test func packsThatLostMembersAreCompactedUntilTheCommitForgetsThem() throws {
+        var (writer, _) = try FileWriterTests.writer()
+        var packs = PackStore()
+        let a = [UInt8](repeating: 1, count: 1000), b = [UInt8](repeating: 2, count: 1000)
+        let first = try packs.place(a, writer: &writer)
+        packs.addMember(10, Self.member(first, a))
+        let second = try packs.place(b, writer: &writer)
+        packs.addMember(11, Self.member(second, b))
+        try packs.writeOpenPack(writer: &writer)
+        #expect(packs.sparsePacks.isEmpty, "the open pack is never compacted")
+        // Another pack becomes the open one; the first lost its second member.
+        _ = try packs.place([UInt8](repeating: 3, count: Format.fileSize - 1500), writer: &writer)
+        _ = packs.releaseMember(11, Self.member(second, b))
+        #expect(packs.sparsePacks == [first.fileNumber])
+        #expect(packs.members(of: first.fileNumber) == [10])
+        // After a commit the pack reserves only what its members use: nothing to compact.
+        packs.didCommit { $0 == 10 ? Self.member(first, a) : nil }
+        #expect(packs.packs[first.fileNumber]?.reservedEnd == 1000)
+        #expect(packs.sparsePacks.isEmpty)
+    }
+}
