@@ -10,14 +10,23 @@ import VaultStore
                           nonce: [UInt8](repeating: 9, count: Format.sealNonceSize))
     }
 
+    static let members = ([UInt8](repeating: 1, count: 1000), [UInt8](repeating: 2, count: 1000))
+
+    /// `members` for items 10 and 11, placed one after the other.
+    static func placeTwo(_ packs: inout PackStore, _ writer: inout FileWriter) throws
+        -> (first: (fileNumber: UInt64, offset: Int), second: (fileNumber: UInt64, offset: Int)) {
+        let first = try packs.place(members.0, writer: &writer)
+        packs.addMember(10, member(first, members.0))
+        let second = try packs.place(members.1, writer: &writer)
+        packs.addMember(11, member(second, members.1))
+        return (first, second)
+    }
+
     @Test func membersFillTheOpenPackThenANewOne() throws {
         var (writer, storage) = try FileWriterTests.writer()
         var packs = PackStore()
-        let a = [UInt8](repeating: 1, count: 1000), b = [UInt8](repeating: 2, count: 1000)
-        let first = try packs.place(a, writer: &writer)
-        packs.addMember(10, Self.member(first, a))
-        let second = try packs.place(b, writer: &writer)
-        packs.addMember(11, Self.member(second, b))
+        let (a, b) = Self.members
+        let (first, second) = try Self.placeTwo(&packs, &writer)
         #expect(first.offset == 0 && second.offset == 1000 && second.fileNumber == first.fileNumber)
         #expect(packs.unwrittenBytes(Self.member(second, b)) == b, "readable before the commit")
         #expect(storage.snapshot.isEmpty, "a new pack is written whole, at the commit")
@@ -37,11 +46,8 @@ import VaultStore
     @Test func packsThatLostMembersAreCompactedUntilTheCommitForgetsThem() throws {
         var (writer, _) = try FileWriterTests.writer()
         var packs = PackStore()
-        let a = [UInt8](repeating: 1, count: 1000), b = [UInt8](repeating: 2, count: 1000)
-        let first = try packs.place(a, writer: &writer)
-        packs.addMember(10, Self.member(first, a))
-        let second = try packs.place(b, writer: &writer)
-        packs.addMember(11, Self.member(second, b))
+        let (a, b) = Self.members
+        let (first, second) = try Self.placeTwo(&packs, &writer)
         try packs.writeOpenPack(writer: &writer)
         #expect(packs.sparsePacks.isEmpty, "the open pack is never compacted")
         // Another pack becomes the open one; the first lost its second member.
