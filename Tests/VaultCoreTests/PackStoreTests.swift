@@ -60,4 +60,27 @@ import VaultStore
         #expect(packs.packs[first.fileNumber]?.reservedEnd == 1000)
         #expect(packs.sparsePacks.isEmpty)
     }
+
+    /// §7.2 "Placing members": among existing packs that fit, the most free tail, the lowest
+    /// number on a tie, never a pack whose file is not there.
+    @Test func anExistingPackIsChosenByItsFreeTail() throws {
+        var (writer, storage) = try FileWriterTests.writer()
+        let numbers = try (0..<3).map { _ in try writer.store([UInt8](repeating: 0, count: Format.fileSize)) }
+        #expect(numbers == [4, 5, 6])
+        func packs(_ ends: [UInt64: Int]) -> PackStore {
+            PackStore(packs: ends.mapValues { PackInfo(liveBytes: $0, members: [1], reservedEnd: $0) })
+        }
+        let member = [UInt8](repeating: 5, count: 1000)
+        var store = packs([4: 100_000, 5: 50_000, 6: 50_000])
+        let placed = try store.place(member, writer: &writer)
+        #expect(placed.fileNumber == 5 && placed.offset == 50_000)
+        try storage.remove(try writer.name(5))
+        try storage.remove(try writer.name(6))
+        store = packs([4: 100_000, 5: 50_000, 6: 50_000])
+        let skipping = try store.place(member, writer: &writer)
+        #expect(skipping.fileNumber == 4 && skipping.offset == 100_000, "a missing pack takes no new members")
+        store = packs([4: Format.fileSize - 999])
+        let fresh = try store.place(member, writer: &writer)
+        #expect(fresh.fileNumber == 7 && fresh.offset == 0, "no pack fits: a new one in the lowest free file")
+    }
 }
