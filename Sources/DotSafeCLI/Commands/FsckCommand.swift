@@ -90,7 +90,7 @@ struct FsckCommand: Command {
         return report.isClean ? 0 : 1
     }
 
-    static let chunk = 262_144
+    static let chunk = Vault.Limits.payloadSize
 
     /// One line per damage, then a summary.
     static func print(_ report: VaultCheckReport, to out: any TextOutput) {
