@@ -13,6 +13,7 @@ public enum DotSafeCLI {
         InitCommand.self,
         MountCommand.self,
         LockCommand.self,
+        StatusCommand.self,
         FsckCommand.self,
         KeyringCommand.self,
         CompletionCommand.self,

@@ -33,6 +33,22 @@ public final class LockFile: Sendable {
         }
     }
 
+    /// Replaces the file's text: a word for whoever finds the lock held ("mounted at …").
+    public func note(_ text: String) {
+        _ = ftruncate(descriptor, 0)
+        var bytes = Array(text.utf8)
+        _ = pwrite(descriptor, &bytes, bytes.count, 0)
+    }
+
+    /// The note of the lock file at `path`, if it has one.
+    public static func note(at path: String) -> String? {
+        guard let fd = try? SystemCall.open(path, O_RDONLY | O_NOFOLLOW) else { return nil }
+        defer { SystemCall.close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = pread(fd, &bytes, bytes.count, 0)
+        return count > 0 ? String(decoding: bytes[0..<count], as: UTF8.self) : nil
+    }
+
     /// Removes the file while still holding the lock, then lets go. The next holder makes a new one.
     public func release() {
         _ = Glibc.unlink(path)

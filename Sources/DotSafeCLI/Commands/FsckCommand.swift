@@ -54,7 +54,7 @@ struct FsckCommand: Command {
             secrets.wipe()
             throw error
         }
-        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, whenHeld: "this vault is mounted: lock it first")
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .fsck) { "this vault is \($0): lock it first" }
         // Held until fsck ends, so that no mount starts meanwhile.
         defer { vaultLock.release() }
         let vault: Vault

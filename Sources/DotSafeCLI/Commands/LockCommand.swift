@@ -6,27 +6,57 @@ import SystemCalls
 struct LockCommand: Command {
     static let name = "lock"
     static let summary = "Lock a vault: write changes, unmount, erase the keys."
-    static let mountPoint = PositionalSpec("MOUNTPOINT", help: "Where the vault is mounted.")
-    static let signature = CommandSignature(positionals: [mountPoint])
+    static let all = OptionSpec.flag("all", help: "Lock every vault you have open.")
+    static let mountPoint = PositionalSpec("MOUNTPOINT", arity: .optional, help: "Where the vault is mounted.")
+    static let signature = CommandSignature(options: [all], positionals: [mountPoint])
 
-    let mountPoint: String
+    /// One mount point, or nil for all of this user's open vaults.
+    let mountPoint: String?
 
     init(parsing arguments: ParsedArguments) throws {
-        mountPoint = try arguments.required(Self.mountPoint)
+        mountPoint = arguments.positional(Self.mountPoint)
+        switch (mountPoint, arguments.flag(Self.all)) {
+        case (nil, false): throw CLIError.usage("missing argument MOUNTPOINT (or --all)")
+        case (.some, true): throw CLIError.usage("give a MOUNTPOINT or --all, not both")
+        default: break
+        }
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        let path = MountTable.canonical(mountPoint)
         let folder = RuntimeFolder.existing(environment: context.environment)
-        let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
-        guard let folder, let record, let channel = try? UnixSocket.connect(folder.file(record.socketName)) else {
-            if let folder, let record { record.remove(from: folder) }
-            return try Self.lockWithoutDaemon(path)
+        guard let mountPoint else {
+            let records = folder.map { MountRecord.all(in: $0) } ?? []
+            guard !records.isEmpty else {
+                context.standardOutput.writeLine("No vault is open.")
+                return 0
+            }
+            var failed = false
+            for record in records.sorted(by: { $0.started < $1.started }) {
+                do {
+                    try Self.lock(record.mountPoint, folder: folder)
+                    context.standardOutput.writeLine("Locked \(record.mountPoint).")
+                } catch {
+                    context.standardError.writeLine("\(DotSafeCLI.name): \((error as? CLIError)?.message ?? "\(error)")")
+                    failed = true
+                }
+            }
+            return failed ? 1 : 0
         }
-        // The folder is private, so only we could have put a socket there; still, talk only to
-        // the daemon the record names, running as us.
-        guard let peer = try? channel.peerCredentials(), peer.userID == SystemCall.userID, peer.processID == record.pid else {
-            throw CLIError.failure("the lock channel of \(path) is not served by its daemon (pid \(record.pid)): not locked")
+        try Self.lock(MountTable.canonical(mountPoint), folder: folder)
+        context.standardOutput.writeLine("Locked \(mountPoint).")
+        return 0
+    }
+
+    /// Asks the daemon of `path` to lock and returns once it has exited.
+    private static func lock(_ path: String, folder: RuntimeFolder?) throws {
+        let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
+        let channel: UnixSocket?
+        do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
+            throw CLIError.failure(error.message + ": not locked")
+        }
+        guard let folder, let record, let channel else {
+            if let folder, let record { record.remove(from: folder) }
+            return try lockWithoutDaemon(path)
         }
         channel.send("lock")
         let answer = channel.receiveLine() ?? "failed: the daemon ended without an answer"
@@ -34,17 +64,15 @@ struct LockCommand: Command {
         case "locked":
             // The daemon's end of the channel closes when it exits: wait for that.
             while channel.receiveLine() != nil {}
-            context.standardOutput.writeLine("Locked \(mountPoint).")
-            return 0
         case "busy":
-            throw CLIError.failure("\(mountPoint) is busy: a program has a file or folder open in it")
+            throw CLIError.failure("\(path) is busy: a program has a file or folder open in it")
         default:
             throw CLIError.failure(answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer)
         }
     }
 
     /// No daemon of ours answers for `path`: another user's mount, a dead daemon's mount, or none.
-    private static func lockWithoutDaemon(_ path: String) throws -> Int32 {
+    private static func lockWithoutDaemon(_ path: String) throws {
         guard let mount = MountTable.dotsafeMount(at: path) else {
             throw CLIError.failure("no vault is mounted at \(path)")
         }

@@ -3,11 +3,12 @@ import Synchronization
 import SystemCalls
 import VaultFUSE
 
-/// The daemon's end of `dotsafe lock`: a Unix socket with a random name in the private runtime
-/// folder, found through the mount's `MountRecord`. `lock` connects and sends "lock"; the answer
-/// ("locked", "busy" or "failed: …") comes once the vault is locked, and the connection closes
-/// when the daemon exits. Each connection is served on its own thread with a receive timeout,
-/// so a client that connects and says nothing holds up nobody.
+/// The daemon's end of `dotsafe lock` and `dotsafe status`: a Unix socket with a random name in
+/// the private runtime folder, found through the mount's `MountRecord`. `lock` connects and sends
+/// "lock"; the answer ("locked", "busy" or "failed: …") comes once the vault is locked, and the
+/// connection closes when the daemon exits. `status` sends "status" and gets one line of JSON
+/// (`MountState`). Each connection is served on its own thread with a receive timeout, so a
+/// client that connects and says nothing holds up nobody.
 final class LockChannel: Sendable {
     /// How long a connected client may take to say "lock".
     static let requestTimeoutSeconds = 5
@@ -47,23 +48,28 @@ final class LockChannel: Sendable {
         MountRecord(mountPoint: "", storage: "", started: 0, pid: 0, name: name).remove(from: folder)
     }
 
-    /// Serves lock requests on background threads until the process exits.
-    func serve(_ mount: FUSEMount) {
+    /// Serves lock and status requests on background threads until the process exits.
+    func serve(_ mount: FUSEMount, state: @escaping @Sendable () -> MountState) {
         let owner = SystemCall.userID
         Thread.detachNewThread { [self] in
             while let peer = try? socket.accept() {
-                Thread.detachNewThread { [self] in handle(peer, owner: owner, mount: mount) }
+                Thread.detachNewThread { [self] in handle(peer, owner: owner, mount: mount, state: state) }
             }
         }
     }
 
-    private func handle(_ peer: UnixSocket, owner: uid_t, mount: FUSEMount) {
+    private func handle(_ peer: UnixSocket, owner: uid_t, mount: FUSEMount, state: () -> MountState) {
         guard let credentials = try? peer.peerCredentials(), credentials.userID == owner || credentials.userID == 0 else {
             peer.send("failed: only the user who mounted the vault can lock it")
             return
         }
         peer.setReceiveTimeout(seconds: Self.requestTimeoutSeconds)
-        guard peer.receiveLine() == "lock" else { return }
+        let request = peer.receiveLine()
+        if request == "status" {
+            peer.send(String(decoding: (try? JSONEncoder().encode(state())) ?? Data(), as: UTF8.self))
+            return
+        }
+        guard request == "lock" else { return }
         waiting.withLock { $0.append(peer) }
         do { try mount.unmount() } catch FUSEError.busy {
             answer(peer, "busy")

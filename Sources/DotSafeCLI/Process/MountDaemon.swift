@@ -31,7 +31,9 @@ struct MountDaemon {
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
-        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, whenHeld: "this vault is already mounted")
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint)) {
+            "this vault is already \($0)"
+        }
         defer { vaultLock.release() }
         let channel: LockChannel
         let vault: Vault
@@ -69,7 +71,12 @@ struct MountDaemon {
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
         let signals = Self.lockOnSignals(mount)
-        channel.serve(mount)
+        let idleSeconds = options.idleSeconds
+        channel.serve(mount) {
+            let idle = Double(SystemClock().now() - fileSystem.lastActivity) / 1e9
+            return MountState(pending: fileSystem.vault.hasUncommittedChanges,
+                              idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds)
+        }
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
         var outcome = "locked"
         var status: Int32 = 0

@@ -10,19 +10,37 @@ import VaultStore
 /// inode that is new at every mount (`LockFile`), and nothing is locked in the storage itself.
 /// Another user's mount of the same storage is not seen: their runtime folder is their own.
 enum MountGuard {
-    /// Takes the guard, or throws `whenHeld` when another process has it (the secrets are wiped).
-    static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, folder: RuntimeFolder,
-                     whenHeld message: String) throws -> LockFile {
+    /// What holds a guard, written into its file by the holder: says where a vault is mounted.
+    enum Holder {
+        case mount(at: String)
+        case fsck
+
+        var note: String {
+            switch self {
+            case .mount(let mountPoint): "mounted at \(mountPoint)"
+            case .fsck: "being checked by dotsafe fsck"
+            }
+        }
+    }
+
+    /// Takes the guard for `holder`, or throws `whenHeld` with the holder's note ("mounted at
+    /// …") when another process has it (the secrets are wiped).
+    static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, folder: RuntimeFolder, for holder: Holder,
+                     whenHeld message: (String) -> String) throws -> LockFile {
+        let path: String
         do {
             let identity = try storage.identity()
-            let name = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-            if let held = try LockFile.take(folder.file(name + ".lock")) { return held }
+            path = folder.file(try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode) + ".lock")
+            if let held = try LockFile.take(path) {
+                held.note(holder.note)
+                return held
+            }
         } catch {
             secrets.wipe()
             throw CLIError.failure("cannot take the mount guard: \(error)")
         }
         secrets.wipe()
-        throw CLIError.failure(message)
+        throw CLIError.failure(message(LockFile.note(at: path) ?? "in use"))
     }
 
     /// One daemon per mount point: a lock file named from the mount point (in the private folder).

@@ -35,6 +35,17 @@ struct MountRecord: Codable, Equatable {
         try? SystemCall.unlink(folder.file(socketName))
     }
 
+    /// A connection to this mount's daemon, or nil when none answers (a killed daemon). The folder
+    /// is private, so only we could have put a socket there; still, we talk only to the daemon the
+    /// record names, running as us.
+    func connect(in folder: RuntimeFolder) throws -> UnixSocket? {
+        guard let channel = try? UnixSocket.connect(folder.file(socketName)) else { return nil }
+        guard let peer = try? channel.peerCredentials(), peer.userID == SystemCall.userID, peer.processID == pid else {
+            throw CLIError.failure("the lock channel of \(mountPoint) is not served by its daemon (pid \(pid))")
+        }
+        return channel
+    }
+
     /// Every record in the folder (unreadable ones skipped).
     static func all(in folder: RuntimeFolder) -> [MountRecord] {
         let names = (try? SystemCall.listFolder(folder.path)) ?? []
