@@ -22,9 +22,14 @@ public final class VaultSecrets: Sendable {
 
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
     public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {
+        try self.init(pattern: pattern, salt: Keyring.PatternSalt(salt: salt, kdf: .pbkdf2(rounds: rounds)))
+    }
+
+    /// The keyring's KDF over the canonical pattern bytes (the slow step), then the three secrets.
+    public convenience init(pattern: Pattern, salt: Keyring.PatternSalt) throws {
         var password = pattern.canonicalBytes
         defer { for i in password.indices { password[i] = 0 } }
-        try self.init(patternKey: PBKDF2.deriveKey(password: password, salt: salt, rounds: rounds, count: Format.keySize))
+        try self.init(patternKey: salt.kdf.deriveKey(password: password, salt: salt.salt))
     }
 
     /// Name of index slot 0 or 1 at a location ("local" for this device's storage).

@@ -27,7 +27,7 @@ struct MountDaemon {
         // (docs/PERFORMANCE.md: 377 → 326 MiB peak for a 1 GiB write with two arenas).
         _ = dotsafe_limit_malloc_arenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
-        let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
+        let secrets = try VaultSecrets(pattern: pattern, salt: salt)
         let guardSocket = try MountGuard.take(secrets, storage: storage, whenHeld: "this vault is already mounted")
         let lockChannel: UnixSocket
         do { lockChannel = try UnixSocket.listen(LockCommand.channelName(for: options.mountPoint)) } catch {
