@@ -7,7 +7,7 @@ import VaultFormat
 extension Keyring {
     /// The recovery code's groups for this keyring's pattern salt.
     public func recoveryCode() throws -> [String] {
-        guard let salt = try patternSalt() else { throw KeyringError.missing(backend.location) }
+        guard let salt = try patternSalt() else { throw KeyringError.missing(backend.place) }
         let kdf: RecoveryCode.KDF
         switch salt.kdf {
         case .pbkdf2(let rounds):

@@ -102,7 +102,7 @@ public final class Keyring: Sendable {
 
     /// The keyring file sealed under a passphrase (docs/FORMAT.md §8.2).
     public func export(passphrase: [UInt8], rounds: Int = Format.minimumKDFRounds) throws -> [UInt8] {
-        guard let items = try backend.load() else { throw KeyringError.missing(backend.location) }
+        guard let items = try backend.load() else { throw KeyringError.missing(backend.place) }
         var plain = KeyringFile(items: items).encode(checksum: SHA256.hash)
         defer { Sealer.wipe(&plain) }
         let salt = try random.bytes(KeyringExport.saltSize)

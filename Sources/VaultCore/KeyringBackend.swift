@@ -6,12 +6,18 @@ import VaultStore
 public protocol KeyringBackend: Sendable {
     /// Where the keyring lives, for messages.
     var location: String { get }
+    /// "at PATH" or "in the Secret Service …", for "no keyring …".
+    var place: String { get }
     /// The stored items, or nil when there is no keyring yet.
     func load() throws -> [KeyringFile.Item]?
     /// Replaces the stored items, atomically.
     func save(_ items: [KeyringFile.Item]) throws
     /// Deletes the keyring (after `keyring move` has written and checked its new place).
     func remove() throws
+}
+
+extension KeyringBackend {
+    public var place: String { "at \(location)" }
 }
 
 /// The keyring as one file (docs/FORMAT.md §8.1): mode 0600 in a 0700 folder, replaced

@@ -5,7 +5,7 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The random source failed: no secret was made (the seed's failedToGenerateEncryptedKey).
     case generationFailed
     case itemNotFound(String)
-    /// No keyring at the path, where one is needed.
+    /// No keyring where one is needed; the text is the place ("at PATH").
     case missing(String)
     /// The file is not a keyring, or its checksum fails.
     case damaged(path: String, reason: String)
@@ -30,7 +30,7 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
         case .duplicateItem(let tag): "the keyring already has an item '\(tag)'"
         case .generationFailed: "could not make a random secret: the system's random source failed"
         case .itemNotFound(let tag): "the keyring has no item '\(tag)'"
-        case .missing(let path): "no keyring at \(path) (make one with 'dotsafe init STORAGE', or import one with 'dotsafe keyring import')"
+        case .missing(let place): "no keyring \(place) (make one with 'dotsafe init STORAGE', or import one with 'dotsafe keyring import')"
         case .missingForStorage(let path):
             "the keyring is missing (\(path)): the vaults in this storage need the salt they were made with; import your backup with 'dotsafe keyring import FILE' or 'dotsafe keyring import --text' ('dotsafe init' would make a new keyring that opens none of them)"
         case .secretService(let text): text

@@ -8,7 +8,7 @@ public enum KeyringMove {
     /// Moves the keyring from `source` to `target`. Into the Secret Service, the record that
     /// points there is written last, replacing the file keyring.
     public static func move(from source: any KeyringBackend, to target: any KeyringBackend) throws {
-        guard let items = try source.load() else { throw KeyringError.missing(source.location) }
+        guard let items = try source.load() else { throw KeyringError.missing(source.place) }
         let expected = encoded(items)
         if let present = try presentItems(target) {
             guard encoded(present) == expected else {

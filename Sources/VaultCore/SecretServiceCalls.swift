@@ -20,6 +20,8 @@ enum SecretServiceCalls {
     static func read(environment: [String: String]) throws -> [UInt8]? {
         let session = try Session(environment: environment)
         defer { session.close() }
+        // A locked collection hides its items: without this, "locked" would read as "no keyring".
+        try session.unlockDefaultCollection()
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue | SECRET_SEARCH_LOAD_SECRETS.rawValue)
         let found = try session.call(prompting: true) { cancellable, error in
             secret_service_search_sync(session.service, dotsafe_secret_schema(), session.attributes, flags, cancellable, error)
@@ -130,7 +132,7 @@ enum SecretServiceCalls {
         if let error {
             defer { g_error_free(error) }
             if g_cancellable_is_cancelled(cancellable.pointer) != 0 {
-                throw KeyringError.secretService("the Secret Service did not answer within \(Int(seconds)) seconds: nothing was changed")
+                throw KeyringError.secretService("the Secret Service did not answer within \(Int(seconds)) seconds")
             }
             let text = String(cString: error.pointee.message)
             if text.lowercased().contains("locked") { throw locked }

@@ -13,7 +13,8 @@ public struct SecretServiceKeyringBackend: KeyringBackend {
         self.environment = environment
     }
 
-    public var location: String { "the Secret Service, as recorded in \(recordPath)" }
+    public var location: String { "the Secret Service (recorded in \(recordPath))" }
+    public var place: String { "in \(location)" }
 
     public func load() throws -> [KeyringFile.Item]? {
         guard let bytes = try SecretServiceCalls.read(environment: environment) else { return nil }

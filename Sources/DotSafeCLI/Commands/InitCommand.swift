@@ -34,10 +34,8 @@ struct InitCommand: Command {
 
     func run(context: CommandContext) throws -> Int32 {
         let keyring = try Keyring(option: context.globalOptions.keyringPath, environment: context.environment)
-        // Check the keyring before touching the folder, so a bad keyring leaves no half-made storage.
         let salt = try keyring.patternSalt()
         let secretService = keyring.backend as? SecretServiceKeyringBackend
-        if salt == nil { try secretService?.checkRecordPlace() }
         if let kdfName, let salt {
             throw CLIError.failure("the keyring \(keyring.backend.location) exists already (\(salt.kdf)): --kdf \(kdfName) applies only to a new keyring; nothing was changed")
         }
@@ -47,15 +45,22 @@ struct InitCommand: Command {
                 ? "\(storage) is a storage already, and its vaults need the keyring they were made with: import your backup with 'dotsafe keyring import FILE' or 'dotsafe keyring import --text' (init makes new storages only)"
                 : "\(storage) is a storage already: mount it with 'dotsafe mount \(storage) MOUNTPOINT' (init makes new storages only)")
         }
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: storage), !entries.isEmpty {
+            throw CLIError.failure("\(storage) is not empty: a storage is made in a new or empty folder")
+        }
+        // The keyring first: one that cannot be written (a locked Secret Service) leaves no storage behind.
+        if salt == nil {
+            try secretService?.checkRecordPlace()
+            try keyring.createPatternSalt(kdf: KDFSettings.kdf(named: kdfName, context.environment))
+            try secretService?.writeRecord()
+        }
         let files: Int
         do { files = try Storage.initialize(at: storage, random: SystemRandom()) } catch StoreError.folderNotEmpty {
             throw CLIError.failure("\(storage) is not empty: a storage is made in a new or empty folder")
         }
         context.standardOutput.writeLine("Created storage \(storage) with \(files) cover files.")
         if salt == nil {
-            try keyring.createPatternSalt(kdf: KDFSettings.kdf(named: kdfName, context.environment))
-            try secretService?.writeRecord()
-            context.standardOutput.writeLine("Created keyring \(keyring.backend.location); keep a copy with 'dotsafe keyring export FILE' or 'dotsafe keyring export --text'.")
+            context.standardOutput.writeLine("Created the keyring \(keyring.backend.place); keep a copy with 'dotsafe keyring export FILE' or 'dotsafe keyring export --text'.")
         }
         return 0
     }

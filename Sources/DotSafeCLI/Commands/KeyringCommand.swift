@@ -97,7 +97,7 @@ struct KeyringCommand: Command {
     }
 
     private func show(_ keyring: Keyring, _ context: CommandContext) throws {
-        guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.location) }
+        guard let salt = try keyring.patternSalt() else { throw KeyringError.missing(keyring.backend.place) }
         let out = context.standardOutput
         if keyring.backend is SecretServiceKeyringBackend {
             out.writeLine("The keyring is in \(keyring.backend.location).")
