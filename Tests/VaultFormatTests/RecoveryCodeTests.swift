@@ -34,9 +34,10 @@ import VaultFormat
     @Test(arguments: [0, 6, 16]) func aTypoNamesItsGroup(group: Int) {
         var groups = Self.groups
         var characters = Array(groups[group])
+        let original = characters[1]
         // Every other character in the same place: the group's check catches 31 of 32; the
         // whole-code check catches the rest, so the code is never accepted with the typo.
-        for replacement in "abcdefghijklmnopqrstuvwxyz234567" where replacement != characters[1] {
+        for replacement in "abcdefghijklmnopqrstuvwxyz234567" where replacement != original {
             characters[1] = replacement
             groups[group] = String(characters)
             do {
