@@ -54,11 +54,10 @@ struct KeyringCommand: Command {
             if target != nil { throw CLIError.usage("keyring show takes no file") }
         case .export where asText:
             if target != nil { throw CLIError.usage("export --text prints the code: redirect it if you want a file") }
-        case .export, .import where !asText:
-            if target == nil { throw CLIError.usage("missing argument FILE") }
+        case .export, .import:
+            if target == nil && !asText { throw CLIError.usage("missing argument FILE") }
         case .move:
             if target == nil { throw CLIError.usage("missing argument: move secret-service, or move PATH") }
-        case .import: break
         }
     }
 
