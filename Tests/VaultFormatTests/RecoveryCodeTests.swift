@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VaultFormat
+@testable import VaultFormat
 
 @Suite struct RecoveryCodeTests {
     /// The vectors of make-vectors.py, a second implementation (docs/FORMAT.md §8.3).
@@ -66,5 +66,30 @@ import VaultFormat
         }
         #expect(RecoveryCode.Failure.wrongLength(characters: 80).description
                 == "a recovery code has 17 groups of 5 characters (85); this has 80")
+    }
+
+    /// A code for any 38 bytes, with valid checks, to show what decoding refuses.
+    static func code(body: [UInt8]) -> String {
+        let characters = RecoveryCode.base32(body + sha256(RecoveryCode.codeLabel + body).prefix(4))
+        return (0..<RecoveryCode.groupCount).map { index in
+            let data = Array(characters[index * 4 ..< index * 4 + 4])
+            return String(decoding: data + [RecoveryCode.check(group: index + 1, data, hash: sha256)], as: UTF8.self)
+        }.joined(separator: " ")
+    }
+
+    @Test func newerVersionsUnknownKDFsAndReservedBytesAreRefused() throws {
+        let salt = [UInt8](repeating: 1, count: 32)
+        #expect(try RecoveryCode.decode(Self.code(body: [1, 2, 16, 8, 1, 0] + salt), hash: sha256).kdf == .scrypt(log2N: 16, r: 8, p: 1))
+        #expect(throws: RecoveryCode.Failure.newerVersion(2)) { try RecoveryCode.decode(Self.code(body: [2, 1, 0, 0, 0, 0] + salt), hash: sha256) }
+        #expect(throws: RecoveryCode.Failure.invalid("unknown key derivation 9")) { try RecoveryCode.decode(Self.code(body: [1, 9, 0, 0, 0, 0] + salt), hash: sha256) }
+        #expect(throws: RecoveryCode.Failure.invalid("reserved byte")) { try RecoveryCode.decode(Self.code(body: [1, 2, 16, 8, 1, 7] + salt), hash: sha256) }
+        // Non-zero padding bits in the last character, with every check recomputed to match.
+        var characters = Array(RecoveryCode.base32([1, 1, 0, 0, 0, 0] + salt + sha256(RecoveryCode.codeLabel + [1, 1, 0, 0, 0, 0] + salt).prefix(4)))
+        characters[67] = RecoveryCode.alphabet[(RecoveryCode.alphabet.firstIndex(of: characters[67])! | 1)]
+        let padded = (0..<17).map { index in
+            let data = Array(characters[index * 4 ..< index * 4 + 4])
+            return String(decoding: data + [RecoveryCode.check(group: index + 1, data, hash: sha256)], as: UTF8.self)
+        }.joined(separator: " ")
+        #expect(throws: RecoveryCode.Failure.wholeCode) { try RecoveryCode.decode(padded, hash: sha256) }
     }
 }
