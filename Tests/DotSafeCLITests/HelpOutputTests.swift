@@ -13,13 +13,14 @@ import Testing
           mount           Open the vault a pattern finds and mount it as a folder.
           lock            Lock a vault: write changes, unmount, erase the keys.
           fsck            Check a vault; with --repair, drop what cannot be read.
-          keyring         Export the keyring under a passphrase, or import an export.
+          keyring         Show, back up, restore or move the keyring.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
 
         GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
+                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                          the keyring under $XDG_DATA_HOME/dotsafe/).
           -h, --help      Show help.
           --version       Print the version.
 
@@ -36,8 +37,9 @@ import Testing
           -h, --help      Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
+                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                          the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 
@@ -71,8 +73,9 @@ import Testing
           -h, --help       Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH   Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                           set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH   Use the keyring file at PATH, or the desktop's Secret Service
+                           with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                           the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 
@@ -88,8 +91,9 @@ import Testing
           -h, --help      Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
+                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                          the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 

@@ -9,13 +9,13 @@ struct KeyringCommand: Command {
     static let name = "keyring"
     static let summary = "Show, back up, restore or move the keyring."
     static let discussion = """
-        show                 (or no action) says where the keyring lives and its KDF.
-        export FILE          writes the keyring to FILE, sealed with a passphrase typed twice.
-        export --text        prints a recovery code to write on paper (17 groups of 5).
-        import FILE          adds the keyring items in FILE to this machine's keyring.
-        import --text [FILE] reads a recovery code from FILE or standard input.
-        move secret-service  moves the keyring into the desktop's Secret Service.
-        move PATH            moves it to the file PATH.
+        show (or nothing)     says where the keyring lives, and its KDF.
+        export FILE           writes it to FILE, sealed with a passphrase typed twice.
+        export --text         prints a recovery code to write on paper.
+        import FILE           adds the items of an export to this keyring.
+        import --text [FILE]  reads a recovery code from FILE or standard input.
+        move secret-service   moves the keyring into the desktop's Secret Service.
+        move PATH             moves it to the file PATH.
         The salt alone opens nothing, but with it a short pattern can be guessed
         offline: keep exports and the paper as safe as the storage.
         """
