@@ -14,6 +14,7 @@ import Testing
           lock            Lock a vault: write changes, unmount, erase the keys.
           fsck            Check a vault; with --repair, drop what cannot be read.
           keyring         Show, back up, restore or move the keyring.
+          completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
 
@@ -22,7 +23,7 @@ import Testing
                           with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
                           the keyring under $XDG_DATA_HOME/dotsafe/).
           -h, --help      Show help.
-          --version       Print the version.
+          -V, --version   Print the version.
 
         See 'dotsafe help COMMAND' for help on a command.
 
@@ -34,12 +35,7 @@ import Testing
         USAGE: dotsafe version
 
         OPTIONS:
-          -h, --help      Show help.
-
-        GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
-                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
-                          the keyring under $XDG_DATA_HOME/dotsafe/).
+          -h, --help  Show help.
 
         """
 
@@ -82,27 +78,23 @@ import Testing
     static let helpHelp = """
         OVERVIEW: Show help for dotsafe or for one command.
 
-        USAGE: dotsafe help [COMMAND]
+        USAGE: dotsafe help [--man] [COMMAND]
 
         ARGUMENTS:
-          COMMAND         The command to describe; without it, list all commands.
+          COMMAND     The command to describe; without it, list all commands.
 
         OPTIONS:
-          -h, --help      Show help.
-
-        GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
-                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
-                          the keyring under $XDG_DATA_HOME/dotsafe/).
+          --man       Print it as a manual page (roff) instead.
+          -h, --help  Show help.
 
         """
 
-    @Test(arguments: [["--help"], ["-h"], ["help"], ["--keyring", "k", "--help"], ["--help", "--frob"]])
+    @Test(arguments: [[], ["--help"], ["-h"], ["help"], ["--keyring", "k", "--help"], ["--help", "--frob"]])
     func programHelp(arguments: [String]) {
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: Self.programHelp))
     }
 
-    @Test(arguments: [["--version"], ["version"], ["version", "--keyring=k"], ["--keyring", "k", "--version"]])
+    @Test(arguments: [["--version"], ["-V"], ["version"], ["--keyring", "k", "version"], ["--keyring", "k", "--version"]])
     func version(arguments: [String]) {
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: "dotsafe 0.1.0\n"))
     }
@@ -136,6 +128,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "completion", "help", "version"])
     }
 }

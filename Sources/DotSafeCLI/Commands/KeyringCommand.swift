@@ -8,6 +8,7 @@ import VaultStore
 struct KeyringCommand: Command {
     static let name = "keyring"
     static let summary = "Show, back up, restore or move the keyring."
+    static let usesKeyring = true
     static let discussion = """
         show (or nothing)     says where the keyring lives, and its KDF.
         export FILE           writes it to FILE, sealed with a passphrase typed twice.
@@ -19,7 +20,8 @@ struct KeyringCommand: Command {
         The salt alone opens nothing, but with it a short pattern can be guessed
         offline: keep exports and the paper as safe as the storage.
         """
-    static let action = PositionalSpec("ACTION", arity: .optional, help: "show, export, import or move.")
+    static let action = PositionalSpec("ACTION", arity: .optional, values: ["show", "export", "import", "move"],
+                                       help: "show, export, import or move.")
     static let target = PositionalSpec("FILE", arity: .optional, help: "The export file, or where to move the keyring.")
     static let passphraseStdin = OptionSpec.flag("passphrase-stdin", help: "Read the passphrase as one line from standard input.")
     static let replace = OptionSpec.flag("replace", help: "On import, replace a different salt (vaults made with the old one will look empty).")
