@@ -1,11 +1,11 @@
 /// The options every command accepts, before or after the command name
 /// (`dotsafe --keyring K version` and `dotsafe version --keyring K` mean the same).
 public struct GlobalOptions: Equatable, Sendable {
-    /// `--keyring PATH`: the keyring file that holds the salt.
+    /// `--keyring PATH`: the keyring file that holds the salt (`secret-service`: the Secret Service).
     public static let keyring = OptionSpec.value(
         "keyring", placeholder: "PATH",
-        help: "Use the keyring file at PATH (default: $\(keyringEnvironmentVariable) if set, "
-            + "else the keyring under $XDG_DATA_HOME/dotsafe/).")
+        help: "Use the keyring file at PATH, or the desktop's Secret Service with 'secret-service' "
+            + "(default: $\(keyringEnvironmentVariable) if set, else the keyring under $XDG_DATA_HOME/dotsafe/).")
 
     /// The environment variable that chooses the keyring when `--keyring` is not given.
     public static let keyringEnvironmentVariable = "DOTSAFE_KEYRING"

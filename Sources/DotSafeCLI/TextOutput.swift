@@ -11,6 +11,12 @@ import SystemCalls
 public protocol TextOutput: AnyObject, Sendable {
     /// Writes `text` as UTF-8, completely.
     func write(_ text: String)
+    /// Whether a person reads this output on a terminal.
+    var isTerminal: Bool { get }
+}
+
+extension TextOutput {
+    public var isTerminal: Bool { false }
 }
 
 extension TextOutput {
@@ -34,6 +40,8 @@ public final class FileDescriptorOutput: TextOutput {
     public init(descriptor: Int32) {
         self.descriptor = descriptor
     }
+
+    public var isTerminal: Bool { isatty(descriptor) == 1 }
 
     public func write(_ text: String) {
         var text = text

@@ -8,18 +8,18 @@ import VaultFormat
 public final class Keyring: Sendable {
     public static let patternSaltTag = "dotsafe.pattern-salt"
     public static let saltSize = 32
-    public static let kdfName = "pbkdf2-hmac-sha256"
 
-    /// The salt and rounds a pattern key is derived with.
+    /// The salt, and how a pattern key is derived with it.
     public struct PatternSalt: Equatable, Sendable {
         public var salt: [UInt8]
-        public var rounds: Int
+        public var kdf: PatternKDF
+        public init(salt: [UInt8], kdf: PatternKDF) { self.salt = salt; self.kdf = kdf }
     }
 
     public let backend: any KeyringBackend
     private let random: any RandomSource
     /// `DOTSAFE_ALLOW_WEAK_KDF=1`: tests may use fewer rounds; nobody else may.
-    private let allowWeakKDF: Bool
+    let allowWeakKDF: Bool
     /// Serialises read-modify-write of the backend within this process.
     private let mutation = Mutex(())
 
@@ -29,9 +29,10 @@ public final class Keyring: Sendable {
         self.allowWeakKDF = allowWeakKDF
     }
 
-    /// The keyring the command line names (`--keyring`, `DOTSAFE_KEYRING`, the default file).
-    public convenience init(option: String?, environment: [String: String], random: any RandomSource = SystemRandom()) {
-        self.init(backend: FileKeyringBackend(path: FileKeyringBackend.path(option: option, environment: environment)),
+    /// The keyring the command line names (`--keyring PATH` or `secret-service`, `DOTSAFE_KEYRING`,
+    /// the default file), following a record that says the keyring is in the Secret Service.
+    public convenience init(option: String?, environment: [String: String], random: any RandomSource = SystemRandom()) throws {
+        self.init(backend: try KeyringLocation(option: option, environment: environment).backend(environment: environment),
                   random: random, allowWeakKDF: environment["DOTSAFE_ALLOW_WEAK_KDF"] == "1")
     }
 
@@ -65,39 +66,43 @@ public final class Keyring: Sendable {
         }
     }
 
-    /// The pattern salt and its rounds, checked (R-KEY-5); nil when the keyring has none.
+    /// The pattern salt and its KDF, checked (R-KEY-5); nil when the keyring has none.
     public func patternSalt() throws -> PatternSalt? {
         guard let item = try get(tag: Self.patternSaltTag) else { return nil }
-        let kdf = item.attribute("kdf") ?? ""
-        guard kdf == Self.kdfName else { throw KeyringError.unknownKDF(kdf) }
-        guard let rounds = Int(item.attribute("rounds") ?? ""), rounds > 0, rounds <= Int(Int32.max) else {
-            throw KeyringError.damaged(path: backend.location, reason: "the pattern salt has no valid round count")
+        let kdf: PatternKDF
+        do { kdf = try PatternKDF(attributes: item) } catch {
+            switch error {
+            case .unknown(let name): throw KeyringError.unknownKDF(name)
+            case .invalid(let reason): throw KeyringError.damaged(path: backend.location, reason: reason)
+            }
         }
-        guard rounds >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: rounds) }
+        guard !kdf.isWeak || allowWeakKDF else { throw KeyringError.weakKDF(kdf) }
         guard item.secret.count == Self.saltSize else {
             throw KeyringError.damaged(path: backend.location, reason: "the pattern salt is not \(Self.saltSize) bytes")
         }
-        return PatternSalt(salt: item.secret, rounds: rounds)
+        return PatternSalt(salt: item.secret, kdf: kdf)
     }
 
-    /// The pattern salt where one is needed to open a vault: no keyring is `missing`.
+    /// The pattern salt where a storage needs one to open a vault: no keyring is `missingForStorage`.
     public func requiredPatternSalt() throws -> PatternSalt {
-        guard let salt = try patternSalt() else { throw KeyringError.missing(backend.location) }
+        guard let salt = try patternSalt() else { throw KeyringError.missingForStorage(backend.location) }
         return salt
     }
 
-    /// Makes the pattern salt; `rounds` below 600,000 only with `DOTSAFE_ALLOW_WEAK_KDF=1`.
+    /// Makes the pattern salt; weak parameters only with `DOTSAFE_ALLOW_WEAK_KDF=1`.
     @discardableResult
-    public func createPatternSalt(rounds: Int = Format.minimumKDFRounds) throws -> PatternSalt {
-        guard rounds >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: rounds) }
-        let salt = try add(tag: Self.patternSaltTag, count: Self.saltSize,
-                           attributes: [("kdf", Self.kdfName), ("rounds", String(rounds))])
-        return PatternSalt(salt: salt, rounds: rounds)
+    public func createPatternSalt(kdf: PatternKDF = .standard) throws -> PatternSalt {
+        guard !kdf.isWeak || allowWeakKDF else { throw KeyringError.weakKDF(kdf) }
+        let salt = try add(tag: Self.patternSaltTag, count: Self.saltSize, attributes: kdf.attributes)
+        return PatternSalt(salt: salt, kdf: kdf)
     }
+
+    @discardableResult
+    public func createPatternSalt(rounds: Int) throws -> PatternSalt { try createPatternSalt(kdf: .pbkdf2(rounds: rounds)) }
 
     /// The keyring file sealed under a passphrase (docs/FORMAT.md §8.2).
     public func export(passphrase: [UInt8], rounds: Int = Format.minimumKDFRounds) throws -> [UInt8] {
-        guard let items = try backend.load() else { throw KeyringError.missing(backend.location) }
+        guard let items = try backend.load() else { throw KeyringError.missing(backend.place) }
         var plain = KeyringFile(items: items).encode(checksum: SHA256.hash)
         defer { Sealer.wipe(&plain) }
         let salt = try random.bytes(KeyringExport.saltSize)
@@ -116,7 +121,7 @@ public final class Keyring: Sendable {
         do { export = try KeyringExport.decode(bytes) } catch let error as FormatError {
             throw KeyringError.damaged(path: "the export", reason: error.description)
         }
-        guard Int(export.rounds) >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(rounds: Int(export.rounds)) }
+        guard Int(export.rounds) >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(.pbkdf2(rounds: Int(export.rounds))) }
         let key = try PBKDF2.deriveKey(password: passphrase, salt: export.salt, rounds: Int(export.rounds), count: Format.keySize)
         defer { key.wipe() }
         var plain: [UInt8]
@@ -128,7 +133,13 @@ public final class Keyring: Sendable {
         do { imported = try KeyringFile.decode(plain, checksum: SHA256.hash).items } catch let error as FormatError {
             throw KeyringError.damaged(path: "the export", reason: error.description)
         }
-        return try mutation.withLock { _ in
+        return try merge(imported, replace: replace)
+    }
+
+    /// Adds `imported`: an item that exists with the same secret is left; one with a different
+    /// secret is refused unless `replace`. Returns the tags added or replaced.
+    func merge(_ imported: [KeyringFile.Item], replace: Bool) throws -> [String] {
+        try mutation.withLock { _ in
             var items = try backend.load() ?? []
             var changed: [String] = []
             for item in imported {

@@ -5,17 +5,23 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The random source failed: no secret was made (the seed's failedToGenerateEncryptedKey).
     case generationFailed
     case itemNotFound(String)
-    /// No keyring at the path, where one is needed.
+    /// No keyring where one is needed; the text is the place ("at PATH").
     case missing(String)
     /// The file is not a keyring, or its checksum fails.
     case damaged(path: String, reason: String)
     /// The keyring asks for fewer rounds than DotSafe accepts (R-KEY-5).
-    case weakKDF(rounds: Int)
+    case weakKDF(PatternKDF)
     case unknownKDF(String)
     /// Reading or writing the file failed; the text says how.
     case storage(String)
     /// The export's passphrase is wrong or the export is damaged (the seal does not open).
     case wrongPassphrase
+    /// The Secret Service cannot be reached, is locked or refused; the text says which.
+    case secretService(String)
+    /// The keyring file is a record naming a place this DotSafe does not know.
+    case unknownBackend(path: String, name: String)
+    /// Where a storage exists but its keyring does not (mount, fsck).
+    case missingForStorage(String)
     /// Import would replace a different salt: vaults made with the current one would look empty.
     case conflictingItem(String)
 
@@ -24,10 +30,16 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
         case .duplicateItem(let tag): "the keyring already has an item '\(tag)'"
         case .generationFailed: "could not make a random secret: the system's random source failed"
         case .itemNotFound(let tag): "the keyring has no item '\(tag)'"
-        case .missing(let path): "no keyring at \(path) (make one with 'dotsafe init', or import one with 'dotsafe keyring import')"
+        case .missing(let place): "no keyring \(place) (make one with 'dotsafe init STORAGE', or import one with 'dotsafe keyring import')"
+        case .missingForStorage(let path):
+            "the keyring is missing (\(path)): the vaults in this storage need the salt they were made with; import your backup with 'dotsafe keyring import FILE' or 'dotsafe keyring import --text' ('dotsafe init' would make a new keyring that opens none of them)"
+        case .secretService(let text): text
+        case .unknownBackend(let path, let name): "the keyring \(path) says the keyring is in '\(name)', which this DotSafe does not know: refused"
         case .damaged(let path, let reason): "the keyring \(path) is damaged: \(reason)"
-        case .weakKDF(let rounds):
+        case .weakKDF(.pbkdf2(let rounds)):
             "the keyring asks for \(rounds) PBKDF2 rounds, fewer than 600000: refused (a planted keyring could weaken your vault)"
+        case .weakKDF(let kdf):
+            "the keyring asks for \(kdf), less than 64 MiB: refused (a planted keyring could weaken your vault)"
         case .unknownKDF(let name): "the keyring names an unknown key derivation '\(name)'"
         case .storage(let text): text
         case .wrongPassphrase: "the passphrase is wrong, or the export is damaged"

@@ -23,7 +23,13 @@ public final class VaultSecrets: Sendable {
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
     /// The pattern's bytes go from its locked memory straight into PBKDF2.
     public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {
-        try self.init(patternKey: PBKDF2.deriveKey(password: pattern.secret, salt: salt, rounds: rounds, count: Format.keySize))
+        try self.init(pattern: pattern, salt: Keyring.PatternSalt(salt: salt, kdf: .pbkdf2(rounds: rounds)))
+    }
+
+    /// The keyring's KDF over the pattern's canonical bytes (the slow step), then the three
+    /// secrets. The bytes go from the pattern's locked memory straight into the KDF.
+    public convenience init(pattern: Pattern, salt: Keyring.PatternSalt) throws {
+        try self.init(patternKey: salt.kdf.deriveKey(password: pattern.secret, salt: salt.salt))
     }
 
     /// Name of index slot 0 or 1 at a location ("local" for this device's storage).

@@ -70,6 +70,17 @@ public enum PrivateFile {
         }
     }
 
+    /// Removes the file at `path` and syncs its folder; a file that is not there is fine.
+    public static func remove(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Failure.system(path: path, operation: "remove", errno: errno) }
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let folderFD = open(folder.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderFD >= 0 {
+            _ = fsync(folderFD)
+            close(folderFD)
+        }
+    }
+
     /// mkdir -p, with the last folder made 0700.
     public static func makeFolder(_ path: String) throws {
         if (try? SystemCall.status(path)) != nil { return }

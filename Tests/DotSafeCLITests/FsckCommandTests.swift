@@ -24,7 +24,7 @@ import VaultStore
 
         func secrets() throws -> VaultSecrets {
             let salt = try #require(try Keyring(option: nil, environment: environment).patternSalt())
-            return try VaultSecrets(pattern: Pattern(parsing: FsckCommandTests.pattern), salt: salt.salt, rounds: salt.rounds)
+            return try VaultSecrets(pattern: Pattern(parsing: FsckCommandTests.pattern), salt: salt)
         }
 
         /// Opens the vault (read-only) for a look at where things lie, or at their bytes.

@@ -14,14 +14,15 @@ import Testing
           lock            Lock a vault: write changes, unmount, erase the keys.
           status          List your open vaults: mount point, storage, since when.
           fsck            Check a vault; with --repair, drop what cannot be read.
-          keyring         Export the keyring under a passphrase, or import an export.
+          keyring         Show, back up, restore or move the keyring.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
 
         GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH  Use the keyring file at PATH, or the desktop's Secret Service
+                          with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                          the keyring under $XDG_DATA_HOME/dotsafe/).
           -h, --help      Show help.
           -V, --version   Print the version.
 
@@ -69,8 +70,9 @@ import Testing
           -h, --help       Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH   Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                           set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH   Use the keyring file at PATH, or the desktop's Secret Service
+                           with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
+                           the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 

@@ -73,6 +73,6 @@ import VaultFormat
         #expect(!FileManager.default.fileExists(atPath: base + "/e"))
         let unknown = CLIRun(["keyring", "burn", base + "/e"], environment: env)
         #expect(unknown.status == 64)
-        #expect(unknown.standardError.hasPrefix("dotsafe: unknown keyring action 'burn': use export or import\n"))
+        #expect(unknown.standardError.hasPrefix("dotsafe: unknown keyring action 'burn': use show, export, import or move\n"))
     }
 }

@@ -114,7 +114,7 @@ import Testing
 
         #expect(try Self.bashCompletes(["dotsafe", "mo"], in: folder) == ["mount"])
         #expect(try Self.bashCompletes(["dotsafe", "mount", "--pat"], in: folder) == ["--pattern", "--pattern-stdin"])
-        #expect(try Self.bashCompletes(["dotsafe", "keyring", ""], in: folder) == ["export", "import"])
+        #expect(try Self.bashCompletes(["dotsafe", "keyring", ""], in: folder) == ["export", "import", "move", "show"])
         #expect(try Self.bashCompletes(["dotsafe", "keyring", "export", "sa"], in: folder) == ["salt.export"])
         #expect(try Self.bashCompletes(["dotsafe", "--keyring", "sa"], in: folder) == ["salt.export"])
         // Folders only for a storage, also after an option that takes a value.

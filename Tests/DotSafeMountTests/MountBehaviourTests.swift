@@ -117,7 +117,9 @@ import Testing
             (["mount", h.storage, vault, "--pattern-stdin"], "a1-b2-c3-e5", "dotsafe: invalid pattern: e5 is not next to c3\n"),
             (["mount", h.storage, vault, "--pattern-stdin"], "b2-b2", "dotsafe: invalid pattern: b2 is used twice\n"),
             (["--keyring", h.base + "/nokeyring", "mount", h.storage, vault, "--pattern-stdin"], Self.pattern,
-             "dotsafe: no keyring at \(h.base)/nokeyring (make one with 'dotsafe init', or import one with 'dotsafe keyring import')\n"),
+             "dotsafe: the keyring is missing (\(h.base)/nokeyring): the vaults in this storage need the salt they were made with; "
+                + "import your backup with 'dotsafe keyring import FILE' or 'dotsafe keyring import --text' "
+                + "('dotsafe init' would make a new keyring that opens none of them)\n"),
         ]
         for (arguments, input, message) in cases {
             let result = h.dotsafe(arguments, input: input.map { $0 + "\n" })

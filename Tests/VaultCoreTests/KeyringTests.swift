@@ -13,6 +13,7 @@ final class MemoryKeyringBackend: KeyringBackend, @unchecked Sendable {
     var location: String { "memory" }
     func load() throws -> [KeyringFile.Item]? { items }
     func save(_ items: [KeyringFile.Item]) throws { self.items = items; saves += 1 }
+    func remove() throws { items = nil }
 }
 
 @Suite struct KeyringTests {
@@ -46,17 +47,17 @@ final class MemoryKeyringBackend: KeyringBackend, @unchecked Sendable {
 
     @Test func weakRoundsAreRefusedUnlessAllowed() throws {
         let backend = MemoryKeyringBackend()
-        #expect(throws: KeyringError.weakKDF(rounds: 1000)) { try Keyring(backend: backend).createPatternSalt(rounds: 1000) }
+        #expect(throws: KeyringError.weakKDF(.pbkdf2(rounds: 1000))) { try Keyring(backend: backend).createPatternSalt(rounds: 1000) }
         try Keyring(backend: backend, allowWeakKDF: true).createPatternSalt(rounds: 1000)
         // A planted keyring with few rounds cannot silently weaken a vault (R-KEY-5).
-        #expect(throws: KeyringError.weakKDF(rounds: 1000)) { try Keyring(backend: backend).patternSalt() }
-        #expect(try Keyring(backend: backend, allowWeakKDF: true).patternSalt()?.rounds == 1000)
+        #expect(throws: KeyringError.weakKDF(.pbkdf2(rounds: 1000))) { try Keyring(backend: backend).patternSalt() }
+        #expect(try Keyring(backend: backend, allowWeakKDF: true).patternSalt()?.kdf == .pbkdf2(rounds: 1000))
     }
 
     @Test func patternSaltRecordsItsKDF() throws {
         let backend = MemoryKeyringBackend()
         let salt = try Keyring(backend: backend).createPatternSalt()
-        #expect(salt.rounds == 600_000 && salt.salt.count == 32)
+        #expect(salt.kdf == .pbkdf2(rounds: 600_000) && salt.salt.count == 32)
         let item = try #require(backend.items?.first)
         #expect(item.tag == "dotsafe.pattern-salt")
         #expect(item.attribute("kdf") == "pbkdf2-hmac-sha256" && item.attribute("rounds") == "600000")

@@ -11,7 +11,7 @@ Dependency: python3 (3.9 or later) and `cryptography` (Debian: python3-cryptogra
 `pip install cryptography`). Tested with cryptography 48.
 
 Usage:
-    tools/vectors/make-vectors.py            write keys.txt and seal.txt into
+    tools/vectors/make-vectors.py            write keys.txt, seal.txt and recovery-code.txt into
                                              Tests/VaultFormatTests/Vectors/
     tools/vectors/make-vectors.py --check    compare instead of writing; exit 1 on a difference
     tools/vectors/make-vectors.py --counts   print the pattern counts the Swift tests hard-code
@@ -197,6 +197,42 @@ def seal_txt() -> str:
     ])
 
 
+# --- recovery codes (§8.3) ---------------------------------------------------------------------
+
+def recovery_code(kdf: bytes, salt: bytes) -> list:
+    """§8.3: 42 bytes in base32, 17 groups of 4 characters, each followed by its check character."""
+    body = u8(1) + kdf + salt
+    raw = body + hashlib.sha256(b"DotSafe v1 recovery code" + body).digest()[:4]
+    text = base32(raw)
+    assert len(text) == 68
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    groups = []
+    for g in range(17):
+        data = text[4 * g:4 * g + 4]
+        check = hashlib.sha256(b"DotSafe v1 recovery group" + u8(g + 1) + data.encode("ascii")).digest()[0] >> 3
+        groups.append(data + alphabet[check])
+    return groups
+
+
+def recovery_txt() -> str:
+    records = [
+        ("PBKDF2-HMAC-SHA256, 600,000 rounds", u8(1) + u32(600_000), bytes(range(32))),
+        ("scrypt, N = 2^16, r = 8, p = 1", u8(2) + bytes([16, 8, 1, 0]), bytes.fromhex("d07a5afe") * 8),
+    ]
+    lines = [
+        "# Recovery codes (docs/FORMAT.md §8.3), written by tools/vectors/make-vectors.py with",
+        "# hashlib's SHA-256 and the standard library's base32.",
+        "#",
+        "# KDF: the kdf byte and its 4 parameter bytes, hex. SALT: hex. GROUPS: the 17 groups in order,",
+        "# separated by spaces (text, not hex).",
+        "",
+    ]
+    for count, (what, kdf, salt) in enumerate(records):
+        lines += [f"# {what}", f"COUNT = {count}", f"KDF = {kdf.hex()}", f"SALT = {salt.hex()}",
+                  f"GROUPS = {' '.join(recovery_code(kdf, salt))}", ""]
+    return "\n".join(lines)
+
+
 # --- pattern counts (§2.1, R-SEC-6) -----------------------------------------------------------
 
 def count_patterns(max_length: int, min_length: int = 4) -> int:
@@ -220,7 +256,7 @@ def main() -> int:
         for n in (4, 5, 6):
             print(f"patterns of at most {n} points: {count_patterns(n)}")
         return 0
-    outputs = {"keys.txt": keys_txt(), "seal.txt": seal_txt()}
+    outputs = {"keys.txt": keys_txt(), "seal.txt": seal_txt(), "recovery-code.txt": recovery_txt()}
     check = "--check" in sys.argv
     status = 0
     for name, text in outputs.items():

@@ -44,10 +44,10 @@ struct FsckCommand: Command {
         let out = context.standardOutput
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
-        let keyring = Keyring(option: keyringPath, environment: context.environment)
+        let keyring = try Keyring(option: keyringPath, environment: context.environment)
         let salt = try keyring.requiredPatternSalt()
         let pattern = try patternReader.read(context)
-        let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
+        let secrets = try VaultSecrets(pattern: pattern, salt: salt)
         // The mount guard: a mounted vault changes under a check, and a repair would race its daemon.
         let folder: RuntimeFolder
         do { folder = try RuntimeFolder.open(environment: context.environment) } catch {

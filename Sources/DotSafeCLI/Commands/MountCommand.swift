@@ -23,18 +23,21 @@ struct MountCommand: Command {
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
                                               help: "Mount options: allow_other, ro (comma-separated).")
-    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, fuseOptions],
+    static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
+    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
     let patternReader: PatternReader
     let foreground: Bool
+    let quiet: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         let storage = try arguments.required(Self.storage)
         let mountPoint = try arguments.required(Self.mountPoint)
         patternReader = try PatternReader(parsing: arguments)
         foreground = arguments.flag(Self.foreground)
+        quiet = arguments.flag(Self.quiet)
         var options = MountOptions(storage: storage, mountPoint: mountPoint)
         options.readOnly = arguments.flag(Self.readOnly)
         if let text = arguments.value(Self.idle) {
@@ -68,7 +71,7 @@ struct MountCommand: Command {
             options.keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
             try options.checkMountPoint()
             let storage = try options.openStorage()
-            let keyring = Keyring(option: options.keyringPath, environment: context.environment)
+            let keyring = try Keyring(option: options.keyringPath, environment: context.environment)
             let salt = try keyring.requiredPatternSalt()
             let pattern = try patternReader.read(daemonChild ? context.withoutHints : context)
             if foreground || daemonChild {
@@ -77,6 +80,7 @@ struct MountCommand: Command {
             }
             try MountDaemon.spawn(options: options, pattern: pattern, context: context)
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
+            if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }
             return 0
         } catch {
             guard daemonChild else { throw error }

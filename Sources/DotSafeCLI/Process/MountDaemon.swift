@@ -30,7 +30,7 @@ struct MountDaemon {
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
-        let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
+        let secrets = try VaultSecrets(pattern: pattern, salt: salt)
         let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint)) {
             "this vault is already \($0)"
         }
