@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 
 @Suite struct VectorFileTests {

@@ -2,7 +2,9 @@
 """Writes the DotSafe format test vectors of docs/FORMAT.md §10 from a second implementation.
 
 This script is the independent implementation of the key schedule (§2.2), file names (§3.3),
-the seal (§2.3) and the envelope (§4). It shares no code with the Swift sources: PBKDF2 is
+the seal (§2.3) and the envelope (§4); structures.py beside it is the one of the index root and
+pages (§5), records (§6) and the keyring file and export (§8). It shares no code with the Swift
+sources: PBKDF2 is
 hashlib's, HKDF-SHA256 is written here from RFC 5869 with `hmac`, base32 is the standard library's
 (lowercased, padding removed), AES-256-GCM and the AES-256-CTR stream of §10.1 come from the
 Python `cryptography` package.
@@ -11,8 +13,9 @@ Dependency: python3 (3.9 or later) and `cryptography` (Debian: python3-cryptogra
 `pip install cryptography`). Tested with cryptography 48.
 
 Usage:
-    tools/vectors/make-vectors.py            write keys.txt and seal.txt into
-                                             Tests/VaultFormatTests/Vectors/
+    tools/vectors/make-vectors.py            write keys.txt, seal.txt, index-root.txt, index-page.txt,
+                                             item-record.txt, chunk-segment.txt, keyring.txt and
+                                             keyring-export.txt into Tests/VaultFormatTests/Vectors/
     tools/vectors/make-vectors.py --check    compare instead of writing; exit 1 on a difference
     tools/vectors/make-vectors.py --counts   print the pattern counts the Swift tests hard-code
 
