@@ -29,6 +29,8 @@ public final class MountHarness: Sendable {
     public init(_ mode: Mode = .binary, initialise: Bool = true) throws {
         self.mode = mode
         base = try TestFolder.make("mount")
+        // Searchable by others (not listable): tests run tools on the mount as another user.
+        chmod(base, 0o711)
         storage = base + "/storage"
         var environment = ProcessInfo.processInfo.environment
         environment["DOTSAFE_KEYRING"] = base + "/keyring"
