@@ -14,6 +14,7 @@ public enum DotSafeCLI {
         LockCommand.self,
         FsckCommand.self,
         KeyringCommand.self,
+        CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,
     ]
