@@ -41,6 +41,10 @@ public enum DotSafeCLI {
                             standardInput: any LineInput = ProcessInput(),
                             patternFromArguments: [UInt8]? = nil) -> Int32 {
         var commandName: String?
+        if arguments.isEmpty {
+            standardOutput.write(HelpFormatter.programHelp(commands: commands))
+            return 0
+        }
         do {
             let leadingSignature = CommandSignature(
                 options: GlobalOptions.options + [StandardOptions.help, StandardOptions.version])
@@ -106,7 +110,7 @@ public enum DotSafeCLI {
         let patternFromArguments: [UInt8]?
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
-            let signature = command.signature.adding(GlobalOptions.options + [StandardOptions.help])
+            let signature = command.signature.adding(command.globalOptions + [StandardOptions.help])
             let parsed: ParsedArguments
             do {
                 parsed = try CommandLineParser.parse(arguments, signature: signature)

@@ -8,6 +8,7 @@ import VaultStore
 struct FsckCommand: Command {
     static let name = "fsck"
     static let summary = "Check a vault; with --repair, drop what cannot be read."
+    static let usesKeyring = true
     static let discussion = """
         Decrypts every index page, chunk and pack member of the vault the pattern
         opens, and checks its storage files (present, of the right size, none stray,
@@ -89,7 +90,7 @@ struct FsckCommand: Command {
         return report.isClean ? 0 : 1
     }
 
-    static let chunk = 262_144
+    static let chunk = Vault.Limits.payloadSize
 
     /// One line per damage, then a summary.
     static func print(_ report: VaultCheckReport, to out: any TextOutput) {

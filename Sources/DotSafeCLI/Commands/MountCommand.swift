@@ -8,6 +8,7 @@ import VaultStore
 struct MountCommand: Command {
     static let name = "mount"
     static let summary = "Open the vault a pattern finds and mount it as a folder."
+    static let usesKeyring = true
     static let discussion = """
         Without a pattern option, the pattern is asked for on the terminal. Any valid
         pattern opens a vault: one never used before opens a new, empty one, which is
@@ -20,7 +21,7 @@ struct MountCommand: Command {
     static let patternStdin = OptionSpec.flag("pattern-stdin", help: "Read the pattern as one line from standard input.")
     static let foreground = OptionSpec.flag("foreground", short: "f", help: "Stay in the foreground until unmounted.")
     static let readOnly = OptionSpec.flag("read-only", help: "Mount read-only: nothing is written to the storage.")
-    static let idle = OptionSpec.value("idle", placeholder: "SECONDS", help: "Lock after this many seconds without use.")
+    static let idle = OptionSpec.value("idle", placeholder: "TIME", help: "Lock after this long without use: 90s, 5m, 2h.")
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
                                               help: "Mount options: allow_other, ro (comma-separated).")
@@ -44,7 +45,7 @@ struct MountCommand: Command {
         var options = MountOptions(storage: storage, mountPoint: mountPoint)
         options.readOnly = arguments.flag(Self.readOnly)
         if let text = arguments.value(Self.idle) {
-            guard let seconds = Double(text), seconds > 0, seconds.isFinite else { throw CLIError.usage("--idle needs a number of seconds above 0, not '\(text)'") }
+            guard let seconds = DurationText.seconds(text) else { throw CLIError.usage("--idle needs a time such as 90s, 5m or 2h, not '\(text)'") }
             options.idleSeconds = seconds
         }
         if let text = arguments.value(Self.cacheSize) {
