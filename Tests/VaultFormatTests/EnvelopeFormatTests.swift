@@ -47,14 +47,14 @@ import VaultFormat
     @Test(arguments: [Format.fileSize - 1, Format.fileSize + 1, 0])
     func envelopeOfAnotherSizeIsRefused(size: Int) throws {
         let key = try SecretBytes(copying: [UInt8](repeating: 3, count: 32))
-        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: Self.body[...], key: .secret(key), label: Label.sealChunk,
-                                                    context: [], random: DeterministicRandom(seed: [UInt8](repeating: 1, count: 32)))
+        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: Self.body[...], key: .secret(key), seal: .chunk(item: 1, index: 0),
+                                                    random: DeterministicRandom(seed: [UInt8](repeating: 1, count: 32)))
         var resized = file
         if size < file.count { resized = Array(file.prefix(size)) } else { resized += [0] }
         #expect(throws: CryptoError.authenticationFailed) {
-            try Sealer.openEnvelope(resized, expectedNonce: nonce, kind: .chunk, key: .secret(key), label: Label.sealChunk, context: [])
+            try Sealer.openEnvelope(resized, expectedNonce: nonce, kind: .chunk, key: .secret(key), seal: .chunk(item: 1, index: 0))
         }
-        #expect(try Sealer.openEnvelope(file, expectedNonce: nonce, kind: .chunk, key: .secret(key), label: Label.sealChunk, context: [])
+        #expect(try Sealer.openEnvelope(file, expectedNonce: nonce, kind: .chunk, key: .secret(key), seal: .chunk(item: 1, index: 0))
                 == Self.body)
     }
 }

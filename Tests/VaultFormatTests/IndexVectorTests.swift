@@ -51,18 +51,18 @@ import VaultFormat
         let key = try SecretBytes(copying: try record.hex("IK"))
         let padding = try DeterministicRandom(seed: try record.hex("PADDINGSEED")).bytes(Format.payloadSize - body.count)
         let random = FixedRandom([padding, nonce])
-        let (sealedNonce, file) = try Sealer.sealEnvelope(kind: .indexRoot, body: body[...], key: .secret(key), label: Label.sealIndexRoot,
-                                                          context: [UInt8(slot)], random: random)
+        let (sealedNonce, file) = try Sealer.sealEnvelope(kind: .indexRoot, body: body[...], key: .secret(key),
+                                                          seal: .indexRoot(slot: UInt64(slot)), random: random)
         #expect(random.isExhausted)
         #expect(sealedNonce == nonce)
         #expect(file.count == Format.fileSize)
         #expect(sha256(file) == (try record.hex("SLOTSHA256")))
         let opened = try Sealer.openEnvelope(file, expectedNonce: nonce, kind: .indexRoot, key: .secret(key),
-                                             label: Label.sealIndexRoot, context: [UInt8(slot)])
+                                             seal: .indexRoot(slot: UInt64(slot)))
         #expect(opened == body)
         #expect(throws: CryptoError.authenticationFailed) {
-            try Sealer.openEnvelope(file, expectedNonce: nonce, kind: .indexRoot, key: .secret(key), label: Label.sealIndexRoot,
-                                    context: [UInt8(1 - slot)])
+            try Sealer.openEnvelope(file, expectedNonce: nonce, kind: .indexRoot, key: .secret(key),
+                                    seal: .indexRoot(slot: UInt64(1 - slot)))
         }
     }
 

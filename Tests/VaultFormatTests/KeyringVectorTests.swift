@@ -45,7 +45,7 @@ import VaultFormat
         let export = try KeyringExport.decode(bytes)
         #expect(Int(export.rounds) == rounds && export.salt == salt && export.nonce == nonce)
         let key = try PBKDF2.deriveKey(password: passphrase, salt: salt, rounds: rounds, count: Format.keySize)
-        #expect(try Sealer.open(export.sealed[...], nonce: nonce, key: .secret(key), label: Label.sealKeyringExport, context: []) == keyring)
+        #expect(try Sealer.open(export.sealed[...], nonce: nonce, key: .secret(key), seal: .keyringExport) == keyring)
         #expect(export.encode() == bytes)
 
         let backend = MemoryKeyringBackend(try KeyringFile.decode(keyring, checksum: SHA256.hash).items)
