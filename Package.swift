@@ -29,16 +29,20 @@ let package = Package(
         // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.
         .target(name: "FuzzTargets", dependencies: ["VaultFormat", "VaultCore", "VaultCrypto"]),
         .executableTarget(name: "DotSafeFuzz", dependencies: ["FuzzTargets"]),
-        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultFormat", "VaultCrypto"]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
+        // What several test targets share: the vector-file reader, scripted random sources, the
+        // mount harness (the `dotsafe` binary or an in-process mount), folders under $TMPDIR.
+        .target(name: "DotSafeTestSupport", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"],
+                path: "Tests/DotSafeTestSupport"),
+        .testTarget(name: "VaultStoreTests", dependencies: ["DotSafeTestSupport", "VaultStore", "VaultFormat", "VaultCrypto"]),
+        .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
-        .testTarget(name: "VaultFUSETests", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
-        .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe"]),
-        .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
+        .testTarget(name: "VaultFUSETests", dependencies: ["DotSafeTestSupport", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .testTarget(name: "DotSafeMountTests", dependencies: ["DotSafeTestSupport", "dotsafe"]),
+        .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
+        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "VaultCore", "VaultFormat"]),
-        .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"],
+        .testTarget(name: "VaultCryptoTests", dependencies: ["DotSafeTestSupport", "VaultCrypto"],
                     resources: [.copy("Vectors")]),
     ],
     swiftLanguageModes: [.v6]

@@ -105,7 +105,10 @@ public final class DiskStorageFolder: StorageFolder {
 
     private func openStorageFile(_ name: String, _ flags: Int32) throws -> Int32 {
         let fd: Int32
-        do { fd = try Syscalls.openFile(folder, name, flags) } catch StoreError.system(_, let code) where code == ENOENT || code == ELOOP || code == ENXIO {
+        // Nothing there, a link, a FIFO without a writer, a folder opened for writing: all are
+        // a damaged file (EIO), never a system error that would name the cause.
+        do { fd = try Syscalls.openFile(folder, name, flags) } catch StoreError.system(_, let code)
+            where code == ENOENT || code == ELOOP || code == ENXIO || code == EISDIR {
             throw StoreError.unusableFile(name)
         }
         let status = try Syscalls.status(fd)

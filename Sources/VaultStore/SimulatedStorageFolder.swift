@@ -119,7 +119,10 @@ public final class SimulatedStorageFolder: StorageFolder {
 
     public func remove(_ name: String) throws {
         try mutate { s in
-            if s.foreign.contains(name) { throw StoreError.unusableFile(name) }
+            // As on disk: only a regular file of the storage's name form is ever removed.
+            if s.foreign.contains(name) || (s.files[name]?.linkedNow == true && !FileName.isWellFormed(name)) {
+                throw StoreError.unusableFile(name)
+            }
             s.files[name]?.linkedNow = false
         }
     }

@@ -1,4 +1,5 @@
 @testable import DotSafeCLI
+import DotSafeTestSupport
 import Foundation
 import Testing
 
@@ -13,21 +14,8 @@ import Testing
     }
 
     /// Runs a program with `input` on standard input; returns its status, output and error.
-    static func run(_ program: String, _ arguments: [String], input: String = "") throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let error = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+    static func run(_ program: String, _ arguments: [String], input: String = "") throws -> CommandResult {
+        CommandResult.run(program, arguments, input: input)
     }
 
     static func allOptions(_ command: any Command.Type) -> [OptionSpec] {

@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Glibc
 import Testing

@@ -1,20 +1,10 @@
+import DotSafeTestSupport
 import Foundation
 import Testing
 import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
-
-/// An in-memory backend, so the keyring's rules are tested apart from the file.
-final class MemoryKeyringBackend: KeyringBackend, @unchecked Sendable {
-    // Tests use it from one thread.
-    var items: [KeyringFile.Item]?
-    var saves = 0
-    var location: String { "memory" }
-    func load() throws -> [KeyringFile.Item]? { items }
-    func save(_ items: [KeyringFile.Item]) throws { self.items = items; saves += 1 }
-    func remove() throws { items = nil }
-}
 
 @Suite struct KeyringTests {
     @Test func addGetDeleteTaggedRandomItems() throws {
@@ -93,11 +83,7 @@ final class MemoryKeyringBackend: KeyringBackend, @unchecked Sendable {
 }
 
 @Suite struct FileKeyringTests {
-    static func folder() throws -> String {
-        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/dotsafe-test-keyring-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    static func folder() throws -> String { try TestFolder.make("keyring") }
 
     @Test func fileIsPrivateAndReplacedAtomically() throws {
         let base = try Self.folder()

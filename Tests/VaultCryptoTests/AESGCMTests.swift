@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
@@ -5,7 +6,7 @@ import VaultCrypto
     // MARK: Published vectors
 
     @Test func nistEncryptVectors() throws {
-        let records = try VectorFile.load("gcmEncryptExtIV256.rsp")
+        let records = try VectorFile.load("gcmEncryptExtIV256.rsp", in: .module)
         #expect(records.count == 375)
         #expect(records.contains { !$0.fields["AAD", default: ""].isEmpty })
         #expect(records.contains { $0.fields["AAD", default: "x"].isEmpty })
@@ -18,7 +19,7 @@ import VaultCrypto
     }
 
     @Test func nistDecryptVectorsIncludingFailures() throws {
-        let records = try VectorFile.load("gcmDecrypt256.rsp")
+        let records = try VectorFile.load("gcmDecrypt256.rsp", in: .module)
         #expect(records.count == 375)
         #expect(records.filter(\.isFail).count == 191)
         for record in records {

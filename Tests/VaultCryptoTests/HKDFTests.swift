@@ -1,9 +1,10 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
 @Suite struct HKDFTests {
     @Test func rfc5869Vectors() throws {
-        let records = try VectorFile.load("rfc-5869-HKDF-SHA256.txt")
+        let records = try VectorFile.load("rfc-5869-HKDF-SHA256.txt", in: .module)
         #expect(records.count == 3)
         for record in records {
             #expect(try record.string("Hash") == "SHA-256")
@@ -21,7 +22,7 @@ import VaultCrypto
     }
 
     @Test func arenaKeyDerivesLikeSecretBytes() throws {
-        let record = try #require(try VectorFile.load("rfc-5869-HKDF-SHA256.txt").first)
+        let record = try #require(try VectorFile.load("rfc-5869-HKDF-SHA256.txt", in: .module).first)
         let ikm = try record.hex("IKM")
         let arena = SecretArena(slotSize: ikm.count)
         let slot = try arena.allocate(copying: ikm)

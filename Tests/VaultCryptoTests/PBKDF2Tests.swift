@@ -1,9 +1,10 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
 @Suite struct PBKDF2Tests {
     @Test func rfc7914Vectors() throws {
-        let records = try VectorFile.load("rfc7914-PBKDF2-HMAC-SHA256.txt")
+        let records = try VectorFile.load("rfc7914-PBKDF2-HMAC-SHA256.txt", in: .module)
         #expect(records.count == 2)
         for record in records {
             let key = try PBKDF2.deriveKey(password: Array(record.string("PASSWORD").utf8),

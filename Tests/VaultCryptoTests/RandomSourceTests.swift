@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
@@ -30,7 +31,7 @@ import VaultCrypto
     }
 
     @Test func deterministicRandomMatchesCommittedStream() throws {
-        let records = try VectorFile.load("deterministic-random.txt")
+        let records = try VectorFile.load("deterministic-random.txt", in: .module)
         #expect(records.count == 2)
         for record in records {
             let random = DeterministicRandom(seed: try record.hex("SEED"))

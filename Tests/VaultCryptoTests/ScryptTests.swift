@@ -1,9 +1,10 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
 @Suite struct ScryptTests {
     @Test func rfc7914Vectors() throws {
-        let records = try VectorFile.load("rfc7914-scrypt.txt")
+        let records = try VectorFile.load("rfc7914-scrypt.txt", in: .module)
         #expect(records.count == 3)
         for record in records {
             let key = try Scrypt.deriveKey(password: Array(record.string("PASSWORD").utf8), salt: Array(record.string("SALT").utf8),

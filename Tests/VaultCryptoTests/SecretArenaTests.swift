@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Glibc
 import Testing
 import VaultCrypto

@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 
 @Suite struct VectorFileTests {
@@ -29,6 +30,13 @@ import Testing
         #expect(records[1].isFail)
         #expect(records[2].section == ["Keylen": "128"])
         #expect(records[2].fields == ["COUNT": "7", "IKM": "ab", "OKM": "cd"])
+    }
+
+    @Test func listFieldsSplitIntoItemsAndParts() throws {
+        let record = try #require(VectorFile.parse("COUNT = 0\nPAGES = 7:ab 16:\nGROUPS = 0+2 5+1\nNONE =\n").first)
+        #expect(try record.list("PAGES") == [["7", "ab"], ["16", ""]])
+        #expect(try record.list("GROUPS", separator: "+") == [["0", "2"], ["5", "1"]])
+        #expect(try record.list("NONE").isEmpty)
     }
 
     @Test func hexDecodesAndRejects() throws {

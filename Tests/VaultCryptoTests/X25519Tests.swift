@@ -1,9 +1,10 @@
+import DotSafeTestSupport
 import Testing
 import VaultCrypto
 
 @Suite struct X25519Tests {
     @Test func rfc7748SingleCallVectors() throws {
-        let records = try VectorFile.load("rfc7748.txt")
+        let records = try VectorFile.load("rfc7748.txt", in: .module)
         #expect(records.count == 3)
         for record in records {
             let key = try X25519.PrivateKey(rawRepresentation: record.hex("INPUT_SCALAR"))
@@ -13,7 +14,7 @@ import VaultCrypto
     }
 
     @Test func rfc7748AliceAndBob() throws {
-        let record = try #require(try VectorFile.load("rfc7748-section6.1.txt").first)
+        let record = try #require(try VectorFile.load("rfc7748-section6.1.txt", in: .module).first)
         let alice = try X25519.PrivateKey(rawRepresentation: record.hex("ALICE_PRIVATE"))
         let bob = try X25519.PrivateKey(rawRepresentation: record.hex("BOB_PRIVATE"))
         #expect(alice.publicKey == (try record.hex("ALICE_PUBLIC")))

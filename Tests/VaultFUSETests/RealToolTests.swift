@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -22,66 +23,69 @@ import VaultFUSE
     }
 
     @Test func copyTreeCompareAndRemount() throws {
-        let harness = try MountHarness()
-        defer { harness.removeFolder() }
+        let harness = try MountHarness(.inProcess)
+        defer { harness.finish() }
+        let vault = try harness.mountPoint()
         let source = Self.sourceTree
         let expected = try Self.listing(source)
-        try harness.withMount { _ throws in
-            try shell("cp -a \(source) tree", in: harness.mountPoint)
-            try shell("diff -r --no-dereference \(source) tree", in: harness.mountPoint)
-            #expect(try Self.listing(harness.mountPoint + "/tree") == expected)
+        try harness.withMount(at: vault) { _ throws in
+            try shell("cp -a \(source) tree", in: vault)
+            try shell("diff -r --no-dereference \(source) tree", in: vault)
+            #expect(try Self.listing(vault + "/tree") == expected)
         }
-        try harness.withMount { _ throws in
-            try shell("diff -r --no-dereference \(source) tree", in: harness.mountPoint)
-            #expect(try Self.listing(harness.mountPoint + "/tree") == expected)
+        try harness.withMount(at: vault) { _ throws in
+            try shell("diff -r --no-dereference \(source) tree", in: vault)
+            #expect(try Self.listing(vault + "/tree") == expected)
             // Another program that uses the folder for real.
-            try shell("tar -cf - tree | tar -C \(harness.folder) -xf - && diff -r --no-dereference tree \(harness.folder)/tree",
-                      in: harness.mountPoint)
-            try shell("rm -rf tree && test ! -e tree", in: harness.mountPoint)
+            try shell("tar -cf - tree | tar -C \(harness.base) -xf - && diff -r --no-dereference tree \(harness.base)/tree",
+                      in: vault)
+            try shell("rm -rf tree && test ! -e tree", in: vault)
         }
-        try harness.withMount { _ throws in
-            #expect(try shell("ls -A", in: harness.mountPoint) == "")
+        try harness.withMount(at: vault) { _ throws in
+            #expect(try shell("ls -A", in: vault) == "")
         }
     }
 
     @Test func largeFileWithDdAndSparseFileWithTruncate() throws {
-        let harness = try MountHarness()
-        defer { harness.removeFolder() }
-        let source = harness.folder + "/random.bin"
+        let harness = try MountHarness(.inProcess)
+        defer { harness.finish() }
+        let vault = try harness.mountPoint()
+        let source = harness.base + "/random.bin"
         try shell("head -c 64M /dev/urandom > \(source)")
-        try harness.withMount { _ throws in
-            let written = try run(["dd", "if=\(source)", "of=big", "bs=1M", "conv=fsync"], in: harness.mountPoint)
+        try harness.withMount(at: vault) { _ throws in
+            let written = try run(["dd", "if=\(source)", "of=big", "bs=1M", "conv=fsync"], in: vault)
             #expect(written.succeeded, "\(written.error)")
-            let read = try run(["dd", "if=big", "of=/dev/null", "bs=1M"], in: harness.mountPoint)
+            let read = try run(["dd", "if=big", "of=/dev/null", "bs=1M"], in: vault)
             #expect(read.succeeded, "\(read.error)")
             print("dd on the mount, 64 MiB: write \(Self.rate(written.error)) (with fsync), read \(Self.rate(read.error))")
-            try shell("cmp \(source) big", in: harness.mountPoint)
-            #expect(try shell("stat -c %s big", in: harness.mountPoint) == "67108864\n")
+            try shell("cmp \(source) big", in: vault)
+            #expect(try shell("stat -c %s big", in: vault) == "67108864\n")
 
-            try shell("truncate -s 1T sparse", in: harness.mountPoint)
-            #expect(try shell("stat -c %s sparse", in: harness.mountPoint) == "1099511627776\n")
-            try shell("printf end | dd of=sparse bs=1 seek=1099511627773 conv=notrunc status=none", in: harness.mountPoint)
+            try shell("truncate -s 1T sparse", in: vault)
+            #expect(try shell("stat -c %s sparse", in: vault) == "1099511627776\n")
+            try shell("printf end | dd of=sparse bs=1 seek=1099511627773 conv=notrunc status=none", in: vault)
             try shell("truncate -s 100K shrink && printf abc >> shrink && truncate -s 50000 shrink && truncate -s 300K shrink",
-                      in: harness.mountPoint)
+                      in: vault)
         }
-        try harness.withMount { _ throws in
-            try shell("cmp \(source) big", in: harness.mountPoint)
-            #expect(try shell("stat -c %s sparse", in: harness.mountPoint) == "1099511627776\n")
-            #expect(try shell("tail -c 3 sparse", in: harness.mountPoint) == "end")
+        try harness.withMount(at: vault) { _ throws in
+            try shell("cmp \(source) big", in: vault)
+            #expect(try shell("stat -c %s sparse", in: vault) == "1099511627776\n")
+            #expect(try shell("tail -c 3 sparse", in: vault) == "end")
             #expect(try shell("dd if=sparse bs=4096 skip=268435455 count=1 status=none | tr -d '\\000' | od -c",
-                              in: harness.mountPoint) == "0000000   e   n   d\n0000003\n")
+                              in: vault) == "0000000   e   n   d\n0000003\n")
             #expect(try shell("dd if=sparse bs=1M skip=12345 count=1 status=none | tr -d '\\000' | wc -c",
-                              in: harness.mountPoint) == "0\n")
+                              in: vault) == "0\n")
             // Truncated down, then up: the cut bytes read as zeros.
-            #expect(try shell("stat -c %s shrink && tr -d '\\000' < shrink | wc -c", in: harness.mountPoint) == "307200\n0\n")
+            #expect(try shell("stat -c %s shrink && tr -d '\\000' < shrink | wc -c", in: vault) == "307200\n0\n")
         }
     }
 
     @Test func linksAttributesTimesAndRenames() throws {
-        let harness = try MountHarness()
-        defer { harness.removeFolder() }
-        try harness.withMount { _ throws in
-            let m = harness.mountPoint
+        let harness = try MountHarness(.inProcess)
+        defer { harness.finish() }
+        let vault = try harness.mountPoint()
+        try harness.withMount(at: vault) { _ throws in
+            let m = vault
             try shell("echo content > a && ln a b && mkdir d && ln a d/c", in: m)
             #expect(try shell("stat -c %h a b d/c", in: m) == "3\n3\n3\n")
             try shell("rm b", in: m)
@@ -116,8 +120,8 @@ import VaultFUSE
                     == "640 1234 5678\nfifo 0:0\ncharacter special file 1:3\n")
             try shell("echo one > log && echo two >> log", in: m)
         }
-        try harness.withMount { _ throws in
-            let m = harness.mountPoint
+        try harness.withMount(at: vault) { _ throws in
+            let m = vault
             #expect(try shell("stat -c %h a d/c && cat d/c", in: m) == "2\n2\ncontent\n")
             #expect(try shell("readlink link dangling d/up", in: m) == "a\n/no/such/target\n../a\n")
             #expect(try shell("getfattr --only-values -n user.bin a | od -An -tx1", in: m) == " 00 ff 00\n")
@@ -132,19 +136,20 @@ import VaultFUSE
     }
 
     @Test func dfAndStatfsComeFromTheStorageDisk() throws {
-        let harness = try MountHarness()
-        defer { harness.removeFolder() }
-        try harness.withMount { _ throws in
-            let df = try shell("df -P -B4096 \(harness.mountPoint) | tail -1")
+        let harness = try MountHarness(.inProcess)
+        defer { harness.finish() }
+        let vault = try harness.mountPoint()
+        try harness.withMount(at: vault) { _ throws in
+            let df = try shell("df -P -B4096 \(vault) | tail -1")
             #expect(df.hasPrefix("dotsafe "), "\(df)")
             let fields = df.split(separator: " ")
-            let disk = try shell("df -P -B4096 \(harness.storagePath) | tail -1").split(separator: " ")
+            let disk = try shell("df -P -B4096 \(harness.storage) | tail -1").split(separator: " ")
             // The vault reports the storage disk's space, scaled to payload (0.02 % less).
             let total = Double(fields[1])!, diskTotal = Double(disk[1])!
             #expect(total <= diskTotal && total > diskTotal * 0.999)
-            #expect(try shell("stat -f -c '%S %l' \(harness.mountPoint)") == "4096 255\n")
-            try shell("touch a b c && mkdir d", in: harness.mountPoint)
-            let inodes = try shell("df -P -i \(harness.mountPoint) | tail -1").split(separator: " ")
+            #expect(try shell("stat -f -c '%S %l' \(vault)") == "4096 255\n")
+            try shell("touch a b c && mkdir d", in: vault)
+            let inodes = try shell("df -P -i \(vault) | tail -1").split(separator: " ")
             #expect(inodes[2] == "5", "\(inodes)")
         }
     }

@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 @testable import VaultCore
 import VaultCrypto
@@ -6,7 +7,7 @@ import VaultFormat
 /// docs/FORMAT.md §10 `keys.txt`: the pattern bytes, the key schedule and the file names, as
 /// computed by tools/vectors/make-vectors.py (a second implementation in Python).
 @Suite struct KeyVectorTests {
-    static let records = (try? VectorFile.load("keys.txt")) ?? []
+    static let records = (try? VectorFile.load("keys.txt", in: .module)) ?? []
 
     @Test func theVectorFileHasItsRecords() {
         #expect(Self.records.count == 2)

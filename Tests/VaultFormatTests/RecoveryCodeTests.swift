@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Testing
 @testable import VaultFormat
@@ -5,14 +6,13 @@ import Testing
 @Suite struct RecoveryCodeTests {
     /// The vectors of make-vectors.py, a second implementation (docs/FORMAT.md §8.3).
     @Test func vectorsEncodeAndDecode() throws {
-        let records = try VectorFile.load("recovery-code.txt")
+        let records = try VectorFile.load("recovery-code.txt", in: .module)
         #expect(records.count == 2)
         for record in records {
             let kdf = try record.hex("KDF")
-            let code = RecoveryCode(kdf: kdf[0] == 1
-                                        ? .pbkdf2(rounds: UInt32(kdf[1]) | UInt32(kdf[2]) << 8 | UInt32(kdf[3]) << 16 | UInt32(kdf[4]) << 24)
-                                        : .scrypt(log2N: kdf[1], r: kdf[2], p: kdf[3]),
-                                    salt: try record.hex("SALT"))
+            let rounds = UInt32(kdf[1]) | UInt32(kdf[2]) << 8 | UInt32(kdf[3]) << 16 | UInt32(kdf[4]) << 24
+            let parameters: RecoveryCode.KDF = kdf[0] == 1 ? .pbkdf2(rounds: rounds) : .scrypt(log2N: kdf[1], r: kdf[2], p: kdf[3])
+            let code = RecoveryCode(kdf: parameters, salt: try record.hex("SALT"))
             let groups = try record.string("GROUPS")
             #expect(code.encode(hash: sha256).joined(separator: " ") == groups, "\(record)")
             #expect(try RecoveryCode.decode(groups, hash: sha256) == code)

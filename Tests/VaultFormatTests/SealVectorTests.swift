@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 @testable import VaultCore
 import VaultCrypto
@@ -11,7 +12,7 @@ import VaultFormat
         var fileSize: Int, fileSHA256: [UInt8], head: [UInt8], tail: [UInt8]
 
         init() throws {
-            let record = try #require(try VectorFile.load("seal.txt").first)
+            let record = try #require(try VectorFile.load("seal.txt", in: .module).first)
             itemKey = try record.hex("ITK")
             itemID = UInt64(try record.int("ITEMID"))
             chunkIndex = UInt64(try record.int("CHUNKINDEX"))

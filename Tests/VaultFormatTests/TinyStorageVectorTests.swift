@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Testing
 import VaultCore
@@ -18,7 +19,7 @@ import VaultStore
 
     /// The listing, with the header that says how it was made.
     static func listing() throws -> String {
-        let keys = try #require(try VectorFile.load("keys.txt").first)
+        let keys = try #require(try VectorFile.load("keys.txt", in: .module).first)
         let patternText = try keys.string("PATTERN"), salt = try keys.hex("SALT"), rounds = try keys.int("ROUNDS")
 
         let random = DeterministicRandom(seed: seed)
@@ -71,14 +72,14 @@ import VaultStore
         if ProcessInfo.processInfo.environment["DOTSAFE_WRITE_VECTORS"] == "1" {
             try made.write(toFile: VectorFile.sourcePath(Self.fileName), atomically: true, encoding: .utf8)
         }
-        let committed = try VectorFile.text(Self.fileName)
+        let committed = try VectorFile.text(Self.fileName, in: .module)
         #expect(made == committed, "the storage differs from Vectors/\(Self.fileName); see the test's comment")
     }
 
     /// The vector's vault opens from its listing's storage and holds hello.txt: the vector is a
     /// vault, not just bytes.
     @Test func theVectorStorageOpens() throws {
-        let keys = try #require(try VectorFile.load("keys.txt").first)
+        let keys = try #require(try VectorFile.load("keys.txt", in: .module).first)
         let random = DeterministicRandom(seed: Self.seed)
         let storage = SimulatedStorageFolder()
         _ = try Storage.addCovers(to: storage, random: random)

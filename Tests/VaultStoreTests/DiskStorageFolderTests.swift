@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -6,11 +7,7 @@ import VaultFormat
 import VaultStore
 
 @Suite struct DiskStorageFolderTests {
-    static func folder() throws -> String {
-        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/dotsafe-test-store-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    static func folder() throws -> String { try TestFolder.make("store") }
 
     @Test func initMakesSameSizeFullyAllocatedWellNamedFiles() throws {
         let base = try Self.folder()

@@ -2,7 +2,9 @@
 """Writes the DotSafe format test vectors of docs/FORMAT.md §10 from a second implementation.
 
 This script is the independent implementation of the key schedule (§2.2), file names (§3.3),
-the seal (§2.3) and the envelope (§4). It shares no code with the Swift sources: PBKDF2 is
+the seal (§2.3) and the envelope (§4); structures.py beside it is the one of the index root and
+pages (§5), records (§6) and the keyring file and export (§8). It shares no code with the Swift
+sources: PBKDF2 is
 hashlib's, HKDF-SHA256 is written here from RFC 5869 with `hmac`, base32 is the standard library's
 (lowercased, padding removed), AES-256-GCM and the AES-256-CTR stream of §10.1 come from the
 Python `cryptography` package.
@@ -11,8 +13,9 @@ Dependency: python3 (3.9 or later) and `cryptography` (Debian: python3-cryptogra
 `pip install cryptography`). Tested with cryptography 48.
 
 Usage:
-    tools/vectors/make-vectors.py            write keys.txt, seal.txt and recovery-code.txt into
-                                             Tests/VaultFormatTests/Vectors/
+    tools/vectors/make-vectors.py            write keys.txt, seal.txt, recovery-code.txt, index-root.txt,
+                                             index-page.txt, item-record.txt, chunk-segment.txt, keyring.txt
+                                             and keyring-export.txt into Tests/VaultFormatTests/Vectors/
     tools/vectors/make-vectors.py --check    compare instead of writing; exit 1 on a difference
     tools/vectors/make-vectors.py --counts   print the pattern counts the Swift tests hard-code
 
@@ -30,6 +33,8 @@ import sys
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+import structures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.path.join(HERE, "..", "..", "Tests", "VaultFormatTests", "Vectors")
@@ -233,6 +238,193 @@ def recovery_txt() -> str:
     return "\n".join(lines)
 
 
+# --- structures (§5, §6, §8): byte layouts from structures.py ------------------------------------
+
+def nonce_from(first: int) -> bytes:
+    """24 recognisable bytes first, first+1, …: a nonce recorded in a structure."""
+    return bytes((first + i) & 0xff for i in range(24))
+
+
+def list_field(items) -> str:
+    return " ".join(items)
+
+
+def header(title: str, fields: list) -> list:
+    return [f"# {title}", "# Written by tools/vectors/make-vectors.py from the layouts of tools/vectors/structures.py;",
+            "# fields are hex unless said otherwise.", "#"] + [f"# {line}" for line in fields] + [""]
+
+
+ROOT_CASES = [
+    # generation, VK, nextFileNumber, nextItemID, coverCount, groups, releasing, pages
+    (1, bytes(range(32)), 16, 2, 2, [(0, 1)], [], []),
+    (258, bytes(range(0x40, 0x60)), 112, 1000, 5, [(0, 2), (3, 1), (5, 2)], [32, 47],
+     [(7, nonce_from(0xc0)), (16, nonce_from(0xd0)), (90, nonce_from(0xe0))]),
+]
+ROOT_PADDING_SEED = bytes([0x6b] * 32)
+
+
+def index_root_txt() -> str:
+    _, salt, rounds = KEY_CASES[0]
+    ik = hkdf(pbkdf2(canonical_pattern(KEY_CASES[0][0]).encode(), salt, rounds, 32), b"DotSafe v1 index key", 32)
+    lines = header("Index roots (docs/FORMAT.md §5.1, §2.3, §4, §10).", [
+        "GENERATION, NEXTFILENUMBER, NEXTITEMID, COVERCOUNT: decimal. VK: the vault key.",
+        "GROUPS (text): owned groups as FIRST+COUNT, space-separated. RELEASING (text): decimal file numbers.",
+        "PAGES (text): FILENUMBER:N (N in hex), in order. BODY: the root's body.",
+        "The slot file: BODY sealed in an envelope of kind 1 with IK (keys.txt record 0), label",
+        "\"DotSafe v1 index root\", context u8 SLOT (= GENERATION mod 2), seal nonce SEALN, padding the first",
+        "P - len(BODY) bytes of the stream of §10.1 with seed PADDINGSEED. SLOTSHA256: SHA-256 of the F-byte file.",
+    ])
+    for count, (generation, vk, next_file, next_item, covers, groups, releasing, pages) in enumerate(ROOT_CASES):
+        body = structures.index_root(generation, vk, next_file, next_item, covers, groups, releasing, pages)
+        slot = generation % 2
+        seal_nonce = nonce_from(0x30 + count)
+        file = envelope(ik, seal_nonce, b"DotSafe v1 index root", u8(slot), 1, body, stream(ROOT_PADDING_SEED, P - len(body)))
+        lines += [
+            f"COUNT = {count}",
+            f"GENERATION = {generation}",
+            f"VK = {vk.hex()}",
+            f"NEXTFILENUMBER = {next_file}",
+            f"NEXTITEMID = {next_item}",
+            f"COVERCOUNT = {covers}",
+            f"GROUPS = {list_field(f'{first}+{n}' for first, n in groups)}",
+            f"RELEASING = {list_field(str(n) for n in releasing)}",
+            f"PAGES = {list_field(f'{n}:{nonce.hex()}' for n, nonce in pages)}",
+            f"BODY = {body.hex()}",
+            f"IK = {ik.hex()}",
+            f"SLOT = {slot}",
+            f"SEALN = {seal_nonce.hex()}",
+            f"PADDINGSEED = {ROOT_PADDING_SEED.hex()}",
+            f"SLOTSHA256 = {hashlib.sha256(file).hexdigest()}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+S = structures
+ITEM_KEY = bytes(range(0x80, 0xa0))
+T0 = 1_700_000_000_123_456_789
+ITEM_CASES = [
+    # name, kind, mode, uid, gid, rdev, atime, mtime, ctime, size, links, xattrs, extra
+    ("root folder", S.FOLDER, 0o755, 0, 0, 0, T0, T0, T0, 0, [], [(b"user.color", b"blue")], {}),
+    ("empty file, two links, time before 1970", S.FILE, 0o644, 1000, 1000, 0, -1_000_000_001, T0, T0 + 1, 0,
+     [(1, b"a.txt"), (5, b"b")], [], {"item_key": ITEM_KEY, "layout": "empty"}),
+    ("packed file", S.FILE, 0o4755, 1000, 100, 0, T0, T0, T0, 4000, [(1, "café.txt".encode())],
+     [(b"user.bin", bytes([0, 0xff, 0])), (b"user.empty", b"")],
+     {"item_key": ITEM_KEY, "layout": "packed", "member": (40, 8192, 4016, nonce_from(0x10))}),
+    ("chunked file", S.FILE, 0o600, 0, 0, 0, T0, T0, T0, 10_000_000, [(1, b"big.bin")], [],
+     {"item_key": bytes(reversed(ITEM_KEY)), "layout": "chunked"}),
+    ("symbolic link", S.SYMLINK, 0o777, 0, 0, 0, T0, T0, T0, 8, [(5, b"link")], [], {"target": b"../a.txt"}),
+    ("FIFO", S.FIFO, 0o600, 7, 8, 0, T0, T0, T0, 0, [(1, b"pipe")], [], {}),
+    ("character device 1:3", S.CHARACTER_DEVICE, 0o666, 0, 0, 0x0103, T0, T0, T0, 0, [(1, b"null")], [], {}),
+    ("block device 8:1", S.BLOCK_DEVICE, 0o660, 0, 6, 0x0801, T0, T0, T0, 0, [(1, b"sda1")], [], {}),
+    ("socket", S.SOCKET, 0o755, 1, 1, 0, 0, 0, 0, 0, [(1, b"sock")], [], {}),
+]
+
+
+def item_records():
+    return [S.item_record(kind, mode, uid, gid, rdev, at, mt, ct, size, links, xattrs, **extra)
+            for _, kind, mode, uid, gid, rdev, at, mt, ct, size, links, xattrs, extra in ITEM_CASES]
+
+
+def item_record_txt() -> str:
+    lines = header("Item records (docs/FORMAT.md §6.1, §10).", [
+        "WHAT (text): what the record shows. TYPE, UID, GID, RDEV, ATIME, MTIME, CTIME, SIZE: decimal.",
+        "MODE (text): octal. LINKS (text): PARENTID:NAME (NAME in hex), space-separated.",
+        "XATTRS (text): NAME:VALUE (both hex; an empty value is nothing after the colon), space-separated.",
+        "Regular files: ITK, and LAYOUT (text: empty, packed, chunked); packed ones MEMBER (text):",
+        "FILENUMBER:OFFSET:SEALEDLENGTH:N (decimal, N in hex). Symbolic links: TARGET.",
+        "RECORD: the record's bytes.",
+    ])
+    for count, (case, record) in enumerate(zip(ITEM_CASES, item_records())):
+        what, kind, mode, uid, gid, rdev, at, mt, ct, size, links, xattrs, extra = case
+        lines += [f"COUNT = {count}", f"WHAT = {what}", f"TYPE = {kind}", f"MODE = {mode:o}", f"UID = {uid}", f"GID = {gid}",
+                  f"RDEV = {rdev}", f"ATIME = {at}", f"MTIME = {mt}", f"CTIME = {ct}", f"SIZE = {size}",
+                  f"LINKS = {list_field(f'{parent}:{name.hex()}' for parent, name in links)}",
+                  f"XATTRS = {list_field(f'{name.hex()}:{value.hex()}' for name, value in xattrs)}"]
+        if kind == S.FILE:
+            lines += [f"ITK = {extra['item_key'].hex()}", f"LAYOUT = {extra['layout']}"]
+            if extra["layout"] == "packed":
+                number, offset, sealed, nonce = extra["member"]
+                lines.append(f"MEMBER = {number}:{offset}:{sealed}:{nonce.hex()}")
+        if kind == S.SYMLINK:
+            lines.append(f"TARGET = {extra['target'].hex()}")
+        lines += [f"RECORD = {record.hex()}", ""]
+    return "\n".join(lines)
+
+
+SEGMENT_CASES = [
+    [(0, 100, nonce_from(0x40))],
+    [(0, 100, nonce_from(0x50)), (5, 101, nonce_from(0x60)), (1023, 18, nonce_from(0x70))],
+]
+
+
+def chunk_segment_txt() -> str:
+    lines = header("Chunk-map segments (docs/FORMAT.md §6.2, §10).", [
+        "ENTRIES (text): INDEX:FILENUMBER:N (decimal, N in hex), space-separated. SEGMENT: the record's bytes.",
+    ])
+    for count, entries in enumerate(SEGMENT_CASES):
+        lines += [f"COUNT = {count}",
+                  f"ENTRIES = {list_field(f'{index}:{number}:{nonce.hex()}' for index, number, nonce in entries)}",
+                  f"SEGMENT = {S.chunk_segment(entries).hex()}", ""]
+    return "\n".join(lines)
+
+
+def index_page_txt() -> str:
+    records = item_records()
+    page = [((1, 0), records[0]), ((2, 0), records[3]), ((2, 1), S.chunk_segment(SEGMENT_CASES[0])),
+            ((2, 10), S.chunk_segment(SEGMENT_CASES[1])), ((3, 0), records[4]), ((0x1_0000_0001, 0), records[2])]
+    lines = header("An index page (docs/FORMAT.md §5.2, §10).", [
+        "RECORDS: decimal. KEYn (text): ITEMID.SUB (decimal). VALUEn: the record's value: item records of",
+        "item-record.txt and segments of chunk-segment.txt. BODY: the page's body.",
+        "",
+    ])
+    lines += ["COUNT = 0", f"RECORDS = {len(page)}"]
+    for n, ((item, sub), value) in enumerate(page):
+        lines += [f"KEY{n} = {item}.{sub}", f"VALUE{n} = {value.hex()}"]
+    lines += [f"BODY = {S.index_page(page).hex()}", ""]
+    return "\n".join(lines)
+
+
+SALT_ITEM = ("dotsafe.pattern-salt", [("kdf", "pbkdf2-hmac-sha256"), ("rounds", "600000")], bytes.fromhex("d07a5afe" * 8))
+KEYRING_CASES = [
+    [SALT_ITEM],
+    [SALT_ITEM, ("example.no-attributes", [], b"\x00"), ("example.large", [("note", "4096 bytes")], bytes(range(256)) * 16)],
+]
+
+
+def keyring_txt() -> str:
+    lines = header("Keyring files (docs/FORMAT.md §8.1, §10).", [
+        "ITEMS: decimal. TAGn (text). ATTRIBUTESn (text): NAME=VALUE pairs joined by ';' (nothing for none).",
+        "SECRETn: the secret. FILE: the whole file, its SHA-256 checksum last.",
+    ])
+    for count, items in enumerate(KEYRING_CASES):
+        lines += [f"COUNT = {count}", f"ITEMS = {len(items)}"]
+        for n, (tag, attributes, secret) in enumerate(items):
+            lines += [f"TAG{n} = {tag}", f"ATTRIBUTES{n} = {';'.join(f'{a}={v}' for a, v in attributes)}", f"SECRET{n} = {secret.hex()}"]
+        lines += [f"FILE = {S.keyring_file(items).hex()}", ""]
+    return "\n".join(lines)
+
+
+EXPORT_PASSPHRASE = "correct horse battery staple"
+EXPORT_ROUNDS = 1000
+EXPORT_SALT = bytes(range(0x20, 0x40))
+EXPORT_NONCE = nonce_from(0x90)
+
+
+def keyring_export_txt() -> str:
+    keyring = S.keyring_file(KEYRING_CASES[0])
+    key = pbkdf2(EXPORT_PASSPHRASE.encode(), EXPORT_SALT, EXPORT_ROUNDS, 32)
+    sealed = seal_with_nonce(key, EXPORT_NONCE, b"DotSafe v1 keyring export", b"", keyring)
+    export = S.keyring_export(EXPORT_ROUNDS, EXPORT_SALT, EXPORT_NONCE, sealed)
+    lines = header("A keyring export (docs/FORMAT.md §8.2, §2.3, §10).", [
+        "PASSPHRASE (text, UTF-8). ROUNDS: decimal (1,000 for speed; DotSafe writes 600,000).",
+        "KEYRING: the keyring file sealed (keyring.txt record 0). EXPORT: the whole export file.",
+    ])
+    lines += ["COUNT = 0", f"PASSPHRASE = {EXPORT_PASSPHRASE}", f"ROUNDS = {EXPORT_ROUNDS}", f"SALT = {EXPORT_SALT.hex()}",
+              f"N = {EXPORT_NONCE.hex()}", f"KEYRING = {keyring.hex()}", f"EXPORT = {export.hex()}", ""]
+    return "\n".join(lines)
+
+
 # --- pattern counts (§2.1, R-SEC-6) -----------------------------------------------------------
 
 def count_patterns(max_length: int, min_length: int = 4) -> int:
@@ -256,7 +448,13 @@ def main() -> int:
         for n in (4, 5, 6):
             print(f"patterns of at most {n} points: {count_patterns(n)}")
         return 0
-    outputs = {"keys.txt": keys_txt(), "seal.txt": seal_txt(), "recovery-code.txt": recovery_txt()}
+    outputs = {"keys.txt": keys_txt(), "seal.txt": seal_txt(), "index-root.txt": index_root_txt(),
+               "index-page.txt": index_page_txt(), "item-record.txt": item_record_txt(),
+               "chunk-segment.txt": chunk_segment_txt(), "keyring.txt": keyring_txt(),
+               "keyring-export.txt": keyring_export_txt(),
+               "recovery-code.txt": recovery_txt()}
+    # No trailing spaces (an empty list or comment line would leave one).
+    outputs = {name: "\n".join(line.rstrip() for line in text.split("\n")) for name, text in outputs.items()}
     check = "--check" in sys.argv
     status = 0
     for name, text in outputs.items():

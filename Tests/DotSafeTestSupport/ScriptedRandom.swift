@@ -1,16 +1,16 @@
 import Synchronization
 import VaultCrypto
 
-/// Hands out fixed bytes in order, to drive `uniform` through its rejection branch.
-final class ScriptedRandom: RandomSource {
+/// Hands out fixed bytes as one stream, in order: drives `uniform` through its rejection branch.
+public final class ScriptedRandom: RandomSource {
     private let script: [UInt8]
     private let position = Mutex(0)
 
-    init(_ script: [UInt8]) { self.script = script }
+    public init(_ script: [UInt8]) { self.script = script }
 
-    var consumed: Int { position.withLock { $0 } }
+    public var consumed: Int { position.withLock { $0 } }
 
-    func fill(_ buffer: UnsafeMutableRawBufferPointer) throws {
+    public func fill(_ buffer: UnsafeMutableRawBufferPointer) throws {
         try position.withLock { position in
             guard position + buffer.count <= script.count else { throw CryptoError.randomSourceFailed }
             for i in 0..<buffer.count { buffer[i] = script[position + i] }
@@ -20,6 +20,6 @@ final class ScriptedRandom: RandomSource {
 }
 
 /// 8 bytes, little-endian, as `uniform` reads a draw.
-func littleEndianBytes(_ value: UInt64) -> [UInt8] {
+public func littleEndianBytes(_ value: UInt64) -> [UInt8] {
     (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
 }

@@ -2,7 +2,7 @@ import Glibc
 
 /// The `VmFlags` of the mapping that contains `address`, from /proc/self/smaps
 /// (`dd` = not dumped, `wf` = wiped on fork, `lo` = locked).
-func vmFlags(containing address: UnsafeRawPointer) throws -> Set<String> {
+public func vmFlags(containing address: UnsafeRawPointer) throws -> Set<String> {
     let target = UInt(bitPattern: address)
     let smaps = try readProcFile("/proc/self/smaps")
     var inside = false
@@ -24,7 +24,7 @@ func vmFlags(containing address: UnsafeRawPointer) throws -> Set<String> {
 }
 
 /// /proc files report size 0, so read until EOF.
-func readProcFile(_ path: String) throws -> String {
+public func readProcFile(_ path: String) throws -> String {
     struct ReadError: Error { let path: String }
     let fd = open(path, O_RDONLY)
     guard fd >= 0 else { throw ReadError(path: path) }
@@ -40,4 +40,4 @@ func readProcFile(_ path: String) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
-var isRoot: Bool { getuid() == 0 }
+public var isRoot: Bool { getuid() == 0 }

@@ -1,0 +1,55 @@
+import Foundation
+import Glibc
+
+/// `.binary` mode: the built `dotsafe`, run the way a user runs it.
+extension MountHarness {
+    /// The `dotsafe` built next to the test binary.
+    public static var binary: String {
+        let folder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        return folder.appendingPathComponent("dotsafe").path
+    }
+
+    @discardableResult
+    public func dotsafe(_ arguments: [String], input: String? = nil) -> CommandResult {
+        run(Self.binary, arguments, input: input)
+    }
+
+    /// Mounts with the pattern on standard input. `dotsafe mount` returns once its daemon is
+    /// ready; a mount it reports must then be listed by the kernel.
+    @discardableResult
+    public func mount(_ mountPoint: String, pattern: String, options: [String] = []) -> CommandResult {
+        let result = dotsafe(["mount", storage, mountPoint, "--pattern-stdin"] + options, input: pattern + "\n")
+        if result.status == 0 {
+            _ = mounted.withLock { $0.insert(mountPoint) }
+            guard Self.waitUntil(mounted: true, mountPoint) else {
+                return CommandResult(status: -1, output: result.output, error: result.error + "\nharness: not in /proc/mounts")
+            }
+        }
+        return result
+    }
+
+    /// `dotsafe lock`; once it succeeds, the daemon of that mount must be gone.
+    @discardableResult
+    public func lock(_ mountPoint: String) -> CommandResult {
+        let result = dotsafe(["lock", mountPoint])
+        if result.status == 0 {
+            _ = mounted.withLock { $0.remove(mountPoint) }
+            guard waitFor(seconds: 10, { Self.daemonPID(for: mountPoint) == nil }) else {
+                return CommandResult(status: -1, output: result.output, error: result.error + "\nharness: the daemon is still running")
+            }
+        }
+        return result
+    }
+
+    /// The daemon serving a mount point: the process whose command line names it.
+    public static func daemonPID(for mountPoint: String) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = Int32(entry), pid != getpid(),
+                  let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if words.contains("mount") && words.contains(mountPoint) && words.first?.hasSuffix("dotsafe") == true { return pid }
+        }
+        return nil
+    }
+}
