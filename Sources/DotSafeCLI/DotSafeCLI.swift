@@ -13,6 +13,7 @@ public enum DotSafeCLI {
         MountCommand.self,
         LockCommand.self,
         FsckCommand.self,
+        AuditCommand.self,
         KeyringCommand.self,
         HelpCommand.self,
         VersionCommand.self,

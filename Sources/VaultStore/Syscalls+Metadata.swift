@@ -68,3 +68,26 @@ public struct FileMetadata: Equatable, Sendable {
 
     public var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
 }
+
+/// The calls that re-creating a storage file needs (`StorageRecreator`).
+extension Syscalls {
+    /// flock(2) on the folder: shared for writers, exclusive for re-creation.
+    static func lockFolder(_ folder: Int32, exclusive: Bool) throws {
+        _ = try retrying("flock") { flock(folder, exclusive ? LOCK_EX : LOCK_SH) }
+    }
+
+    static func unlockFolder(_ folder: Int32) { _ = flock(folder, LOCK_UN) }
+
+    /// Renames within the folder, replacing what has the new name (atomically).
+    static func rename(_ folder: Int32, _ from: String, to: String) throws {
+        _ = try retrying("rename") { renameat(folder, from, folder, to) }
+    }
+
+    /// Sets access and modification time of a name in the folder (nanoseconds since the epoch),
+    /// without following it. The kernel sets the change time to now.
+    static func setTimes(_ folder: Int32, _ name: String, access: Int64, modification: Int64) throws {
+        var times = [timespec(tv_sec: Int(access / 1_000_000_000), tv_nsec: Int(access % 1_000_000_000)),
+                     timespec(tv_sec: Int(modification / 1_000_000_000), tv_nsec: Int(modification % 1_000_000_000))]
+        _ = try retrying("utimensat") { utimensat(folder, name, &times, AT_SYMLINK_NOFOLLOW) }
+    }
+}
