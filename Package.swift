@@ -29,7 +29,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
-        .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe", "VaultCore", "VaultStore"]),
+        .testTarget(name: "DotSafeMountTests", dependencies: ["dotsafe", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),

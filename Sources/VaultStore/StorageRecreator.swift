@@ -77,9 +77,11 @@ public final class StorageRecreator {
         let temporary = name + Self.temporarySuffix
         try Syscalls.link(unnamed: copy, folder: folder, name: temporary)
         // The swap only when the name still holds this file and both hold the same bytes.
+        let linked = try Syscalls.openFile(folder, temporary, O_RDONLY)
+        defer { Syscalls.close(linked) }
         guard let now = try Syscalls.metadata(folder, name), now.inode == metadata.inode,
               try Syscalls.readFully(original, count: Format.fileSize, offset: 0) == bytes,
-              try Syscalls.readFully(copy, count: Format.fileSize, offset: 0) == bytes else {
+              try Syscalls.readFully(linked, count: Format.fileSize, offset: 0) == bytes else {
             try Syscalls.unlink(folder, temporary)
             return false
         }
