@@ -120,6 +120,31 @@ import VaultFormat
         #expect(finished.load())
         #expect(FileManager.default.contents(atPath: path + "/" + name)?.prefix(16) == Data(repeating: 7, count: 16))
     }
+
+    /// DiskStorageFolder's writes wait while a re-creation holds the folder exclusively.
+    @Test func writersWaitForARecreation() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try Storage.open(at: path)
+        let name = try folder.listFiles()[0]
+        let recreation = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(recreation) }
+        #expect(flock(recreation, LOCK_EX) == 0)
+        let finished = Atomic(false)
+        let thread = Thread { _ = try? folder.write(name, offset: 0, bytes: [1, 2, 3]); finished.store(true) }
+        thread.start()
+        usleep(300_000)
+        #expect(!finished.load(), "a write ran during a re-creation")
+        #expect(flock(recreation, LOCK_UN) == 0)
+        for _ in 0..<100 where !finished.load() { usleep(20_000) }
+        #expect(finished.load())
+        #expect(try folder.read(name, offset: 0, count: 3) == [1, 2, 3])
+        // Many threads writing at once share the lock and all finish.
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            _ = try? folder.write(name, offset: 16 * index, bytes: [UInt8](repeating: UInt8(index), count: 16))
+        }
+        #expect(flock(recreation, LOCK_EX | LOCK_NB) == 0, "the last writer left the folder unlocked")
+    }
 }
 
 /// A flag shared with a thread.
