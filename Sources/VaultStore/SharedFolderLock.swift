@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// The writers' side of the storage folder's flock (docs/FORMAT.md §11.3): held shared around
@@ -14,7 +15,12 @@ final class SharedFolderLock: Sendable {
     func withShared<R>(_ body: () throws -> R) throws -> R {
         try holders.withLock { (count: inout Int) throws -> Void in
             // Blocks (holding the counter) while a re-creation runs: writers wait for it anyway.
-            if count == 0 { try Syscalls.lockFolder(folder, exclusive: false) }
+            if count == 0 {
+                // A file system without flock (some network ones) cannot take part in
+                // re-creation either (its exclusive lock fails the same way): write unlocked.
+                do { try Syscalls.lockFolder(folder, exclusive: false) } catch StoreError.system(_, let code)
+                    where code == EOPNOTSUPP || code == ENOLCK || code == EINVAL {}
+            }
             count += 1
         }
         defer {
