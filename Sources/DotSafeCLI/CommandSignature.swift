@@ -71,12 +71,16 @@ public struct PositionalSpec: Hashable, Sendable {
 
     public let name: String
     public let arity: Arity
+    /// The words it takes, when it takes one of a few (`export`, `import`): offered by the
+    /// shell completions. Empty for free values.
+    public let values: [String]
     /// One sentence for the help text.
     public let help: String
 
-    public init(_ name: String, arity: Arity = .required, help: String) {
+    public init(_ name: String, arity: Arity = .required, values: [String] = [], help: String) {
         self.name = name
         self.arity = arity
+        self.values = values
         self.help = help
     }
 }

@@ -15,6 +15,7 @@ public enum DotSafeCLI {
         FsckCommand.self,
         AuditCommand.self,
         KeyringCommand.self,
+        CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,
     ]

@@ -14,6 +14,7 @@ import Testing
           lock            Lock a vault: write changes, unmount, erase the keys.
           fsck            Check a vault; with --repair, drop what cannot be read.
           keyring         Export the keyring under a passphrase, or import an export.
+          completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
 
@@ -79,12 +80,13 @@ import Testing
     static let helpHelp = """
         OVERVIEW: Show help for dotsafe or for one command.
 
-        USAGE: dotsafe help [COMMAND]
+        USAGE: dotsafe help [--man] [COMMAND]
 
         ARGUMENTS:
           COMMAND         The command to describe; without it, list all commands.
 
         OPTIONS:
+          --man           Print it as a manual page (roff) instead.
           -h, --help      Show help.
 
         GLOBAL OPTIONS:
@@ -132,6 +134,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "completion", "help", "version"])
     }
 }

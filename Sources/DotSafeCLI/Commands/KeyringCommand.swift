@@ -13,7 +13,7 @@ struct KeyringCommand: Command {
         The salt alone opens nothing, but with it a short pattern can be guessed
         offline: keep the export as safe as the storage; use a long passphrase.
         """
-    static let action = PositionalSpec("ACTION", help: "export or import.")
+    static let action = PositionalSpec("ACTION", values: ["export", "import"], help: "export or import.")
     static let file = PositionalSpec("FILE", help: "The export file.")
     static let passphraseStdin = OptionSpec.flag("passphrase-stdin", help: "Read the passphrase as one line from standard input.")
     static let replace = OptionSpec.flag("replace", help: "On import, replace a different salt (vaults made with the old one will look empty).")
