@@ -13,6 +13,7 @@ import Testing
           mount           Open the vault a pattern finds and mount it as a folder.
           lock            Lock a vault: write changes, unmount, erase the keys.
           fsck            Check a vault; with --repair, drop what cannot be read.
+          audit           Show what the storage's metadata tells an observer.
           keyring         Export the keyring under a passphrase, or import an export.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
@@ -134,6 +135,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "fsck", "audit", "keyring", "completion", "help", "version"])
     }
 }
