@@ -27,6 +27,9 @@ public protocol Command: Sendable {
     /// The options and positional arguments the command accepts, besides the global options
     /// and `-h`/`--help`, which every command accepts. Default: none.
     static var signature: CommandSignature { get }
+    /// Whether the command reads the keyring, and so accepts the global `--keyring` after its
+    /// name and lists it in its help. Default: no.
+    static var usesKeyring: Bool { get }
     /// The usage line, `USAGE: dotsafe NAME …`. Default: generated from `signature`.
     static var usage: String { get }
     /// The full text of `dotsafe help NAME`. Default: generated from the properties above.
@@ -44,6 +47,9 @@ public protocol Command: Sendable {
 extension Command {
     public static var discussion: String { "" }
     public static var signature: CommandSignature { CommandSignature() }
+    public static var usesKeyring: Bool { false }
+    /// The global options this command accepts after its name.
+    static var globalOptions: [OptionSpec] { usesKeyring ? GlobalOptions.options : [] }
     public static var usage: String { HelpFormatter.usage(for: self) }
     public static var help: String { HelpFormatter.help(for: self) }
 }

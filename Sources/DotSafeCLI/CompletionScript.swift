@@ -21,7 +21,9 @@ enum CompletionScript {
     static var commonOptions: [OptionSpec] { GlobalOptions.options + [StandardOptions.help] }
     static var leadingOptions: [OptionSpec] { commonOptions + [StandardOptions.version] }
 
-    static func options(of command: any Command.Type) -> [OptionSpec] { command.signature.options + commonOptions }
+    static func options(of command: any Command.Type) -> [OptionSpec] {
+        command.signature.options + command.globalOptions + [StandardOptions.help]
+    }
 
     /// By the placeholder's name: paths are files, storages and mount points folders.
     static func kind(ofPlaceholder name: String) -> ValueKind {
@@ -209,11 +211,13 @@ enum CompletionScript {
         for command in commands {
             text += "complete -c dotsafe -n __fish_use_subcommand -a \(command.name) -d \(quoted(command.summary))\n"
         }
-        for option in commonOptions { text += "complete -c dotsafe \(flags(option))\n" }
-        text += "complete -c dotsafe -n __fish_use_subcommand \(flags(StandardOptions.version))\n"
+        text += "complete -c dotsafe \(flags(StandardOptions.help))\n"
+        for option in GlobalOptions.options + [StandardOptions.version] {
+            text += "complete -c dotsafe -n __fish_use_subcommand \(flags(option))\n"
+        }
         for command in commands {
             let condition = "-n '__fish_seen_subcommand_from \(command.name)'"
-            for option in command.signature.options { text += "complete -c dotsafe \(condition) \(flags(option))\n" }
+            for option in command.signature.options + command.globalOptions { text += "complete -c dotsafe \(condition) \(flags(option))\n" }
             for positional in command.signature.positionals {
                 switch kind(of: positional) {
                 case .none: break

@@ -37,5 +37,5 @@ enum StandardOptions {
     /// `-h`, `--help`: accepted everywhere, wins over any other argument.
     static let help = OptionSpec.flag("help", short: "h", help: "Show help.")
     /// `--version`: before the command name only; the same as `dotsafe version`.
-    static let version = OptionSpec.flag("version", help: "Print the version.")
+    static let version = OptionSpec.flag("version", short: "V", help: "Print the version.")
 }

@@ -33,7 +33,7 @@ enum HelpFormatter {
         let signature = command.signature
         let argumentRows = signature.positionals.map { (label: $0.name, text: $0.help) }
         let optionRows = (signature.options + [StandardOptions.help]).map(row)
-        let globalRows = GlobalOptions.options.map(row)
+        let globalRows = command.globalOptions.map(row)
         let column = labelColumn(for: argumentRows + optionRows + globalRows)
         return page([
             overviewLine(command.summary),

@@ -42,8 +42,10 @@ enum ManPage {
         }
         page += section("OPTIONS")
         page += (signature.options + [StandardOptions.help]).map(optionItem).joined()
-        page += section("GLOBAL OPTIONS")
-        page += GlobalOptions.options.map(optionItem).joined()
+        if !command.globalOptions.isEmpty {
+            page += section("GLOBAL OPTIONS")
+            page += command.globalOptions.map(optionItem).joined()
+        }
         page += exitStatus
         page += section("SEE ALSO")
         page += "\\fB\(DotSafeCLI.name)\\fR(1)\n"

@@ -16,9 +16,9 @@ struct ChunkLoad: Sendable {
     func run(_ storage: any StorageFolder) throws -> [UInt8] {
         defer { oneTime.subkey.wipe() }
         guard let file = try storage.read(name) else { throw StoreError.unusableFile("chunk") }
-        let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime, label: Label.sealChunk,
-                                           context: VaultState.le(key.item) + VaultState.le(UInt64(key.index)))
-        guard body.count <= Format.payloadSize else { throw CryptoError.authenticationFailed }
+        let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime,
+                                           seal: .chunk(item: key.item, index: key.index))
+        guard body.count <= ChunkOffsets.chunkSize else { throw CryptoError.authenticationFailed }
         return body
     }
 }
@@ -40,16 +40,13 @@ enum ChunkStep {
 }
 
 extension VaultState {
-    /// Chunks loaded ahead of a sequential reader.
-    static let readAhead = 2
-
     /// The next step for reading chunk `index` of `id`; `sequential` says whether the read
     /// continues the previous one (then the chunks after it are loaded ahead).
     mutating func chunkStep(_ id: UInt64, _ index: Int, sequential: Bool) throws -> ChunkStep {
         let item = try file(id)
         let key = ChunkCache.Key(item: id, index: index)
-        if case .chunked = item.record.layout, cache.get(key) == nil, flights[key] == nil, item.chunks[index] != nil {
-            if let loading = loads[key] { return .wait(loading) }
+        if case .chunked = item.record.layout, !chunks.isInMemory(key), item.chunks[index] != nil {
+            if let loading = chunks.loading(key) { return .wait(loading) }
             do {
                 return .load(try startLoad(key)!)
             } catch {
@@ -59,9 +56,9 @@ extension VaultState {
         if !sequential { return .ready(try chunk(id, index), ahead: []) }
         let bytes = try chunk(id, index)
         var ahead: [ChunkLoad] = []
-        for next in index + 1...index + Self.readAhead {
+        for next in index + 1...index + ChunkStore.readAhead {
             let nextKey = ChunkCache.Key(item: id, index: next)
-            guard item.chunks[next] != nil, cache.get(nextKey) == nil, flights[nextKey] == nil, loads[nextKey] == nil,
+            guard item.chunks[next] != nil, !chunks.isInMemory(nextKey), chunks.loading(nextKey) == nil,
                   let load = try? startLoad(nextKey) else { continue }
             ahead.append(load)
         }
@@ -71,13 +68,13 @@ extension VaultState {
     /// `makeLoad`, registered so that other readers wait for it instead of loading again.
     private mutating func startLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
         guard let load = try makeLoad(key) else { return nil }
-        loads[key] = LoadInProgress()
+        chunks.startLoad(key)
         return load
     }
 
     /// A load of a stored chunk; nil for a hole.
     mutating func makeLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
-        guard let item = items[key.item], let slot = item.key, let ref = item.chunks[key.index] else { return nil }
+        guard let item = tree.items[key.item], let slot = item.key, let ref = item.chunks[key.index] else { return nil }
         let oneTime = try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce)
         statistics.chunkDecrypts += 1
         return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), oneTime: oneTime)
@@ -89,9 +86,7 @@ extension VaultState {
         let size = try file(id).record.size
         guard offset < size, count > 0 else { return (offset, false) }
         let end = min(offset + UInt64(count), size)
-        let sequential = offset == 0 || readEnds[id] == offset
-        readEnds[id] = end
-        return (end, sequential)
+        return (end, chunks.noteRead(id, offset: offset, end: end))
     }
 
     /// Caches what a load read, if the chunk has not changed meanwhile. Returns false when the
@@ -99,8 +94,8 @@ extension VaultState {
     /// taken and rewritten, so the reader reads again. Any other failure is the error a reader
     /// sees (a load ahead drops it: the reader's own load reports it).
     mutating func finishLoad(_ load: ChunkLoad, _ result: Result<[UInt8], any Error>) throws -> Bool {
-        loads.removeValue(forKey: load.key)?.finish()
-        let unchanged = !isLocked && items[load.key.item]?.chunks[load.key.index] == load.ref
+        chunks.endLoad(load.key)
+        let unchanged = !isLocked && tree.items[load.key.item]?.chunks[load.key.index] == load.ref
         let bytes: [UInt8]
         do {
             bytes = try result.get()
@@ -109,8 +104,8 @@ extension VaultState {
             guard unchanged else { return false }
             throw Self.loadError(error, load.key.item, load.key.index)
         }
-        guard unchanged, cache.get(load.key) == nil, flights[load.key] == nil else { return true }
-        cache.put(load.key, bytes: bytes, dirty: false)
+        guard unchanged, !chunks.isInMemory(load.key) else { return true }
+        chunks.put(load.key, bytes: bytes, dirty: false)
         try evictIfNeeded()
         return true
     }

@@ -2,7 +2,7 @@ import VaultCrypto
 import VaultFormat
 
 /// The items of an index, built from its opened page bodies with every rule that spans records
-/// checked (docs/FORMAT.md §5.2, §6.1). No cryptography and no storage: `VaultState.load` gives
+/// checked (docs/FORMAT.md §5.2, §6.1). No cryptography and no storage: `VaultState.open` gives
 /// it the pages it opened; `IndexCheck` gives it bytes, which is how the fuzzer reaches it.
 struct IndexContents {
     var items: [UInt64: Item] = [:]
@@ -46,7 +46,7 @@ struct IndexContents {
             guard let item = items[key.itemID], item.isFile, item.record.layout == .chunked else {
                 throw VaultError.damagedIndex("chunk map of item \(key.itemID), which is not a chunked file")
             }
-            let base = Int(key.sub - 1) * Format.chunksPerSegment
+            let base = ChunkOffsets.chunks(inSegment: Int(key.sub - 1)).lowerBound
             for entry in entries {
                 let index = base + entry.indexInSegment
                 guard index < item.chunkCount else { throw VaultError.damagedIndex("chunk \(index) beyond the size of item \(key.itemID)") }

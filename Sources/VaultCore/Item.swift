@@ -18,18 +18,15 @@ struct Item {
     }
 
     /// Chunk indexes that a file of this size can have.
-    /// Written without `size + P - 1`: a size from disk near UInt64.max overflowed it (fuzz finding).
-    var chunkCount: Int {
-        let payload = UInt64(Format.payloadSize)
-        return Int(record.size / payload + (record.size % payload == 0 ? 0 : 1))
-    }
+    var chunkCount: Int { ChunkOffsets.chunkCount(forSize: record.size) }
 
     /// Segment numbers that hold at least one chunk.
-    var segmentIndexes: Set<Int> { Set(chunks.keys.map { $0 / Format.chunksPerSegment }) }
+    var segmentIndexes: Set<Int> { Set(chunks.keys.map(ChunkOffsets.segment(ofChunk:))) }
 
     func segmentEntries(_ segment: Int) -> [ChunkSegment.Entry] {
-        let base = segment * Format.chunksPerSegment
-        return (base..<base + Format.chunksPerSegment).compactMap { index in
+        let indexes = ChunkOffsets.chunks(inSegment: segment)
+        let base = indexes.lowerBound
+        return indexes.compactMap { index in
             chunks[index].map { ChunkSegment.Entry(indexInSegment: index - base, ref: $0) }
         }
     }

@@ -59,9 +59,9 @@ extension VaultState {
         let good = Set(try storage.listFiles())
         let all = Set(try storage.listAllNames())
         report.storageFiles = good.count
-        report.items = items.count
-        for id in items.keys.sorted() {
-            guard let item = items[id], item.isFile else { continue }
+        report.items = tree.items.count
+        for id in tree.items.keys.sorted() {
+            guard let item = tree.items[id], item.isFile else { continue }
             var problems: [String] = []
             var unreadable: [Int] = []
             switch item.record.layout {
@@ -111,6 +111,7 @@ extension VaultState {
         guard !isNew else { return }
         let group = UInt64(Format.groupSize)
         var owned = Set<String>()
+        let allocator = writer.allocator
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try name(number)
@@ -119,7 +120,7 @@ extension VaultState {
                     : allocator.coverNumbers.contains(number) ? "cover \(number)" : "file \(number)"
                 if !all.contains(name) {
                     // A slot missing next to one that opens is the remains of a cut commit, not damage.
-                    if number < Format.indexSlotCount && missingSlot == number { continue }
+                    if number < Format.indexSlotCount && committer.missingSlot == number { continue }
                     report.storageProblems.append("\(kind) of the vault is missing")
                     report.missingFileNumbers.append(number)
                 } else if !good.contains(name) {
@@ -149,7 +150,7 @@ extension VaultState {
         var current = id
         var seen: Set<UInt64> = []
         while current != Format.rootItemID {
-            guard seen.insert(current).inserted, let link = items[current]?.record.links.first else {
+            guard seen.insert(current).inserted, let link = tree.items[current]?.record.links.first else {
                 return "(unnamed item \(id))"
             }
             parts.append(String(decoding: link.name, as: UTF8.self))
@@ -165,20 +166,18 @@ extension VaultState {
         for number in report.strayFileNumbers { try storage.remove(try name(number)) }
         if !report.missingFileNumbers.isEmpty || !report.strayFileNumbers.isEmpty { try storage.syncFolder() }
         for damaged in report.damagedItems {
-            guard let item = items[damaged.id] else { continue }
+            guard let item = tree.items[damaged.id] else { continue }
             if let member = item.packedMember {
                 releaseMember(damaged.id, member)
-                items[damaged.id]!.record.layout = .empty
+                tree.update(damaged.id) { $0.layout = .empty }
             } else {
                 for index in damaged.unreadableChunks {
-                    guard let ref = items[damaged.id]!.chunks[index] else { continue }
-                    allocator.release(ref.fileNumber)
-                    items[damaged.id]!.chunks[index] = nil
-                    dirtySegments[damaged.id, default: []].insert(index / Format.chunksPerSegment)
+                    guard let ref = tree.setChunk(damaged.id, index, nil) else { continue }
+                    writer.release(ref.fileNumber)
                 }
             }
-            cache.removeItem(damaged.id, fromIndex: 0)
-            dirtyItems.insert(damaged.id)
+            chunks.removeChunks(of: damaged.id, from: 0)
+            tree.dirtyItems.insert(damaged.id)
         }
         try commit()
     }

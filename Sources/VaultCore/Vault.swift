@@ -70,26 +70,28 @@ public final class Vault: Sendable {
 
     /// True until the first commit: nothing of this vault is on disk.
     public var isNew: Bool { state.withLock { $0.isNew } }
-    public var generation: UInt64 { state.withLock { $0.generation } }
+    public var generation: UInt64 { state.withLock { $0.committer.generation } }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
-    public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || !$0.unsynced.isEmpty } }
+    public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
     public var isReadOnly: Bool { state.withLock { $0.readOnly } }
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
-    public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.vaultKey.isLocked } }
+    public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.committer.vaultKey.isLocked } }
     public static let rootID = Format.rootItemID
+    /// The format's sizes and limits, for the layers above (which do not import VaultFormat).
+    public typealias Limits = Format
     /// Items the vault holds, the root and items unlinked but still held included (statfs).
-    public var itemCount: Int { state.withLock { $0.items.count } }
+    public var itemCount: Int { state.withLock { $0.tree.items.count } }
 
     // MARK: Items
 
     public func attributes(_ id: UInt64) throws -> Attributes { try locked { try $0.attributes(id) } }
 
-    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.lookup(parent, name) } }
+    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.tree.lookup(parent, name) } }
 
     /// A folder's entries, sorted by name so that listings are stable.
     public func contents(ofFolder id: UInt64) throws -> [(name: [UInt8], id: UInt64)] {
         try locked { state in
-            try state.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
+            try state.tree.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
         }
     }
 
@@ -154,22 +156,18 @@ public final class Vault: Sendable {
     /// Chunks are decrypted outside the lock, and those after a sequential read ahead of it.
     public func readPieces(_ id: UInt64, offset: UInt64, count: Int) throws -> [ArraySlice<UInt8>] {
         let (end, sequential) = try locked { try $0.startRead(id, offset: offset, count: count) }
-        let payload = UInt64(Format.payloadSize)
         var pieces: [ArraySlice<UInt8>] = []
-        var position = offset
-        while position < end {
-            let index = Int(position / payload), within = Int(position % payload)
-            let n = min(Int(payload) - within, Int(end - position))
-            let data = try chunkBytes(id, index, sequential: sequential)
+        for piece in ChunkOffsets.pieces(from: offset, to: end) {
+            let (within, n) = (piece.range.lowerBound, piece.range.count)
+            let data = try chunkBytes(id, piece.index, sequential: sequential)
             let stored = max(0, min(within + n, data.count) - within)
             if stored > 0 { pieces.append(data[within..<within + stored]) }
             if stored < n { pieces.append(Self.zeros[0..<n - stored]) }
-            position += UInt64(n)
         }
         return pieces
     }
 
-    private static let zeros = [UInt8](repeating: 0, count: Format.payloadSize)
+    private static let zeros = [UInt8](repeating: 0, count: ChunkOffsets.chunkSize)
 
     private func chunkBytes(_ id: UInt64, _ index: Int, sequential: Bool) throws -> [UInt8] {
         while true {
@@ -195,9 +193,22 @@ public final class Vault: Sendable {
     }
 
     public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
+        try write(id, at: offset, bytes: bytes)
+    }
+
+    /// Writes at the end of the file as it is under the lock (O_APPEND): two appends never
+    /// land at the same offset, and the caller needs no lock of its own around size and write.
+    public func append(_ id: UInt64, bytes: [UInt8]) throws {
+        try write(id, at: nil, bytes: bytes)
+    }
+
+    /// A write at `offset`, or at the end for nil. A writer that finds no room for its
+    /// write-behinds waits here, outside the vault's lock and any lock of the caller's.
+    private func write(_ id: UInt64, at offset: UInt64?, bytes: [UInt8]) throws {
         let writes = try locked { state in
-            let completed = try state.write(id, offset: offset, bytes: bytes)
-            state.touchContent(id)
+            let position = try offset ?? state.file(id).record.size
+            let completed = try state.write(id, offset: position, bytes: bytes)
+            state.tree.touchContent(id, now: state.clock.now())
             return state.startWritesBehind(id, completed)
         }
         for job in writes {
@@ -218,7 +229,7 @@ public final class Vault: Sendable {
     public func truncate(_ id: UInt64, size: UInt64) throws {
         try locked { state in
             try state.truncate(id, size: size)
-            state.touchContent(id)
+            state.tree.touchContent(id, now: state.clock.now())
         }
     }
 
@@ -265,11 +276,10 @@ public final class Vault: Sendable {
 
 extension VaultState {
     func attributes(_ id: UInt64) throws -> Vault.Attributes {
-        let item = try self.item(id)
+        let item = try tree.item(id)
         let record = item.record
-        // Folders are exactly the keys of `children`: counting subfolders copies no item.
-        let links = item.isFolder ? 2 + (children[id]?.values.filter { children[$0] != nil }.count ?? 0) : record.links.count
         return Vault.Attributes(id: id, type: record.type, mode: record.mode, uid: record.uid, gid: record.gid, rdev: record.rdev,
-                                size: record.size, linkCount: links, atime: record.atime, mtime: record.mtime, ctime: record.ctime)
+                                size: record.size, linkCount: tree.linkCount(id, item), atime: record.atime, mtime: record.mtime,
+                                ctime: record.ctime)
     }
 }

@@ -23,7 +23,7 @@ extension VaultState {
             do {
                 guard let file = try storage.read(name) else { continue }
                 let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, key: .secret(secrets.indexKey),
-                                                   label: Label.sealIndexRoot, context: [UInt8(slot)])
+                                                   seal: .indexRoot(slot: slot))
                 roots.append((slot, try IndexRoot.decode(body[...])))
             } catch FormatError.newerVersion(let version) {
                 throw VaultError.newerFormat(version)
@@ -46,38 +46,41 @@ extension VaultState {
         var root = newest.root
         let vaultKey = try SecretBytes(copying: root.vaultKey)
         Sealer.wipe(&root.vaultKey)
-        var state = try VaultState(storage: storage, secrets: secrets, random: random, clock: clock,
-                                   readOnly: options.readOnly, cacheBytes: options.cacheBytes, root: root, vaultKey: vaultKey)
+        let arena = SecretArena()
+        var committer = try Committer(vaultKey: vaultKey, generation: root.generation)
+        let contents: IndexContents
         do {
-            try state.load(root)
-        } catch let error as VaultError {
-            state.wipe()
-            throw error
-        } catch FormatError.newerVersion(let version) {
-            state.wipe()
-            throw VaultError.newerFormat(version)
+            contents = try load(root, storage: storage, secrets: secrets, pageKey: committer.pageKey, arena: arena)
         } catch {
-            state.wipe()
-            throw VaultError.damagedIndex("\(error)")
+            arena.wipeAll()
+            committer.wipe()
+            secrets.wipe()
+            switch error {
+            case let error as VaultError: throw error
+            case FormatError.newerVersion(let version): throw VaultError.newerFormat(version)
+            default: throw VaultError.damagedIndex("\(error)")
+            }
         }
-        if present.count < Format.indexSlotCount { state.missingSlot = 1 - newest.slot }
+        committer.useLoaded(PageTable(loaded: contents.pages))
+        if present.count < Format.indexSlotCount { committer.missingSlot = 1 - newest.slot }
+        var state = VaultState(storage: storage, secrets: secrets, random: random, clock: clock, readOnly: options.readOnly,
+                               cacheBytes: options.cacheBytes, root: root, committer: committer, contents: contents, arena: arena)
         if !options.readOnly {
             try state.removeLeftovers(releasing: root.releasing)
-            try state.restoreMissingSlot()
+            try state.committer.restoreMissingSlot(writer: state.writer)
         }
         return state
     }
 
     /// Reads every page, builds the items, and checks the rules that span records (§6.1).
-    private mutating func load(_ root: IndexRoot) throws {
-        let storage = self.storage, secrets = self.secrets, pageKey = self.pageKey, arena = self.arena
-        let contents = try IndexContents(root: root, pageBody: { ref in
+    private static func load(_ root: IndexRoot, storage: any StorageFolder, secrets: VaultSecrets, pageKey: SecretBytes,
+                             arena: SecretArena) throws -> IndexContents {
+        try IndexContents(root: root, pageBody: { ref in
             guard let file = try storage.read(try secrets.fileName(ref.fileNumber)) else {
                 throw VaultError.damagedIndex("index page \(ref.fileNumber) is missing")
             }
             do {
-                return try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .indexPage, key: .secret(pageKey),
-                                               label: Label.sealIndexPage, context: [])
+                return try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .indexPage, key: .secret(pageKey), seal: .indexPage)
             } catch CryptoError.authenticationFailed {
                 throw VaultError.damagedIndex("index page \(ref.fileNumber) does not open")
             }
@@ -85,11 +88,6 @@ extension VaultState {
             defer { Sealer.wipe(&key) }
             return try arena.allocate(copying: key)
         })
-        items = contents.items
-        children = contents.children
-        pageTable = PageTable(loaded: contents.pages)
-        packs = contents.packs
-        allocator = FileAllocator(root: root, used: contents.usedFiles)
     }
 
     /// §9.3: files a crash left behind are this vault's by name, and removed.
@@ -112,7 +110,7 @@ extension VaultState {
         // Numbers from the committed nextFileNumber up: for a vault that never committed that is
         // 0, since its group 0 (covers, data, random fill) may have been made by a first commit
         // that died before its root (the allocator of a new vault has group 0 already).
-        var number = isNew ? 0 : allocator.nextFileNumber
+        var number = isNew ? 0 : writer.allocator.nextFileNumber
         let end = number + UInt64(existing.count)
         while number < end {
             let candidate = try name(number)
@@ -121,13 +119,4 @@ extension VaultState {
         }
         if removed { try storage.syncFolder() }
     }
-
-    /// A torn first commit can leave group 0 without its second slot: make it again.
-    mutating func restoreMissingSlot() throws {
-        guard let slot = missingSlot else { return }
-        try storage.create(try name(slot), contents: try random.bytes(Format.fileSize), durable: true)
-        try storage.syncFolder()
-        missingSlot = nil
-    }
 }
-

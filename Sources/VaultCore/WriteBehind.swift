@@ -26,8 +26,8 @@ struct ChunkWrite: Sendable {
     /// The AES and storage work: no state, no lock.
     func run(_ storage: any StorageFolder) throws {
         defer { oneTime.subkey.wipe() }
-        let file = try Sealer.sealEnvelope(kind: .chunk, body: body[...], padding: padding, with: oneTime, label: Label.sealChunk,
-                                           context: VaultState.le(key.item) + VaultState.le(UInt64(key.index)))
+        let file = try Sealer.sealEnvelope(kind: .chunk, body: body[...], padding: padding, with: oneTime,
+                                           seal: .chunk(item: key.item, index: key.index))
         if create {
             try storage.create(name, contents: file, durable: false)
         } else {
@@ -36,8 +36,8 @@ struct ChunkWrite: Sendable {
     }
 }
 
-/// The random files of a new group, made whole before any data goes in (as `createGroupFiles`
-/// does under the lock). Its numbers are handed out only once it has finished.
+/// The random files of a new group, made whole before any data goes in (as
+/// `FileWriter.allocateUsable` does under the lock). Its numbers are handed out only once it has finished.
 struct GroupWrite: Sendable {
     let numbers: Range<UInt64>
     let names: [String]
@@ -63,62 +63,27 @@ struct GroupWrite: Sendable {
     }
 }
 
-/// A chunk being written behind: its bytes (newer than what its stored reference holds) and the
-/// token that says which write of it is the latest.
-struct Flight {
-    var token: UInt64
-    var bytes: [UInt8]
-}
-
-/// Where a file is being written sequentially: the run of bytes written back to back.
-struct SequentialRun {
-    var start: UInt64
-    var end: UInt64
-}
-
 extension VaultState {
-    /// Whether a write-behind has not finished: a commit waits for it.
-    var writingBehind: Bool { !flights.isEmpty || groupBeingMade }
-
-    /// Notes a write of `start..<end` and returns the chunks it completed within one
-    /// sequential run: those are not written again soon, so they can go to storage now. A
-    /// database rewriting pages never completes a chunk this way and keeps its chunks in memory.
-    mutating func chunksCompletedSequentially(_ id: UInt64, _ start: UInt64, _ end: UInt64) -> Range<Int> {
-        let payload = UInt64(Self.payload)
-        var run = runs[id] ?? SequentialRun(start: start, end: start)
-        if run.end != start { run = SequentialRun(start: start, end: start) }
-        run.end = end
-        runs[id] = run
-        let first = (run.start + payload - 1) / payload  // the first chunk the run began at or before
-        let firstEnding = start / payload                // the first chunk whose end this write reaches
-        let last = end / payload                         // chunks before this one end at or before `end`
-        let lower = max(first, firstEnding)
-        return lower < last ? Int(lower)..<Int(last) : 0..<0
-    }
-
     /// Prepares write-behind of these dirty chunks of a chunked file, and of the next group
     /// when free files run short; anything that stops a chunk (a full disk while making a group
     /// here) leaves it dirty for the commit to write and report.
     mutating func startWritesBehind(_ id: UInt64, _ indexes: Range<Int>) -> [WriteBehindJob] {
         guard !indexes.isEmpty else { return [] }
         var jobs = startChunkWrites(id, indexes).map(WriteBehindJob.chunk)
-        if !groupBeingMade && allocator.freeCount < Self.reservedFiles + Format.groupSize, let names = try? allocator.startGroupNames(name) {
-            groupBeingMade = true
-            jobs.append(.group(GroupWrite(numbers: names.numbers, names: names.names, random: random)))
-        }
+        if let group = writer.startGroupWrite() { jobs.append(.group(group)) }
         return jobs
     }
 
     private mutating func startChunkWrites(_ id: UInt64, _ indexes: Range<Int>) -> [ChunkWrite] {
-        guard let item = items[id], item.isFile, item.record.size >= UInt64(Self.payload), let slot = item.key else { return [] }
+        guard let item = tree.items[id], item.isFile, item.record.size >= UInt64(Self.payload), let slot = item.key else { return [] }
         // A file leaving its pack does so at the commit (storeChunk), not here.
         if case .packed = item.record.layout { return [] }
         var writes: [ChunkWrite] = []
         for index in indexes {
             let key = ChunkCache.Key(item: id, index: index)
-            guard cache.isDirty(key), let body = cache.get(key) else { continue }
+            guard chunks.isDirty(key), let body = chunks.get(key) else { continue }
             do {
-                let number = try allocateUsable(data: true)
+                let number = try writer.allocateUsable(data: true)
                 // Everything that can fail comes before the flight is registered: a commit waits
                 // for every registered flight.
                 let fileName: String, padding: [UInt8], oneTime: Sealer.OneTimeKey
@@ -127,16 +92,14 @@ extension VaultState {
                     padding = try random.bytes(Self.payload - body.count)
                     oneTime = try Sealer.OneTimeKey(.arena(slot, arena), random: random)
                 } catch {
-                    allocator.release(number)
+                    writer.release(number)
                     throw error
                 }
-                nextFlightToken += 1
-                flights[key] = Flight(token: nextFlightToken, bytes: body)
-                cache.markClean(key)
-                items[id]!.record.layout = .chunked
+                let token = chunks.startFlight(key, bytes: body)
+                tree.update(id) { $0.layout = .chunked }
                 statistics.chunkEncrypts += 1
-                writes.append(ChunkWrite(key: key, token: nextFlightToken, number: number, name: fileName,
-                                         create: allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime))
+                writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
+                                         create: writer.allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime))
             } catch {
                 break
             }
@@ -148,42 +111,23 @@ extension VaultState {
     /// delete made it stale: then its file is free again. A failed one leaves the chunk dirty.
     mutating func finishChunkWrite(_ write: ChunkWrite, error: (any Error)?) {
         let stored = error == nil
-        if stored {
-            if write.create {
-                allocator.markCreated(write.number)
-                createdSinceCommit = true
-            }
-            unsynced.insert(write.number)
-        }
-        guard let flight = flights[write.key], flight.token == write.token else {
-            allocator.release(write.number)
-            return
-        }
-        flights[write.key] = nil
-        guard stored, items[write.key.item] != nil else {
-            allocator.release(write.number)
-            if items[write.key.item] != nil { cache.put(write.key, bytes: flight.bytes, dirty: true) }
+        if stored { writer.didStoreBehind(write.number, created: write.create) }
+        guard let bytes = chunks.finishFlight(write.key, token: write.token) else {
+            writer.release(write.number)
             return
         }
         let (id, index) = (write.key.item, write.key.index)
-        if let old = items[id]!.chunks[index] { allocator.release(old.fileNumber) }
-        items[id]!.chunks[index] = SealedRef(fileNumber: write.number, nonce: write.oneTime.nonce)
-        dirtySegments[id, default: []].insert(index / Format.chunksPerSegment)
-        dirtyItems.insert(id)
+        guard stored, tree.items[id] != nil else {
+            writer.release(write.number)
+            if tree.items[id] != nil { chunks.put(write.key, bytes: bytes, dirty: true) }
+            return
+        }
+        if let old = tree.setChunk(id, index, SealedRef(fileNumber: write.number, nonce: write.oneTime.nonce)) {
+            writer.release(old.fileNumber)
+        }
     }
 
     mutating func finishGroupWrite(_ write: GroupWrite, created: [UInt64], present: [UInt64]) {
-        for number in created + present { allocator.markCreated(number) }
-        unsynced.formUnion(created)
-        if !created.isEmpty { createdSinceCommit = true }
-        // Numbers whose files could not be made stay unwritten: made when data goes in, or at the
-        // commit, or dropped with the group if nothing does.
-        allocator.groupIsMade(write.numbers)
-        groupBeingMade = false
-    }
-
-    /// Forgets write-behinds of these chunks: what they stored is no longer wanted.
-    mutating func dropFlights(_ id: UInt64, fromIndex first: Int = 0) {
-        for key in flights.keys where key.item == id && key.index >= first { flights[key] = nil }
+        writer.finishGroupWrite(write, created: created, present: present)
     }
 }

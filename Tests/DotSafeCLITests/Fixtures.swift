@@ -5,6 +5,7 @@ import DotSafeCLI
 struct ProbeCommand: Command {
     static let name = "probe"
     static let summary = "Print what was parsed (a test fixture)."
+    static let usesKeyring = true
     static let discussion = "Example:\n  dotsafe probe --pattern b2-c2-d3-d4 -o ro STORAGE"
     static let pattern = OptionSpec.value("pattern", placeholder: "PATTERN", help: "The unlock pattern.")
     static let force = OptionSpec.flag("force", short: "f", help: "Go ahead.")

@@ -45,7 +45,7 @@ import VaultStore
             try withVault { vault in
                 let id = try id(path, in: vault)
                 return vault.state.withLock { state in
-                    let item = state.items[id]!
+                    let item = state.tree.items[id]!
                     if let index { return (item.chunks[index]!.fileNumber, 0) }
                     let member = item.packedMember!
                     return (member.fileNumber, Int(member.offset))

@@ -23,7 +23,7 @@ import Testing
           --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
                           set, else the keyring under $XDG_DATA_HOME/dotsafe/).
           -h, --help      Show help.
-          --version       Print the version.
+          -V, --version   Print the version.
 
         See 'dotsafe help COMMAND' for help on a command.
 
@@ -35,11 +35,7 @@ import Testing
         USAGE: dotsafe version
 
         OPTIONS:
-          -h, --help      Show help.
-
-        GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          -h, --help  Show help.
 
         """
 
@@ -84,24 +80,20 @@ import Testing
         USAGE: dotsafe help [--man] [COMMAND]
 
         ARGUMENTS:
-          COMMAND         The command to describe; without it, list all commands.
+          COMMAND     The command to describe; without it, list all commands.
 
         OPTIONS:
-          --man           Print it as a manual page (roff) instead.
-          -h, --help      Show help.
-
-        GLOBAL OPTIONS:
-          --keyring PATH  Use the keyring file at PATH (default: $DOTSAFE_KEYRING if
-                          set, else the keyring under $XDG_DATA_HOME/dotsafe/).
+          --man       Print it as a manual page (roff) instead.
+          -h, --help  Show help.
 
         """
 
-    @Test(arguments: [["--help"], ["-h"], ["help"], ["--keyring", "k", "--help"], ["--help", "--frob"]])
+    @Test(arguments: [[], ["--help"], ["-h"], ["help"], ["--keyring", "k", "--help"], ["--help", "--frob"]])
     func programHelp(arguments: [String]) {
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: Self.programHelp))
     }
 
-    @Test(arguments: [["--version"], ["version"], ["version", "--keyring=k"], ["--keyring", "k", "--version"]])
+    @Test(arguments: [["--version"], ["-V"], ["version"], ["--keyring", "k", "version"], ["--keyring", "k", "--version"]])
     func version(arguments: [String]) {
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: "dotsafe 0.1.0\n"))
     }

@@ -31,7 +31,7 @@ import Testing
     }
 
     static func allOptions(_ command: any Command.Type) -> [OptionSpec] {
-        command.signature.options + GlobalOptions.options + [StandardOptions.help]
+        command.signature.options + command.globalOptions + [StandardOptions.help]
     }
 
     @Test func theProgramPageListsEveryCommandAndGlobalOption() {

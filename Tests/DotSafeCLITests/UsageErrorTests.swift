@@ -18,7 +18,11 @@ import Testing
     }
 
     static let realCommands: [Case] = [
-        Case([], "missing command"),
+        Case(["--keyring", "k"], "missing command"),
+        Case(["version", "--keyring=k"], "unknown option '--keyring'", hint: "Try 'dotsafe help version'."),
+        Case(["lock", "--keyring", "k", "M"], "unknown option '--keyring'", hint: "Try 'dotsafe help lock'."),
+        Case(["mount", "S", "M", "--idle", "5x"], "--idle needs a time such as 90s, 5m or 2h, not '5x'", hint: "Try 'dotsafe help mount'."),
+        Case(["mount", "S", "M", "--idle", "0s"], "--idle needs a time such as 90s, 5m or 2h, not '0s'", hint: "Try 'dotsafe help mount'."),
         Case(["--frob"], "unknown option '--frob'"),
         Case(["--frob=1", "version"], "unknown option '--frob'"),
         Case(["-x"], "unknown option '-x'"),
@@ -33,9 +37,9 @@ import Testing
         Case(["version", "-x"], "unknown option '-x'", hint: "Try 'dotsafe help version'."),
         Case(["version", "extra"], "unexpected argument 'extra'", hint: "Try 'dotsafe help version'."),
         Case(["version", "--", "--help"], "unexpected argument '--help'", hint: "Try 'dotsafe help version'."),
-        Case(["version", "--keyring"], "option '--keyring' needs a value", hint: "Try 'dotsafe help version'."),
-        Case(["--keyring", "a", "version", "--keyring=b"], "option '--keyring' given more than once",
-             hint: "Try 'dotsafe help version'."),
+        Case(["version", "--keyring"], "unknown option '--keyring'", hint: "Try 'dotsafe help version'."),
+        Case(["--keyring", "a", "fsck", "S", "--keyring=b"], "option '--keyring' given more than once",
+             hint: "Try 'dotsafe help fsck'."),
         Case(["help", "frob"], "unknown command 'frob'"),
         Case(["help", "version", "extra"], "unexpected argument 'extra'"),
     ]

@@ -24,7 +24,7 @@ import VaultFormat
             tail = try record.hex("TAIL")
         }
 
-        var context: [UInt8] { VaultState.le(itemID) + VaultState.le(chunkIndex) }
+        var context: [UInt8] { SealContext.chunk(item: itemID, index: Int(chunkIndex)).context }
         var padding: [UInt8] { get throws { try DeterministicRandom(seed: paddingSeed).bytes(Format.payloadSize - body.count) } }
     }
 
@@ -35,8 +35,8 @@ import VaultFormat
         #expect(vector.body == Array("DotSafe chunk vector\n".utf8))
         let random = FixedRandom([try vector.padding, vector.nonce])
         let key = try SecretBytes(copying: vector.itemKey)
-        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: vector.body[...], key: .secret(key), label: Label.sealChunk,
-                                                    context: vector.context, random: random)
+        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: vector.body[...], key: .secret(key),
+                                                    seal: SealContext(label: Label.sealChunk, context: vector.context), random: random)
         #expect(random.isExhausted)
         #expect(nonce == vector.nonce)
         #expect(file.count == vector.fileSize)
@@ -47,7 +47,7 @@ import VaultFormat
 
         // And it opens again, only with the recorded nonce, key, label and context.
         let body = try Sealer.openEnvelope(file, expectedNonce: vector.nonce, kind: .chunk, key: .secret(key),
-                                           label: Label.sealChunk, context: vector.context)
+                                           seal: SealContext(label: Label.sealChunk, context: vector.context))
         #expect(body == vector.body)
     }
 
@@ -58,16 +58,16 @@ import VaultFormat
     func openFailsOnAnyMismatch(_ mismatch: Mismatch) throws {
         let vector = try Vector()
         let key = try SecretBytes(copying: vector.itemKey)
-        let (_, sealed) = try Sealer.sealEnvelope(kind: .chunk, body: vector.body[...], key: .secret(key), label: Label.sealChunk,
-                                                  context: vector.context, random: FixedRandom([try vector.padding, vector.nonce]))
+        let (_, sealed) = try Sealer.sealEnvelope(kind: .chunk, body: vector.body[...], key: .secret(key),
+                                                  seal: SealContext(label: Label.sealChunk, context: vector.context), random: FixedRandom([try vector.padding, vector.nonce]))
         var file = sealed
         var expectedNonce = vector.nonce, context = vector.context, label = Label.sealChunk
         var kind = InnerBlock.Kind.chunk
         var openKey = key
         switch mismatch {
         case .nonce: expectedNonce[0] ^= 1
-        case .itemID: context = VaultState.le(vector.itemID + 1) + VaultState.le(vector.chunkIndex)
-        case .chunkIndex: context = VaultState.le(vector.itemID) + VaultState.le(vector.chunkIndex + 1)
+        case .itemID: context = SealContext.chunk(item: vector.itemID + 1, index: Int(vector.chunkIndex)).context
+        case .chunkIndex: context = SealContext.chunk(item: vector.itemID, index: Int(vector.chunkIndex) + 1).context
         case .label: label = Label.sealMember
         case .kind: kind = .indexPage
         case .key: openKey = try SecretBytes(copying: vector.itemKey.map { $0 ^ 0x80 })
@@ -75,11 +75,13 @@ import VaultFormat
         }
         if mismatch == .kind {
             #expect(throws: FormatError.invalid("inner block kind 3, expected 2")) {
-                try Sealer.openEnvelope(file, expectedNonce: expectedNonce, kind: kind, key: .secret(openKey), label: label, context: context)
+                try Sealer.openEnvelope(file, expectedNonce: expectedNonce, kind: kind, key: .secret(openKey),
+                                       seal: SealContext(label: label, context: context))
             }
         } else {
             #expect(throws: CryptoError.authenticationFailed) {
-                try Sealer.openEnvelope(file, expectedNonce: expectedNonce, kind: kind, key: .secret(openKey), label: label, context: context)
+                try Sealer.openEnvelope(file, expectedNonce: expectedNonce, kind: kind, key: .secret(openKey),
+                                       seal: SealContext(label: label, context: context))
             }
         }
     }

@@ -7,6 +7,7 @@ import VaultStore
 struct InitCommand: Command {
     static let name = "init"
     static let summary = "Create a storage folder (and the keyring, if none exists)."
+    static let usesKeyring = true
     static let discussion = """
         STORAGE must be a new or empty folder. It receives 64 to 128 cover files of
         random data; each pattern mounted on it adds a vault. The keyring holds the

@@ -7,6 +7,7 @@ import VaultStore
 struct KeyringCommand: Command {
     static let name = "keyring"
     static let summary = "Export the keyring under a passphrase, or import an export."
+    static let usesKeyring = true
     static let discussion = """
         export FILE   writes the keyring to FILE, sealed with a passphrase typed twice.
         import FILE   adds the keyring items in FILE to this machine's keyring.

@@ -1,5 +1,5 @@
 import Foundation
-import VaultCrypto
+import SystemCalls
 
 /// `dotsafe lock MOUNTPOINT`: asks the daemon to write everything, unmount, erase its keys and
 /// exit; returns only when it has, so that a mount right after cannot race it.
@@ -15,22 +15,18 @@ struct LockCommand: Command {
         mountPoint = try arguments.required(Self.mountPoint)
     }
 
-    /// The daemon's lock channel: named by the mount point, so `lock` needs nothing else.
-    static func channelName(for mountPoint: String) -> String {
-        let digest = SHA256.hash(Array(MountTable.canonical(mountPoint).utf8))
-        return "dotsafe-lock-" + digest.prefix(16).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-
     func run(context: CommandContext) throws -> Int32 {
-        let channel: UnixSocket
-        do { channel = try UnixSocket.connect(Self.channelName(for: mountPoint)) } catch {
-            if MountTable.dotsafeMount(at: mountPoint) != nil {
-                // The daemon is gone (killed): only the dead mount is left to remove.
-                let status = Self.removeDeadMount(mountPoint)
-                throw CLIError.failure(status == 0 ? "the daemon of \(mountPoint) had died; its dead mount was removed (changes not synced were lost)"
-                                                   : "the daemon of \(mountPoint) has died and its mount could not be removed")
-            }
-            throw CLIError.failure("no vault is mounted at \(mountPoint)")
+        let path = MountTable.canonical(mountPoint)
+        let folder = RuntimeFolder.existing(environment: context.environment)
+        let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
+        guard let folder, let record, let channel = try? UnixSocket.connect(folder.file(record.socketName)) else {
+            if let folder, let record { record.remove(from: folder) }
+            return try Self.lockWithoutDaemon(path)
+        }
+        // The folder is private, so only we could have put a socket there; still, talk only to
+        // the daemon the record names, running as us.
+        guard let peer = try? channel.peerCredentials(), peer.userID == SystemCall.userID, peer.processID == record.pid else {
+            throw CLIError.failure("the lock channel of \(path) is not served by its daemon (pid \(record.pid)): not locked")
         }
         channel.send("lock")
         let answer = channel.receiveLine() ?? "failed: the daemon ended without an answer"
@@ -47,12 +43,17 @@ struct LockCommand: Command {
         }
     }
 
-    private static func removeDeadMount(_ path: String) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-        process.arguments = ["-u", "-z", path]
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+    /// No daemon of ours answers for `path`: another user's mount, a dead daemon's mount, or none.
+    private static func lockWithoutDaemon(_ path: String) throws -> Int32 {
+        guard let mount = MountTable.dotsafeMount(at: path) else {
+            throw CLIError.failure("no vault is mounted at \(path)")
+        }
+        if let owner = mount.userID, owner != SystemCall.userID {
+            throw CLIError.failure("\(path) is mounted by another user (uid \(owner)): only they can lock it")
+        }
+        // The daemon is gone (killed): only the dead mount is left to remove.
+        let status = ProcessCalls.run("fusermount3", ["-u", "-z", path])
+        throw CLIError.failure(status == 0 ? "the daemon of \(path) had died; its dead mount was removed (changes not synced were lost)"
+                                           : "the daemon of \(path) has died and its mount could not be removed")
     }
 }

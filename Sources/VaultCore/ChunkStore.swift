@@ -1,0 +1,151 @@
+import VaultFormat
+
+/// Decrypted chunks in memory and what is under way for them outside the vault's lock: the
+/// cache (dirty chunks waiting for the commit), chunks being written behind (their bytes stay
+/// readable until stored), chunks being loaded (other readers wait for the load), and where each
+/// file is being written and read sequentially. Knows nothing of items, files or keys: the vault
+/// asks it, and tells it what became of a chunk.
+///
+/// Invariant: a chunk's newest bytes are in the cache if they are there, else in its flight,
+/// else in storage; a flight's token says which write-behind of a chunk is the latest.
+struct ChunkStore {
+    typealias Key = ChunkCache.Key
+
+    private(set) var cache: ChunkCache
+    /// Chunks being written behind (WriteBehind.swift).
+    private var flights: [Key: Flight] = [:]
+    private var nextFlightToken: UInt64 = 0
+    /// Each file's sequential write run.
+    private var runs: [UInt64: SequentialRun] = [:]
+    /// Chunks being loaded outside the lock (ChunkLoad.swift).
+    private var loads: [Key: LoadInProgress] = [:]
+    /// Where each file's last read ended.
+    private var readEnds: [UInt64: UInt64] = [:]
+
+    /// Chunks loaded ahead of a sequential reader.
+    static let readAhead = 2
+
+    init(cacheBytes: Int) { cache = ChunkCache(limitBytes: cacheBytes) }
+
+    /// Dirty chunks wait for the commit, or a write-behind is still running.
+    var hasChanges: Bool { cache.hasDirtyEntries || !flights.isEmpty }
+    var hasFlights: Bool { !flights.isEmpty }
+
+    /// The newest bytes of a chunk held in memory: cached, or being written behind (then cached
+    /// clean, since the write-behind stores these very bytes, or puts them back dirty if it fails).
+    mutating func cached(_ key: Key) -> [UInt8]? {
+        if let cached = cache.get(key) { return cached }
+        guard let flight = flights[key] else { return nil }
+        cache.put(key, bytes: flight.bytes, dirty: false)
+        return flight.bytes
+    }
+
+    /// Whether the chunk's newest bytes are in memory (no load needed); counts as a use.
+    mutating func isInMemory(_ key: Key) -> Bool { cache.get(key) != nil || flights[key] != nil }
+
+    mutating func get(_ key: Key) -> [UInt8]? { cache.get(key) }
+    mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool) { cache.put(key, bytes: bytes, dirty: dirty) }
+    mutating func modify(_ key: Key, _ body: (inout [UInt8]) -> Void) { cache.modify(key, body) }
+    mutating func markClean(_ key: Key) { cache.markClean(key) }
+    mutating func remove(_ key: Key) { cache.remove(key) }
+    func isDirty(_ key: Key) -> Bool { cache.isDirty(key) }
+    var dirtyKeys: [Key] { cache.dirtyKeys }
+
+    /// The next chunk to go when the cache is over its limit.
+    var evictionCandidate: Key? { cache.isOverLimit ? cache.evictionCandidate() : nil }
+
+    // MARK: Items
+
+    /// Forgets chunks from `first` on (truncate), and their write-behinds: what those store is
+    /// no longer wanted.
+    mutating func removeChunks(of item: UInt64, from first: Int) {
+        cache.removeItem(item, fromIndex: first)
+        dropFlights(item, from: first)
+    }
+
+    /// Forgets everything of a deleted item.
+    mutating func forget(_ item: UInt64) {
+        removeChunks(of: item, from: 0)
+        runs[item] = nil
+        readEnds[item] = nil
+    }
+
+    // MARK: Sequential writes and write-behind
+
+    /// Notes a write of `start..<end` and returns the chunks it completed within one
+    /// sequential run: those are not written again soon, so they can go to storage now. A
+    /// database rewriting pages never completes a chunk this way and keeps its chunks in memory.
+    mutating func chunksCompletedSequentially(_ id: UInt64, _ start: UInt64, _ end: UInt64) -> Range<Int> {
+        var run = runs[id] ?? SequentialRun(start: start, end: start)
+        if run.end != start { run = SequentialRun(start: start, end: start) }
+        run.end = end
+        runs[id] = run
+        let first = ChunkOffsets.chunkCount(forSize: run.start)  // the first chunk the run began at or before
+        let firstEnding = ChunkOffsets.chunkIndex(start)          // the first chunk whose end this write reaches
+        let last = ChunkOffsets.chunkIndex(end)                   // chunks before this one end at or before `end`
+        let lower = max(first, firstEnding)
+        return lower < last ? lower..<last : 0..<0
+    }
+
+    /// Hands a dirty chunk to a write-behind: clean in the cache, its bytes kept in a flight.
+    /// Returns the flight's token.
+    mutating func startFlight(_ key: Key, bytes: [UInt8]) -> UInt64 {
+        nextFlightToken += 1
+        flights[key] = Flight(token: nextFlightToken, bytes: bytes)
+        cache.markClean(key)
+        return nextFlightToken
+    }
+
+    /// Ends the flight of a finished write-behind; returns its bytes when it was the chunk's
+    /// latest (a later write, a truncate or a delete makes it stale: nil).
+    mutating func finishFlight(_ key: Key, token: UInt64) -> [UInt8]? {
+        guard let flight = flights[key], flight.token == token else { return nil }
+        flights[key] = nil
+        return flight.bytes
+    }
+
+    /// A write of the chunk now is newer than any write-behind of it.
+    mutating func dropFlight(_ key: Key) { flights[key] = nil }
+
+    /// Forgets write-behinds of these chunks: what they store is no longer wanted.
+    mutating func dropFlights(_ id: UInt64, from first: Int = 0) {
+        for key in flights.keys where key.item == id && key.index >= first { flights[key] = nil }
+    }
+
+    // MARK: Reads
+
+    /// Notes a read ending at `end`; returns whether it continues the file's previous read or
+    /// starts at 0 (then chunks are loaded ahead).
+    mutating func noteRead(_ id: UInt64, offset: UInt64, end: UInt64) -> Bool {
+        let sequential = offset == 0 || readEnds[id] == offset
+        readEnds[id] = end
+        return sequential
+    }
+
+    func loading(_ key: Key) -> LoadInProgress? { loads[key] }
+
+    /// Registers a load, so that other readers wait for it instead of loading again.
+    mutating func startLoad(_ key: Key) { loads[key] = LoadInProgress() }
+
+    /// Ends a load and wakes whoever waits for it.
+    mutating func endLoad(_ key: Key) { loads.removeValue(forKey: key)?.finish() }
+
+    /// Erases plaintext (R-MEM-3).
+    mutating func removeAll() {
+        cache.removeAll()
+        flights = [:]
+    }
+}
+
+/// A chunk being written behind: its bytes (newer than what its stored reference holds) and the
+/// token that says which write of it is the latest.
+struct Flight {
+    var token: UInt64
+    var bytes: [UInt8]
+}
+
+/// Where a file is being written sequentially: the run of bytes written back to back.
+struct SequentialRun {
+    var start: UInt64
+    var end: UInt64
+}

@@ -1,0 +1,170 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// The index on disk and the commit point (docs/FORMAT.md §5, §9.2 steps 4-5): which pages hold
+/// which records, the generation, the vault and page keys, the covers' refresh, and a slot a
+/// torn first commit left missing. The data a root points to is written and synced before it
+/// (`VaultState.commit`); the root goes into the slot that holds the older one.
+struct Committer {
+    let vaultKey: SecretBytes
+    let pageKey: SecretBytes
+    private(set) var pageTable: PageTable
+    /// The committed generation; 0 while the vault has never been written.
+    private(set) var generation: UInt64
+    /// A slot whose file is missing though the other opens: made again at the next change.
+    var missingSlot: UInt64?
+    /// When the covers last got new bytes in this session, and whether a commit came since.
+    private var coversRefreshedAt: Int64?
+    private(set) var committedSinceCoverRefresh = false
+
+    /// At most one refresh of the covers per this many nanoseconds (R-COV-3), and one at lock.
+    static let coverRefreshInterval: Int64 = 30_000_000_000
+
+    init(vaultKey: SecretBytes, generation: UInt64, pageTable: PageTable = PageTable()) throws {
+        self.vaultKey = vaultKey
+        pageKey = try HKDF.deriveKey(from: vaultKey, salt: [], info: Label.pageKey, count: Format.keySize)
+        self.generation = generation
+        self.pageTable = pageTable
+    }
+
+    /// The pages of an index just read.
+    mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
+
+    var isNew: Bool { generation == 0 }
+    var hasChanges: Bool { pageTable.isDirty }
+
+    /// Marks the pages of every changed record; items without names are not written (an unlinked
+    /// file still open lives in memory only).
+    mutating func markChangedRecords(_ tree: inout ItemTree) {
+        for key in tree.removedKeys { pageTable.remove(key) }
+        tree.removedKeys = []
+        for id in tree.dirtyItems {
+            let segments = tree.dirtySegments[id] ?? []
+            if let item = tree.items[id], id == Format.rootItemID || !item.record.links.isEmpty {
+                pageTable.touch(.item(id))
+                let present = item.segmentIndexes
+                for segment in segments {
+                    if present.contains(segment) { pageTable.touch(.segment(id, segment)) } else { pageTable.remove(.segment(id, segment)) }
+                }
+            } else {
+                pageTable.remove(.item(id))
+                let present = tree.items[id]?.segmentIndexes ?? []
+                for segment in segments.union(present) { pageTable.remove(.segment(id, segment)) }
+            }
+        }
+    }
+
+    /// Writes every changed page again from its records (`encode`), split where a page would
+    /// outgrow its body: records in key order, a new page when the next record does not fit.
+    /// Returns how many pages it wrote.
+    mutating func writeDirtyPages(writer: inout FileWriter, encode: (RecordKey) -> [UInt8]) throws -> Int {
+        var written: [Int: [(ref: SealedRef, keys: [RecordKey])]] = [:]
+        var count = 0
+        let limit = Format.payloadSize - IndexPage.headerSize
+        for (i, page) in pageTable.pages.enumerated() where page.dirty {
+            var pieces: [[(key: RecordKey, value: [UInt8])]] = [[]]
+            var size = 0
+            for key in page.keys {
+                let value = encode(key)
+                let cost = RecordKey.overhead + value.count
+                if size + cost > limit && !pieces[pieces.count - 1].isEmpty {
+                    pieces.append([])
+                    size = 0
+                }
+                pieces[pieces.count - 1].append((key, value))
+                size += cost
+            }
+            for piece in pieces where !piece.isEmpty {
+                var body = IndexPage.encode(piece)
+                defer { Sealer.wipe(&body) }
+                let (nonce, file) = try Sealer.sealEnvelope(kind: .indexPage, body: body[...], key: .secret(pageKey),
+                                                            seal: .indexPage, random: writer.random)
+                let number = try writer.store(file)
+                count += 1
+                written[i, default: []].append((SealedRef(fileNumber: number, nonce: nonce), piece.map(\.key)))
+            }
+        }
+        for ref in pageTable.replaceDirty(with: written) { writer.release(ref.fileNumber) }
+        return count
+    }
+
+    func coversAreDue(now: Int64) -> Bool {
+        guard let last = coversRefreshedAt else { return true }
+        return now - last >= Self.coverRefreshInterval
+    }
+
+    /// A new vault's covers are new: their first refresh is due only an interval later.
+    mutating func coversAreNew(now: Int64) { coversRefreshedAt = now }
+
+    /// Writes `random(F)` over each of the vault's covers and syncs them (§9.2 step 4).
+    mutating func refreshCovers(writer: FileWriter, now: () -> Int64) throws {
+        let storage = writer.storage
+        var written: [String] = []
+        var created = false
+        for number in writer.allocator.coverNumbers {
+            let name = try writer.name(number)
+            if (try? storage.read(name, offset: 0, count: 0)) != nil {
+                try storage.write(name, offset: 0, bytes: try writer.random.bytes(Format.fileSize))
+                written.append(name)
+            } else if try !storage.entryExists(name) {
+                // A cover removed behind the vault's back is made again; one of the wrong size or
+                // type is damage and left alone (R-SEC-4). Neither stops the commit.
+                try storage.create(name, contents: try writer.random.bytes(Format.fileSize), durable: true)
+                created = true
+            }
+        }
+        try storage.sync(written)
+        if created { try storage.syncFolder() }
+        coversRefreshedAt = now()
+        committedSinceCoverRefresh = false
+    }
+
+    /// The commit point: root g+1 into slot (g+1) mod 2, synced (§9.2 step 5). From here on the
+    /// state in memory is generation g+1's, whatever the clean-up after it meets.
+    mutating func writeRoot(releasing: [UInt64], nextItemID: UInt64, writer: inout FileWriter, coversRefreshed: Bool) throws {
+        let generation = self.generation + 1
+        let slot = generation % Format.indexSlotCount
+        let allocator = writer.allocator
+        var root = IndexRoot(generation: generation, vaultKey: vaultKey.copyBytes(), nextFileNumber: allocator.nextFileNumber,
+                             nextItemID: nextItemID, coverCount: allocator.coverCount, ownedGroups: allocator.ownedGroups,
+                             releasing: releasing, pages: pageTable.pages.map { $0.ref! })
+        var body = root.encode()
+        Sealer.wipe(&root.vaultKey)
+        defer { Sealer.wipe(&body) }
+        guard body.count <= Format.payloadSize else { throw VaultError.tooLarge("the vault's index has too many pages") }
+        let (_, file) = try Sealer.sealEnvelope(kind: .indexRoot, body: body[...], key: .secret(writer.secrets.indexKey),
+                                                seal: .indexRoot(slot: slot), random: writer.random)
+        if allocator.needsCreate(slot) {
+            try writer.createSlot(slot, file)
+        } else {
+            let slotName = try writer.name(slot)
+            try writer.storage.write(slotName, offset: 0, bytes: file)
+            try writer.storage.sync([slotName])
+        }
+        self.generation = generation
+        committedSinceCoverRefresh = !coversRefreshed
+        writer.allocator.didCommit()
+    }
+
+    /// Group 0's other slot is made only after the first root, so that a crash never leaves a
+    /// slot that does not open beside no slot that does (which would read as damage).
+    func createOtherSlot(writer: inout FileWriter) throws {
+        let other = 1 - generation % Format.indexSlotCount
+        if writer.allocator.needsCreate(other) { try writer.createSlot(other, try writer.random.bytes(Format.fileSize)) }
+    }
+
+    /// A torn first commit can leave group 0 without its second slot: make it again.
+    mutating func restoreMissingSlot(writer: FileWriter) throws {
+        guard let slot = missingSlot else { return }
+        try writer.storage.create(try writer.name(slot), contents: try writer.random.bytes(Format.fileSize), durable: true)
+        try writer.storage.syncFolder()
+        missingSlot = nil
+    }
+
+    /// Erases the keys (R-MEM-3).
+    func wipe() {
+        vaultKey.wipe()
+        pageKey.wipe()
+    }
+}

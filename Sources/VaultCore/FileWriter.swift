@@ -1,0 +1,207 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Writes whole files into the vault's own numbers (docs/FORMAT.md §3.3, §9.2): takes free
+/// numbers from the `FileAllocator`, makes new groups whole, creates or overwrites files,
+/// remembers what must be synced before the next root, and which released files must go.
+///
+/// Invariants: nothing is written outside the owned groups; a file the committed root uses is
+/// never handed out (the allocator); something at one of our names that is not ours is never
+/// replaced (R-SEC-4); every group is whole on disk before the root that owns it.
+struct FileWriter {
+    let storage: any StorageFolder
+    let secrets: VaultSecrets
+    let random: any RandomSource
+    var allocator: FileAllocator
+    /// A new group's files are being made by a write-behind.
+    private(set) var groupBeingMade = false
+    /// Files written since the last commit: synced before the next root.
+    private(set) var unsynced: Set<UInt64> = []
+    private(set) var createdSinceCommit = false
+    /// Files of released groups that may still exist: in the `releasing` of every root until
+    /// they are removed (docs/FORMAT.md §9.2 step 6).
+    private var releasingFiles: [UInt64] = []
+
+    /// Free files which data never takes (a group is made before): on a full disk they let a
+    /// delete commit (its index pages are written copy-on-write, while the deleted data's files
+    /// are still referenced by the committed root).
+    static let reservedFiles = 4
+
+    init(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, allocator: FileAllocator) {
+        self.storage = storage
+        self.secrets = secrets
+        self.random = random
+        self.allocator = allocator
+    }
+
+    func name(_ number: UInt64) throws -> String { try secrets.fileName(number) }
+
+    var hasUnsyncedFiles: Bool { !unsynced.isEmpty }
+
+    mutating func release(_ number: UInt64) { allocator.release(number) }
+
+    /// Writes a whole file into a newly allocated number (copy-on-write); returns the number.
+    /// `data`: a chunk, which keeps out of the reserve of existing free files (`reservedFiles`).
+    mutating func store(_ file: [UInt8], data: Bool = false) throws -> UInt64 {
+        let number = try allocateUsable(data: data)
+        do { try storeFile(number, file) } catch {
+            allocator.release(number)
+            throw error
+        }
+        return number
+    }
+
+    /// A free number whose file can take new bytes. The vault's files are its own, but the
+    /// folder is not: a free file that someone removed is made again when written; one that is
+    /// not a regular file of the storage size is damage, never written (R-SEC-4), and skipped
+    /// (it stays handed out until the session ends). Either way one damaged block does not stop
+    /// every later commit.
+    mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
+        while true {
+            if data && allocator.freeCount <= Self.reservedFiles {
+                // Data never takes the last free files: a new group is made, whole, first. If
+                // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
+                // for the index pages of a delete, and no later commit needs room for the group.
+                let numbers = allocator.makeGroup()
+                do { try createGroupFiles(numbers) } catch {
+                    try? dropUnusedNewGroups()
+                    throw error
+                }
+            }
+            let number = allocator.allocate()
+            let name = try name(number)
+            if allocator.needsCreate(number) {
+                // A new group's file is made at its name: whatever is there already is not ours.
+                guard try storage.entryExists(name) else { return number }
+                allocator.markCreated(number)
+                continue
+            }
+            if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
+            if try !storage.entryExists(name) {
+                allocator.markMissing(number)
+                return number
+            }
+        }
+    }
+
+    /// Whether `number`'s file can be read (a pack that takes new members must be).
+    func isUsable(_ number: UInt64) -> Bool { (try? storage.read(try name(number), offset: 0, count: 0)) != nil }
+
+    /// Makes the files of a new group (random bytes).
+    private mutating func createGroupFiles(_ numbers: Range<UInt64>) throws {
+        for other in numbers where allocator.needsCreate(other) {
+            try createRandomFile(other)
+        }
+    }
+
+    /// A file of random bytes at a number of a new group, unless something not ours is there
+    /// (R-SEC-4): then the number is skipped (never handed out), and the group has one file less.
+    private mutating func createRandomFile(_ number: UInt64) throws {
+        if try storage.entryExists(try name(number)) {
+            allocator.markCreated(number)
+            return
+        }
+        try storeFile(number, try random.bytes(Format.fileSize))
+    }
+
+    /// Writes a whole file at `number`: created if its group is new, else overwritten.
+    mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
+        if allocator.needsCreate(number) {
+            try storage.create(try name(number), contents: file, durable: false)
+            allocator.markCreated(number)
+            createdSinceCommit = true
+        } else {
+            try storage.write(try name(number), offset: 0, bytes: file)
+        }
+        unsynced.insert(number)
+    }
+
+    /// Writes bytes into an existing file (new members of a pack).
+    mutating func write(_ number: UInt64, offset: Int, bytes: [UInt8]) throws {
+        try storage.write(try name(number), offset: offset, bytes: bytes)
+        unsynced.insert(number)
+    }
+
+    // MARK: Write-behind
+
+    /// The next group's files, to make outside the lock when free files run short; nil when
+    /// one is being made already or there is room.
+    mutating func startGroupWrite() -> GroupWrite? {
+        guard !groupBeingMade && allocator.freeCount < Self.reservedFiles + Format.groupSize,
+              let names = try? allocator.startGroupNames(name) else { return nil }
+        groupBeingMade = true
+        return GroupWrite(numbers: names.numbers, names: names.names, random: random)
+    }
+
+    mutating func finishGroupWrite(_ write: GroupWrite, created: [UInt64], present: [UInt64]) {
+        for number in created + present { allocator.markCreated(number) }
+        unsynced.formUnion(created)
+        if !created.isEmpty { createdSinceCommit = true }
+        // Numbers whose files could not be made stay unwritten: made when data goes in, or at the
+        // commit, or dropped with the group if nothing does.
+        allocator.groupIsMade(write.numbers)
+        groupBeingMade = false
+    }
+
+    /// A chunk written behind was stored at `number` (`created`: as a new file).
+    mutating func didStoreBehind(_ number: UInt64, created: Bool) {
+        if created {
+            allocator.markCreated(number)
+            createdSinceCommit = true
+        }
+        unsynced.insert(number)
+    }
+
+    // MARK: The commit
+
+    /// New groups that nothing went into are not kept: on a full disk, a delete of what filled
+    /// them must still commit without making their missing files.
+    mutating func dropUnusedNewGroups() throws {
+        let (numbers, existing) = allocator.dropUnusedNewGroups()
+        for number in existing { try storage.remove(try name(number)) }
+        unsynced.subtract(numbers)
+        if !existing.isEmpty { createdSinceCommit = true }
+    }
+
+    /// Files of new groups that no data went into get random bytes, so every group is whole.
+    mutating func createUnwrittenFiles() throws {
+        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount {
+            try createRandomFile(number)
+        }
+    }
+
+    /// Syncs every file written since the last commit, and the folder if files were made.
+    mutating func syncData() throws {
+        if !unsynced.isEmpty { try storage.sync(try unsynced.sorted().map { try name($0) }) }
+        if createdSinceCommit { try storage.syncFolder() }
+        unsynced = []
+        createdSinceCommit = false
+    }
+
+    /// Groups leave the allocator before the commit point: until their files are gone they are
+    /// listed in every root written, so that neither a failed commit nor a failed removal
+    /// strands them. Returns the files the next root lists as releasing.
+    mutating func takeReleasing() -> [UInt64] {
+        releasingFiles += allocator.takeReleasableGroups()
+        return releasingFiles
+    }
+
+    /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever
+    /// happens next: a commit that goes on after a failed folder sync writes into it rather than
+    /// making it again (`exists`), and syncs the folder before its own root.
+    mutating func createSlot(_ slot: UInt64, _ file: [UInt8]) throws {
+        try storage.create(try name(slot), contents: file, durable: true)
+        allocator.markCreated(slot)
+        createdSinceCommit = true
+        try storage.syncFolder()
+        createdSinceCommit = false
+    }
+
+    /// After the commit point: the released files go.
+    mutating func removeReleased(_ releasing: [UInt64]) throws {
+        for number in releasing { try storage.remove(try name(number)) }
+        if !releasing.isEmpty { try storage.syncFolder() }
+        releasingFiles = []
+    }
+}

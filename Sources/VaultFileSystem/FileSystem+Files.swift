@@ -1,0 +1,64 @@
+import Glibc
+import VaultCore
+
+/// Open files: open, read, write, flush, release, fsync.
+extension FileSystem {
+    /// open(2) of an existing regular file. O_TRUNC (with write access) empties it; O_APPEND
+    /// makes every write of this handle go to the end.
+    public func open(_ inode: UInt64, flags: Int32) throws(FSError) -> UInt64 {
+        try withState { state in
+            try openable(inode)
+            try truncateIfAsked(inode, flags: flags)
+            return openHandle(.file(HandleTable.OpenFile(inode: inode, flags: flags)), &state)
+        }
+    }
+
+    /// Reads up to `count` bytes; fewer at the end of the file, none past it. Holes read as zeros.
+    public func read(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [UInt8] {
+        Array(try readPieces(handle, offset: offset, count: count).joined())
+    }
+
+    /// The read as slices of the vault's decrypted chunks (see `Vault.readPieces`). Runs outside
+    /// the file system's lock, so that reads decrypt in parallel: the handle stays valid, as
+    /// the kernel sends no release while a read of it is under way.
+    public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [ArraySlice<UInt8>] {
+        let context = FSError.Context(wrongType: .isADirectory)
+        let inode = try withState(context) { state in try state.handles.file(handle).inode }
+        do { return try vault.readPieces(inode, offset: offset, count: count) } catch { throw FSError(error, context) }
+    }
+
+    /// Writes all of `bytes` at `offset`, or at the end for an O_APPEND handle; past the end
+    /// leaves a hole that reads as zeros. Returns the count written.
+    /// Like reads, it runs outside the file system's lock: a write that waits for write-behind
+    /// room in the vault holds up no other request (the handle stays valid, as for reads).
+    public func write(_ handle: UInt64, offset: UInt64, bytes: [UInt8]) throws(FSError) -> Int {
+        let file = try withState { state in try state.handles.file(handle) }
+        do {
+            if file.append { try vault.append(file.inode, bytes: bytes) } else { try vault.write(file.inode, offset: offset, bytes: bytes) }
+        } catch {
+            throw FSError(error)
+        }
+        commitScheduler.noteChange()
+        return bytes.count
+    }
+
+    /// close(2) of one descriptor of the handle: nothing to do, changes are in the vault already.
+    public func flush(_ handle: UInt64) throws(FSError) {
+        try withState { state in _ = try state.handles.file(handle) }
+    }
+
+    /// The last descriptor of the handle is closed.
+    public func release(_ handle: UInt64) {
+        state.withLock { state in
+            guard !state.closed, let removed = state.handles.remove(handle) else { return }
+            vault.release(removed.inode)
+        }
+    }
+
+    /// fsync/fdatasync/fsyncdir/syncfs: commits every change of the vault (a commit is atomic
+    /// over the whole vault; syncing one file alone is not cheaper).
+    public func synchronize() throws(FSError) {
+        try checkOpen()
+        try commitScheduler.commitNow()
+    }
+}

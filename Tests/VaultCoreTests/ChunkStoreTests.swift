@@ -1,0 +1,79 @@
+import Testing
+@testable import VaultCore
+import VaultFormat
+
+/// The chunk store alone: which chunks a sequential write completes, which bytes of a chunk are
+/// the newest while it is written behind, and what a deleted or truncated file leaves behind.
+@Suite struct ChunkStoreTests {
+    static let chunk = UInt64(Format.payloadSize)
+    static func key(_ item: UInt64, _ index: Int) -> ChunkStore.Key { ChunkStore.Key(item: item, index: index) }
+
+    @Test func sequentialRunsCompleteChunks() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let step = Self.chunk / 4
+        var completed: [Int] = []
+        for n in 0..<9 {
+            completed += Array(store.chunksCompletedSequentially(7, UInt64(n) * step, UInt64(n + 1) * step))
+        }
+        #expect(completed == [0, 1], "a chunk is complete when the run has written its last byte")
+        // A write elsewhere starts a new run: the chunk it lands in was not written from its start.
+        let elsewhere = store.chunksCompletedSequentially(7, 10 * Self.chunk + 5, 11 * Self.chunk)
+        #expect(elsewhere.isEmpty)
+        let continued = store.chunksCompletedSequentially(7, 11 * Self.chunk, 13 * Self.chunk)
+        #expect(continued == 11..<13)
+        // Runs are per file.
+        let other = store.chunksCompletedSequentially(8, 0, Self.chunk)
+        #expect(other == 0..<1)
+    }
+
+    @Test func aChunkInFlightIsReadFromItsFlightAndALaterWriteWins() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(1, 0)
+        store.put(key, bytes: [1, 2, 3], dirty: true)
+        let token = store.startFlight(key, bytes: [1, 2, 3])
+        #expect(!store.isDirty(key), "the write-behind stores it: clean in the cache")
+        #expect(store.hasFlights && store.hasChanges)
+        store.remove(key)  // evicted while in flight
+        let cached = store.cached(key)
+        #expect(cached == [1, 2, 3], "the flight's bytes are the newest")
+        let newer = store.startFlight(key, bytes: [4])
+        let stale = store.finishFlight(key, token: token)
+        #expect(stale == nil, "a stale write-behind publishes nothing")
+        let latest = store.finishFlight(key, token: newer)
+        #expect(latest == [4])
+        #expect(!store.hasFlights)
+    }
+
+    @Test func truncateAndDeleteForgetChunksAndFlights() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        for index in 0..<4 { store.put(Self.key(3, index), bytes: [UInt8(index)], dirty: true) }
+        let token = store.startFlight(Self.key(3, 3), bytes: [3])
+        store.removeChunks(of: 3, from: 2)
+        #expect(store.dirtyKeys == [Self.key(3, 0), Self.key(3, 1)])
+        let dropped = store.finishFlight(Self.key(3, 3), token: token)
+        #expect(dropped == nil)
+        _ = store.noteRead(3, offset: 0, end: 100)
+        store.forget(3)
+        #expect(store.dirtyKeys.isEmpty && !store.hasChanges)
+        let continues = store.noteRead(3, offset: 100, end: 200)
+        #expect(!continues, "a deleted file's read position is gone")
+    }
+
+    @Test func readsAreSequentialWhenTheyContinue() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let reads = [(0, 4096), (4096, 8192), (100_000, 104_096), (104_096, 108_192)].map { offset, end in
+            store.noteRead(1, offset: UInt64(offset), end: UInt64(end))
+        }
+        #expect(reads == [true, true, false, true], "from 0, or where the last read ended")
+    }
+
+    @Test func evictionOnlyOverTheLimitLeastRecentlyUsedFirst() {
+        var store = ChunkStore(cacheBytes: 0)  // the limit is two chunks at least
+        let part = [UInt8](repeating: 0, count: 110_000)
+        for index in 0..<4 { store.put(Self.key(1, index), bytes: part, dirty: false) }
+        #expect(store.evictionCandidate == nil)
+        _ = store.get(Self.key(1, 0))  // a use: 1 is now the least recent
+        store.put(Self.key(1, 4), bytes: part, dirty: false)
+        #expect(store.evictionCandidate == Self.key(1, 1))
+    }
+}

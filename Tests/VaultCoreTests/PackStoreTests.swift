@@ -1,0 +1,86 @@
+import Testing
+@testable import VaultCore
+import VaultFormat
+import VaultStore
+
+/// Packs alone: where members go, when a pack is free again, which packs are compacted.
+@Suite struct PackStoreTests {
+    static func member(_ placed: (fileNumber: UInt64, offset: Int), _ bytes: [UInt8]) -> ItemRecord.Member {
+        ItemRecord.Member(fileNumber: placed.fileNumber, offset: UInt32(placed.offset), sealedLength: UInt32(bytes.count),
+                          nonce: [UInt8](repeating: 9, count: Format.sealNonceSize))
+    }
+
+    static let members = ([UInt8](repeating: 1, count: 1000), [UInt8](repeating: 2, count: 1000))
+
+    /// `members` for items 10 and 11, placed one after the other.
+    static func placeTwo(_ packs: inout PackStore, _ writer: inout FileWriter) throws
+        -> (first: (fileNumber: UInt64, offset: Int), second: (fileNumber: UInt64, offset: Int)) {
+        let first = try packs.place(members.0, writer: &writer)
+        packs.addMember(10, member(first, members.0))
+        let second = try packs.place(members.1, writer: &writer)
+        packs.addMember(11, member(second, members.1))
+        return (first, second)
+    }
+
+    @Test func membersFillTheOpenPackThenANewOne() throws {
+        var (writer, storage) = try FileWriterTests.writer()
+        var packs = PackStore()
+        let (a, b) = Self.members
+        let (first, second) = try Self.placeTwo(&packs, &writer)
+        #expect(first.offset == 0 && second.offset == 1000 && second.fileNumber == first.fileNumber)
+        #expect(packs.unwrittenBytes(Self.member(second, b)) == b, "readable before the commit")
+        #expect(storage.snapshot.isEmpty, "a new pack is written whole, at the commit")
+        try packs.writeOpenPack(writer: &writer)
+        #expect(packs.unwrittenBytes(Self.member(second, b)) == nil)
+        #expect(try storage.read(try writer.name(first.fileNumber), offset: 1000, count: 1000) == b)
+
+        let large = [UInt8](repeating: 3, count: Format.fileSize - 1999)
+        let third = try packs.place(large, writer: &writer)
+        #expect(third.fileNumber != first.fileNumber && third.offset == 0, "what does not fit opens a new pack")
+        packs.addMember(12, Self.member(third, large))
+        let freed = [packs.releaseMember(10, Self.member(first, a)), packs.releaseMember(11, Self.member(second, b)),
+                     packs.releaseMember(12, Self.member(third, large))]
+        #expect(freed == [nil, first.fileNumber, nil], "an empty pack is free again, unless it is the open pack")
+    }
+
+    @Test func packsThatLostMembersAreCompactedUntilTheCommitForgetsThem() throws {
+        var (writer, _) = try FileWriterTests.writer()
+        var packs = PackStore()
+        let (a, b) = Self.members
+        let (first, second) = try Self.placeTwo(&packs, &writer)
+        try packs.writeOpenPack(writer: &writer)
+        #expect(packs.sparsePacks.isEmpty, "the open pack is never compacted")
+        // Another pack becomes the open one; the first lost its second member.
+        _ = try packs.place([UInt8](repeating: 3, count: Format.fileSize - 1500), writer: &writer)
+        _ = packs.releaseMember(11, Self.member(second, b))
+        #expect(packs.sparsePacks == [first.fileNumber])
+        #expect(packs.members(of: first.fileNumber) == [10])
+        // After a commit the pack reserves only what its members use: nothing to compact.
+        packs.didCommit { $0 == 10 ? Self.member(first, a) : nil }
+        #expect(packs.packs[first.fileNumber]?.reservedEnd == 1000)
+        #expect(packs.sparsePacks.isEmpty)
+    }
+
+    /// §7.2 "Placing members": among existing packs that fit, the most free tail, the lowest
+    /// number on a tie, never a pack whose file is not there.
+    @Test func anExistingPackIsChosenByItsFreeTail() throws {
+        var (writer, storage) = try FileWriterTests.writer()
+        let numbers = try (0..<3).map { _ in try writer.store([UInt8](repeating: 0, count: Format.fileSize)) }
+        #expect(numbers == [4, 5, 6])
+        func packs(_ ends: [UInt64: Int]) -> PackStore {
+            PackStore(packs: ends.mapValues { PackInfo(liveBytes: $0, members: [1], reservedEnd: $0) })
+        }
+        let member = [UInt8](repeating: 5, count: 1000)
+        var store = packs([4: 100_000, 5: 50_000, 6: 50_000])
+        let placed = try store.place(member, writer: &writer)
+        #expect(placed.fileNumber == 5 && placed.offset == 50_000)
+        try storage.remove(try writer.name(5))
+        try storage.remove(try writer.name(6))
+        store = packs([4: 100_000, 5: 50_000, 6: 50_000])
+        let skipping = try store.place(member, writer: &writer)
+        #expect(skipping.fileNumber == 4 && skipping.offset == 100_000, "a missing pack takes no new members")
+        store = packs([4: Format.fileSize - 999])
+        let fresh = try store.place(member, writer: &writer)
+        #expect(fresh.fileNumber == 7 && fresh.offset == 0, "no pack fits: a new one in the lowest free file")
+    }
+}
