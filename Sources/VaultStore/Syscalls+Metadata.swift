@@ -66,7 +66,7 @@ public struct FileMetadata: Equatable, Sendable {
     public var change: Int64
     public var birth: Int64?
 
-    public var isRegular: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFREG) }
+    public var isRegular: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFREG) }
 }
 
 /// The calls that re-creating a storage file needs (`StorageRecreator`).
