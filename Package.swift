@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["DotSafeTestSupport", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
-        .testTarget(name: "DotSafeMountTests", dependencies: ["DotSafeTestSupport", "dotsafe"]),
+        .testTarget(name: "DotSafeMountTests", dependencies: ["DotSafeTestSupport", "dotsafe", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),

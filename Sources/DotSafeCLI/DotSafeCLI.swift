@@ -15,6 +15,7 @@ public enum DotSafeCLI {
         LockCommand.self,
         StatusCommand.self,
         FsckCommand.self,
+        AuditCommand.self,
         KeyringCommand.self,
         CompletionCommand.self,
         HelpCommand.self,

@@ -7,10 +7,12 @@ import VaultFormat
 public final class DiskStorageFolder: StorageFolder {
     public let path: String
     private let folder: Int32
+    private let writers: SharedFolderLock
 
     public init(path: String) throws {
         self.path = path
         folder = try Syscalls.openFolder(path)
+        writers = SharedFolderLock(folder: folder)
     }
 
     deinit { Syscalls.close(folder) }
@@ -49,6 +51,10 @@ public final class DiskStorageFolder: StorageFolder {
 
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
+        try writers.withShared { try createUnlocked(name, contents: contents, durable: durable) }
+    }
+
+    private func createUnlocked(_ name: String, contents: [UInt8], durable: Bool) throws {
         if let fd = try Syscalls.openUnnamed(folder) {
             defer { Syscalls.close(fd) }
             try Syscalls.writeFully(fd, contents, offset: 0)
@@ -73,9 +79,11 @@ public final class DiskStorageFolder: StorageFolder {
 
     public func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
         precondition(offset >= 0 && offset + bytes.count <= Format.fileSize, "write outside a storage file")
-        let fd = try openStorageFile(name, O_WRONLY)
-        defer { Syscalls.close(fd) }
-        try Syscalls.writeFully(fd, bytes, offset: offset)
+        try writers.withShared {
+            let fd = try openStorageFile(name, O_WRONLY)
+            defer { Syscalls.close(fd) }
+            try Syscalls.writeFully(fd, bytes, offset: offset)
+        }
     }
 
     public func sync(_ names: [String]) throws {
@@ -95,7 +103,7 @@ public final class DiskStorageFolder: StorageFolder {
         guard status.isRegular, FileName.isWellFormed(name) else {
             throw StoreError.unusableFile(name)
         }
-        try Syscalls.unlink(folder, name)
+        try writers.withShared { try Syscalls.unlink(folder, name) }
     }
 
     public func capacity() throws -> (total: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }

@@ -13,9 +13,10 @@ enum Syscalls {
         try retrying("open \(path)") { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
     }
 
-    /// Opens a file in the folder, never following a symbolic link and never blocking on a FIFO.
+    /// Opens a file in the folder, never following a symbolic link and never blocking on a FIFO,
+    /// and leaving no access time (R-DEN-2).
     static func openFile(_ folder: Int32, _ name: String, _ flags: Int32) throws -> Int32 {
-        try retrying("open") { openat(folder, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        try retrying("open") { openWithoutAccessTime(folder, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
     }
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }

@@ -14,6 +14,7 @@ import Testing
           lock            Lock a vault: write changes, unmount, erase the keys.
           status          List your open vaults: mount point, storage, since when.
           fsck            Check a vault; with --repair, drop what cannot be read.
+          audit           Show what the storage's metadata tells an observer.
           keyring         Show, back up, restore or move the keyring.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
@@ -129,6 +130,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "fsck", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "fsck", "audit", "keyring", "completion", "help", "version"])
     }
 }

@@ -1,0 +1,43 @@
+import VaultFormat
+
+/// What an observer of a storage folder sees without reading any file: every storage file's
+/// name, position in the listing and statx metadata. Scanning opens no file and leaves no
+/// access time behind, on the files or on the folder (`dotsafe audit`, R-DEN-3).
+public struct StorageScan: Sendable {
+    public struct File: Equatable, Sendable {
+        public var name: String
+        /// Position in the folder's listing (readdir order), counting storage files only.
+        public var order: Int
+        public var metadata: FileMetadata
+    }
+
+    /// Storage files (regular, of the storage size and name form), in listing order.
+    public var files: [File]
+    /// Entries of the folder that are not storage files (ignored by DotSafe, as by the audit).
+    public var otherEntries: Int
+    /// The file system's statfs magic number.
+    public var fileSystemType: UInt64
+
+    /// Scans the folder at `path`; refuses a folder that is not a storage (fewer than 64 files).
+    public static func scan(_ path: String) throws -> StorageScan {
+        let folder: Int32
+        do { folder = try Syscalls.openFolderWithoutAccessTime(path) } catch let error as StoreError {
+            throw StoreError.notAStorage("\(path) cannot be opened as a folder (\(error))")
+        }
+        defer { Syscalls.close(folder) }
+        var files: [File] = []
+        var others = 0
+        for name in try Syscalls.listNames(folder) {
+            guard FileName.isWellFormed(name), let metadata = try Syscalls.metadata(folder, name),
+                  metadata.isRegular, metadata.size == Int64(Format.fileSize) else {
+                others += 1
+                continue
+            }
+            files.append(File(name: name, order: files.count, metadata: metadata))
+        }
+        guard files.count >= Format.minimumStorageFiles else {
+            throw StoreError.notAStorage("\(path) holds \(files.count) storage files, a storage has at least \(Format.minimumStorageFiles)")
+        }
+        return StorageScan(files: files, otherEntries: others, fileSystemType: try Syscalls.fileSystemType(folder))
+    }
+}

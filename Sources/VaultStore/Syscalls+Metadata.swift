@@ -1,0 +1,93 @@
+import CSystem
+import Glibc
+
+/// The metadata calls of the storage folder: statx for everything an observer of the folder
+/// sees (birth time included), and opens that leave no access time (R-DEN-2). Apart from
+/// Syscalls.swift so that the metadata work stays a small, separate diff.
+extension Syscalls {
+    /// `O_NOATIME`: reading leaves the access time alone. Only the file's owner (or
+    /// CAP_FOWNER) may ask; others get EPERM and open without it.
+    static let noAccessTime = Int32(DOTSAFE_O_NOATIME)
+
+    /// `openat` with `O_NOATIME`, and without it where the caller does not own the file.
+    static func openWithoutAccessTime(_ folder: Int32, _ name: String, _ flags: Int32) -> Int32 {
+        let fd = openat(folder, name, flags | noAccessTime)
+        if fd >= 0 || Glibc.errno != EPERM { return fd }
+        return openat(folder, name, flags)
+    }
+
+    /// Opens a folder for listing without touching its access time.
+    static func openFolderWithoutAccessTime(_ path: String) throws -> Int32 {
+        try retrying("open \(path)") {
+            let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+            let fd = open(path, flags | noAccessTime)
+            return fd >= 0 || Glibc.errno != EPERM ? fd : open(path, flags)
+        }
+    }
+
+    /// Every field statx gives for a name in the folder, without following it; nil when
+    /// nothing has that name. Times in nanoseconds since the epoch; `birth` nil where the file
+    /// system keeps none.
+    static func metadata(_ folder: Int32, _ name: String) throws -> FileMetadata? {
+        var info = statx()
+        let mask = UInt32(STATX_BASIC_STATS) | UInt32(STATX_BTIME)
+        while dotsafe_statx(folder, name, AT_SYMLINK_NOFOLLOW, mask, &info) != 0 {
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            if code == ENOENT { return nil }
+            throw StoreError.fromErrno("statx", code)
+        }
+        func nanoseconds(_ time: statx_timestamp) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+        let hasBirth = info.stx_mask & UInt32(STATX_BTIME) != 0
+        return FileMetadata(mode: UInt32(info.stx_mode), uid: info.stx_uid, gid: info.stx_gid, size: Int64(info.stx_size),
+                            inode: info.stx_ino, links: info.stx_nlink,
+                            access: nanoseconds(info.stx_atime), modification: nanoseconds(info.stx_mtime),
+                            change: nanoseconds(info.stx_ctime), birth: hasBirth ? nanoseconds(info.stx_btime) : nil)
+    }
+
+    /// The statfs magic number of the file system holding `fd` (0xEF53 ext2/3/4, 0x01021994 tmpfs …).
+    static func fileSystemType(_ fd: Int32) throws -> UInt64 {
+        UInt64(truncatingIfNeeded: try retrying("fstatfs") { dotsafe_file_system_type(fd) })
+    }
+}
+
+/// What statx says about one entry of the storage folder.
+public struct FileMetadata: Equatable, Sendable {
+    /// Type and permission bits, as in `st_mode`.
+    public var mode: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var size: Int64
+    public var inode: UInt64
+    public var links: UInt32
+    /// Times in nanoseconds since the epoch.
+    public var access: Int64
+    public var modification: Int64
+    public var change: Int64
+    public var birth: Int64?
+
+    public var isRegular: Bool { mode & UInt32(Glibc.S_IFMT) == UInt32(Glibc.S_IFREG) }
+}
+
+/// The calls that re-creating a storage file needs (`StorageRecreator`).
+extension Syscalls {
+    /// flock(2) on the folder: shared for writers, exclusive for re-creation.
+    static func lockFolder(_ folder: Int32, exclusive: Bool) throws {
+        _ = try retrying("flock") { flock(folder, exclusive ? LOCK_EX : LOCK_SH) }
+    }
+
+    static func unlockFolder(_ folder: Int32) { _ = flock(folder, LOCK_UN) }
+
+    /// Renames within the folder, replacing what has the new name (atomically).
+    static func rename(_ folder: Int32, _ from: String, to: String) throws {
+        _ = try retrying("rename") { renameat(folder, from, folder, to) }
+    }
+
+    /// Sets access and modification time of a name in the folder (nanoseconds since the epoch),
+    /// without following it. The kernel sets the change time to now.
+    static func setTimes(_ folder: Int32, _ name: String, access: Int64, modification: Int64) throws {
+        var times = [timespec(tv_sec: Int(access / 1_000_000_000), tv_nsec: Int(access % 1_000_000_000)),
+                     timespec(tv_sec: Int(modification / 1_000_000_000), tv_nsec: Int(modification % 1_000_000_000))]
+        _ = try retrying("utimensat") { utimensat(folder, name, &times, AT_SYMLINK_NOFOLLOW) }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Glibc
+import Testing
+import VaultCrypto
+import VaultFormat
+@testable import VaultStore
+
+/// Re-creating storage files with identical bytes: new inode, same bytes and count, only files
+/// of the storage's form, and a copy left by a cut-short re-creation is found and removed.
+@Suite struct StorageRecreatorTests {
+    static func storage() throws -> String {
+        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/dotsafe-test-recreate-\(UUID().uuidString)"
+        try Storage.initialize(at: path, random: SystemRandom())
+        return path
+    }
+
+    static func contents(_ path: String) throws -> [String: Data] {
+        var result: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            result[name] = FileManager.default.contents(atPath: path + "/" + name) ?? Data()
+        }
+        return result
+    }
+
+    @Test func recreatesWithIdenticalBytesAndNewInodes() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // Reading contents here moves access times (no O_NOATIME): read first, then look.
+        let bytes = try Self.contents(path)
+        let before = try StorageScan.scan(path)
+        let chosen = try StorageRecreator.choose(share: 0.5, of: before.files.map(\.name), random: SystemRandom())
+        #expect(chosen.count == before.files.count / 2 && Set(chosen).count == chosen.count)
+        let time: Int64 = 1_500_000_000_123_456_789
+        let done = try StorageRecreator(path: path).recreate(chosen, time: time)
+        #expect(done == chosen)
+        let after = Dictionary(uniqueKeysWithValues: try StorageScan.scan(path).files.map { ($0.name, $0.metadata) })
+        #expect(try Self.contents(path) == bytes, "same names, same bytes, nothing else")
+        for file in before.files {
+            let now = try #require(after[file.name])
+            if chosen.contains(file.name) {
+                #expect(now.inode != file.metadata.inode)
+                #expect(now.modification == time && now.access == time)
+                #expect(now.mode == file.metadata.mode && now.uid == file.metadata.uid)
+            } else {
+                #expect(now == file.metadata)
+            }
+        }
+    }
+
+    @Test func keepsTimesWhenNoneIsGiven() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try StorageScan.scan(path).files[0]
+        #expect(try StorageRecreator(path: path).recreate([file.name]) == [file.name])
+        let now = try #require(try StorageScan.scan(path).files.first { $0.name == file.name })
+        #expect(now.metadata.modification == file.metadata.modification && now.metadata.access == file.metadata.access)
+        #expect(now.metadata.inode != file.metadata.inode)
+    }
+
+    @Test func touchesNothingButRegularFilesOfTheStorageForm() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let target = try StorageScan.scan(path).files[0].name
+        let short = FileName.encode([UInt8](repeating: 1, count: 16))
+        let link = FileName.encode([UInt8](repeating: 2, count: 16))
+        FileManager.default.createFile(atPath: path + "/" + short, contents: Data(count: 100))
+        #expect(symlink(path + "/" + target, path + "/" + link) == 0)
+        FileManager.default.createFile(atPath: path + "/notes.txt", contents: Data(count: Format.fileSize))
+        let before = try Self.contents(path)
+        var info = stat()
+        lstat(path + "/" + short, &info)
+        let shortInode = info.st_ino
+        let done = try StorageRecreator(path: path).recreate([short, link, "notes.txt", "missingmissingmissingmissi"])
+        #expect(done.isEmpty)
+        #expect(try Self.contents(path) == before)
+        lstat(path + "/" + short, &info)
+        #expect(info.st_ino == shortInode)
+        var linkInfo = stat()
+        #expect(lstat(path + "/" + link, &linkInfo) == 0 && linkInfo.st_mode & S_IFMT == S_IFLNK)
+    }
+
+    /// A crash after the copy got its temporary name: the name still holds its bytes, the count
+    /// of storage files is unchanged, and the next re-creation removes the copy.
+    @Test func aCopyLeftByACrashIsIgnoredThenRemoved() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let name = try StorageScan.scan(path).files[0].name
+        let count = try StorageScan.scan(path).files.count
+        let copy = path + "/" + name + StorageRecreator.temporarySuffix
+        #expect(FileManager.default.createFile(atPath: copy, contents: FileManager.default.contents(atPath: path + "/" + name)))
+        #expect(StorageRecreator.isTemporary(name + StorageRecreator.temporarySuffix))
+        #expect(!StorageRecreator.isTemporary("notes" + StorageRecreator.temporarySuffix))
+        let scan = try StorageScan.scan(path)
+        #expect(scan.files.count == count && scan.otherEntries == 1)
+        #expect(try Storage.open(at: path).listFiles().count == count)
+        #expect(try StorageRecreator(path: path).removeLeftovers() == 1)
+        #expect(!FileManager.default.fileExists(atPath: copy))
+        #expect(try StorageScan.scan(path).otherEntries == 0)
+    }
+
+    /// A writer holding the folder shared keeps a re-creation out until it is done.
+    @Test func waitsForWritersHoldingTheFolderShared() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let name = try StorageScan.scan(path).files[0].name
+        let writer = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(writer) }
+        #expect(flock(writer, LOCK_SH) == 0)
+        let finished = Atomic(false)
+        let thread = Thread { _ = try? StorageRecreator(path: path).recreate([name]); finished.store(true) }
+        thread.start()
+        usleep(300_000)
+        #expect(!finished.load(), "re-creation ran while a writer held the folder")
+        // The writer's change lands before the re-creation copies the file.
+        let fd = open(path + "/" + name, O_WRONLY)
+        #expect(pwrite(fd, [UInt8](repeating: 7, count: 16), 16, 0) == 16)
+        close(fd)
+        #expect(flock(writer, LOCK_UN) == 0)
+        for _ in 0..<100 where !finished.load() { usleep(20_000) }
+        #expect(finished.load())
+        #expect(FileManager.default.contents(atPath: path + "/" + name)?.prefix(16) == Data(repeating: 7, count: 16))
+    }
+
+    /// DiskStorageFolder's writes wait while a re-creation holds the folder exclusively.
+    @Test func writersWaitForARecreation() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try Storage.open(at: path)
+        let name = try folder.listFiles()[0]
+        let recreation = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(recreation) }
+        #expect(flock(recreation, LOCK_EX) == 0)
+        let finished = Atomic(false)
+        let thread = Thread { _ = try? folder.write(name, offset: 0, bytes: [1, 2, 3]); finished.store(true) }
+        thread.start()
+        usleep(300_000)
+        #expect(!finished.load(), "a write ran during a re-creation")
+        #expect(flock(recreation, LOCK_UN) == 0)
+        for _ in 0..<100 where !finished.load() { usleep(20_000) }
+        #expect(finished.load())
+        #expect(try folder.read(name, offset: 0, count: 3) == [1, 2, 3])
+        // Many threads writing at once share the lock and all finish.
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            _ = try? folder.write(name, offset: 16 * index, bytes: [UInt8](repeating: UInt8(index), count: 16))
+        }
+        #expect(flock(recreation, LOCK_EX | LOCK_NB) == 0, "the last writer left the folder unlocked")
+    }
+}
+
+/// A flag shared with a thread.
+final class Atomic<Value: Sendable>: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func load() -> Value { lock.withLock { value } }
+    func store(_ newValue: Value) { lock.withLock { value = newValue } }
+}
