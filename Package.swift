@@ -12,14 +12,16 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "VaultCrypto", dependencies: ["CLibCrypto"]),
-        .target(name: "VaultFormat"),
         .systemLibrary(name: "CSystem"),
-        .target(name: "VaultStore", dependencies: ["CSystem", "VaultCrypto", "VaultFormat"]),
+        // The one layer of raw system calls (EINTR, errno): sockets, lock files, processes, the terminal.
+        .target(name: "SystemCalls", dependencies: ["CSystem"]),
+        .target(name: "VaultCrypto", dependencies: ["CLibCrypto", "CSystem"]),
+        .target(name: "VaultFormat"),
+        .target(name: "VaultStore", dependencies: ["CSystem", "SystemCalls", "VaultCrypto", "VaultFormat"]),
         .target(name: "VaultCore", dependencies: ["VaultCrypto", "VaultFormat", "VaultStore"]),
         .target(name: "VaultFileSystem", dependencies: ["VaultCore"]),
-        .target(name: "VaultFUSE", dependencies: ["CFuse", "VaultFileSystem"]),
-        .target(name: "DotSafeCLI", dependencies: ["CSystem", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
+        .target(name: "DotSafeCLI", dependencies: ["SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         // Fuzzing (tools/fuzz): one function per decoder of bytes from disk, and a driver that
         // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.

@@ -9,7 +9,6 @@
 #include <fuse.h>
 #include <fuse_lowlevel.h>
 #include <sys/stat.h>
-#include <sys/prctl.h>
 
 // Swift does not import these macros from <sys/stat.h>; utimensat/FUSE use them as sentinels in
 // tv_nsec. Without them `touch` would set 1970.

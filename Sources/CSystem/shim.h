@@ -1,6 +1,7 @@
-// CSystem: the few Linux calls the storage folder needs that Swift's Glibc module hides
-// (they sit behind _GNU_SOURCE, which must not be defined for the whole module: see
-// PLATFORM-NOTES.md). Each is a one-line wrapper; the logic stays in Swift.
+// CSystem: the few Linux calls DotSafe needs that Swift's Glibc module hides (they sit behind
+// _GNU_SOURCE, which must not be defined for the whole module, or are variadic: see
+// PLATFORM-NOTES.md). Each is a one-line wrapper; the logic stays in Swift (SystemCalls,
+// VaultStore/Syscalls.swift, VaultCrypto/ProcessHygiene.swift).
 #ifndef DOTSAFE_CSYSTEM_SHIM_H
 #define DOTSAFE_CSYSTEM_SHIM_H
 
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <malloc.h>
+#include <sys/prctl.h>
 
 // O_TMPFILE is (__O_TMPFILE | O_DIRECTORY); __O_TMPFILE is 020000000 on every Linux
 // architecture Swift supports (x86_64, aarch64).
@@ -20,18 +22,27 @@ static inline int dotsafe_open_unnamed(int folder) {
     return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);
 }
 
+/// accept4(2) with SOCK_CLOEXEC (accept4 hides behind _GNU_SOURCE); -1 with errno on failure.
+static inline int dotsafe_accept_cloexec(int fd) { return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC); }
+
 /// syncfs(2): makes every write of the file system holding `fd` durable.
 static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }
 
-/// The uid of the process at the other end of a Unix socket (SO_PEERCRED, whose struct ucred
-/// hides behind _GNU_SOURCE); -1 with errno on failure.
-static inline int dotsafe_peer_uid(int fd, uid_t *uid) {
+/// The pid and uid of the process at the other end of a Unix socket (SO_PEERCRED, whose
+/// struct ucred hides behind _GNU_SOURCE); -1 with errno on failure.
+static inline int dotsafe_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
     struct { pid_t pid; uid_t uid; gid_t gid; } credentials;
     socklen_t size = sizeof(credentials);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0) return -1;
+    *pid = credentials.pid;
     *uid = credentials.uid;
     return 0;
 }
+
+// prctl(2) is variadic, so Swift cannot call it: these wrap the two uses DotSafe has.
+// Returns 0 on success, -1 with errno set.
+static inline int dotsafe_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+static inline int dotsafe_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 /// mallopt(M_ARENA_MAX, n): <malloc.h> is not in Swift's Glibc module. Returns 1 on success.
 static inline int dotsafe_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }

@@ -1,3 +1,5 @@
+import VaultCrypto
+
 /// What a running command may use from its surroundings. Everything a command reads from or
 /// writes to the process goes through here, so tests run commands in-process.
 public struct CommandContext: Sendable {
@@ -14,12 +16,12 @@ public struct CommandContext: Sendable {
     /// Where patterns and passphrases are read.
     public var standardInput: any LineInput
     /// A pattern taken out of this process's argv (see `ArgumentVector`).
-    public var patternFromArguments: [UInt8]?
+    public var patternFromArguments: SecretBytes?
 
     public init(globalOptions: GlobalOptions = GlobalOptions(), environment: [String: String] = [:],
                 standardOutput: any TextOutput, standardError: any TextOutput,
                 commands: [any Command.Type] = DotSafeCLI.commands, standardInput: any LineInput = ProcessInput(),
-                patternFromArguments: [UInt8]? = nil) {
+                patternFromArguments: SecretBytes? = nil) {
         self.globalOptions = globalOptions
         self.environment = environment
         self.standardOutput = standardOutput

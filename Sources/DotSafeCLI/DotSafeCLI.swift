@@ -1,4 +1,5 @@
 import Foundation
+import VaultCrypto
 
 /// The `dotsafe` command line: the registry of commands and the entry point that parses the
 /// arguments, runs one command and turns errors into messages and exit statuses.
@@ -12,6 +13,7 @@ public enum DotSafeCLI {
         InitCommand.self,
         MountCommand.self,
         LockCommand.self,
+        StatusCommand.self,
         FsckCommand.self,
         KeyringCommand.self,
         CompletionCommand.self,
@@ -22,7 +24,7 @@ public enum DotSafeCLI {
     /// Runs `dotsafe` for this process: its arguments, environment, standard output and error.
     /// Returns the exit status.
     public static func main() -> Int32 {
-        var (arguments, pattern) = ArgumentVector.takeArguments()
+        let (arguments, pattern) = ArgumentVector.takeArguments()
         defer { pattern?.wipe() }
         return main(arguments: arguments,
                     environment: ProcessInfo.processInfo.environment,
@@ -39,7 +41,7 @@ public enum DotSafeCLI {
                             standardOutput: any TextOutput, standardError: any TextOutput,
                             commands: [any Command.Type] = DotSafeCLI.commands,
                             standardInput: any LineInput = ProcessInput(),
-                            patternFromArguments: [UInt8]? = nil) -> Int32 {
+                            patternFromArguments: SecretBytes? = nil) -> Int32 {
         var commandName: String?
         if arguments.isEmpty {
             standardOutput.write(HelpFormatter.programHelp(commands: commands))
@@ -107,7 +109,7 @@ public enum DotSafeCLI {
         let standardError: any TextOutput
         let commands: [any Command.Type]
         let standardInput: any LineInput
-        let patternFromArguments: [UInt8]?
+        let patternFromArguments: SecretBytes?
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
             let signature = command.signature.adding(command.globalOptions + [StandardOptions.help])

@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// Where commands read patterns and passphrases: standard input, with echo off on a terminal.
 /// Tests substitute `ScriptedInput`. Lines come back as bytes so that callers can wipe them.
@@ -33,11 +34,10 @@ public struct ProcessInput: LineInput {
         }
         // Byte by byte, so nothing past the line is taken from a pipe that others read on.
         var line: [UInt8] = []
-        var byte: UInt8 = 0
+        // Room for any pattern or passphrase up front: growing would leave unwiped copies behind.
+        line.reserveCapacity(4096)
         while true {
-            let n = Glibc.read(0, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return line.isEmpty ? nil : line }
+            guard let byte = try? SystemCall.readByte(0) else { return line.isEmpty ? nil : line }
             if byte == 0x0a { break }
             line.append(byte)
         }
@@ -62,9 +62,4 @@ public final class ScriptedInput: LineInput, @unchecked Sendable {
         if let prompt { prompts.append(prompt) }
         return lines.isEmpty ? nil : lines.removeFirst()
     }
-}
-
-extension Array where Element == UInt8 {
-    /// Zeroes a secret read from input before the array goes.
-    mutating func wipe() { for i in indices { self[i] = 0 } }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Synchronization
+import SystemCalls
 
 /// Where a command writes text: standard output or standard error of the process, or a
 /// buffer in tests. Commands never call `print`, so tests capture everything in-process.
@@ -36,29 +37,9 @@ public final class FileDescriptorOutput: TextOutput {
 
     public func write(_ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = unistd_write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return  // EPIPE, closed descriptor: nobody is listening, drop the rest.
-                }
-            }
-        }
+        // EPIPE, a closed descriptor: nobody is listening, so the rest is dropped.
+        text.withUTF8 { bytes in try? SystemCall.writeAll(descriptor, UnsafeRawBufferPointer(bytes)) }
     }
-}
-
-/// `write(2)`, named apart from `TextOutput.write(_:)`.
-private func unistd_write(_ descriptor: Int32, _ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
-    #if canImport(Glibc)
-    Glibc.write(descriptor, bytes, count)
-    #else
-    Darwin.write(descriptor, bytes, count)
-    #endif
 }
 
 /// A `TextOutput` that keeps everything written to it, for tests.

@@ -1,3 +1,5 @@
+import VaultCrypto
+
 /// An unlock pattern on the 5×5 grid (R-PAT-1..3). Columns `a`–`e` left to right, rows `1`–`5`
 /// top to bottom; canonical notation joins points with `-`: `b2-c2-d3-d4-c4-b4-a5`.
 public struct Pattern: Equatable, Sendable {
@@ -16,57 +18,114 @@ public struct Pattern: Equatable, Sendable {
     /// Patterns shorter than this get a hint (R-PAT-3).
     public static let recommendedPoints = 6
 
-    public let points: [Point]
+    /// The canonical bytes fed to PBKDF2 (docs/FORMAT.md §2.1), in locked memory that is zeroed
+    /// when the last copy of this pattern goes. The pattern exists nowhere else: it is parsed
+    /// from bytes straight into here, never through a `String` (STYLE.md).
+    let secret: SecretBytes
+    public let pointCount: Int
+    /// Advice for a weak pattern; never a refusal (R-PAT-3).
+    public let hints: [String]
 
-    /// Parses and validates. Accepts upper case and spaces or commas as separators too; every
-    /// violation names the point (R-PAT-2).
+    /// Parses text: for tests, vectors and the fuzzer. A pattern a person typed goes through
+    /// `init(parsing:)` with bytes.
     public init(parsing text: String) throws(PatternError) {
-        let tokens = text.lowercased().split { $0 == "-" || $0 == " " || $0 == "," || $0 == "\t" }
-        guard !tokens.isEmpty else { throw .empty }
-        var points: [Point] = []
-        for token in tokens {
-            let point = try Self.point(String(token))
-            if points.contains(point) { throw .usedTwice(point.description) }
-            if let previous = points.last, !point.isNext(to: previous) {
-                throw .notNext(point.description, previous.description)
-            }
-            points.append(point)
-        }
-        guard points.count >= Self.minimumPoints else { throw .tooShort(points.count) }
-        self.points = points
+        var bytes = Array(text.utf8)
+        defer { bytes.wipe() }
+        try self.init(parsing: bytes)
     }
 
-    private static func point(_ token: String) throws(PatternError) -> Point {
-        let scalars = Array(token.unicodeScalars)
-        guard scalars.count == 2, ("a"..."z").contains(scalars[0]), ("0"..."9").contains(scalars[1]) else {
-            throw .notAPoint(token)
+    public init(parsing bytes: [UInt8]) throws(PatternError) {
+        let parsed = bytes.withUnsafeBytes { raw in Result { () throws(PatternError) in try Pattern(parsing: raw) } }
+        self = try parsed.get()
+    }
+
+    /// Parses and validates. Accepts upper case and spaces or commas as separators too; every
+    /// violation names the point (R-PAT-2). The caller wipes `bytes`.
+    public init(parsing bytes: UnsafeRawBufferPointer) throws(PatternError) {
+        // Grid positions (row * 5 + column) in order, on the stack, zeroed before returning.
+        var order = (0..<(Self.gridSize * Self.gridSize)).map { _ in UInt8(0) }
+        defer { order.wipe() }
+        var count = 0, used: UInt32 = 0
+        var firstStep: (Int, Int)?, isLine = true
+        var index = 0
+        while index < bytes.count {
+            guard !Self.isSeparator(bytes[index]) else { index += 1; continue }
+            var end = index
+            while end < bytes.count && !Self.isSeparator(bytes[end]) { end += 1 }
+            let token = UnsafeRawBufferPointer(rebasing: bytes[index..<end])
+            let point = try Self.point(token)
+            let position = point.row * Self.gridSize + point.column
+            if used & (1 << position) != 0 { throw .usedTwice(point.description) }
+            if count > 0 {
+                let previous = Point(column: Int(order[count - 1]) % Self.gridSize, row: Int(order[count - 1]) / Self.gridSize)
+                if !point.isNext(to: previous) { throw .notNext(point.description, previous.description) }
+                let step = (point.column - previous.column, point.row - previous.row)
+                if let firstStep { isLine = isLine && firstStep == step } else { firstStep = step }
+            }
+            used |= 1 << position
+            order[count] = UInt8(position)
+            count += 1
+            index = end
         }
-        let column = Int(scalars[0].value) - 97, row = Int(scalars[1].value) - 49
-        guard (0..<gridSize).contains(column), (0..<gridSize).contains(row) else { throw .outsideGrid(token) }
+        guard count > 0 else { throw .empty }
+        guard count >= Self.minimumPoints else { throw .tooShort(count) }
+        do { secret = try SecretBytes(count: 3 * count - 1) } catch { throw .noLockedMemory }
+        secret.withUnsafeMutableBytes { canonical in
+            for i in 0..<count {
+                canonical[3 * i] = 0x61 + order[i] % UInt8(Self.gridSize)
+                canonical[3 * i + 1] = 0x31 + order[i] / UInt8(Self.gridSize)
+                if i + 1 < count { canonical[3 * i + 2] = 0x2d }
+            }
+        }
+        pointCount = count
+        let first = Point(column: Int(order[0]) % Self.gridSize, row: Int(order[0]) / Self.gridSize)
+        hints = Self.hints(count: count, first: first, isLine: isLine)
+    }
+
+    private static func isSeparator(_ byte: UInt8) -> Bool {
+        byte == 0x2d || byte == 0x20 || byte == 0x2c || byte == 0x09
+    }
+
+    private static func point(_ token: UnsafeRawBufferPointer) throws(PatternError) -> Point {
+        let lower = token.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }
+        let text = String(decoding: lower, as: UTF8.self)
+        guard lower.count == 2, (0x61...0x7a).contains(lower[0]), (0x30...0x39).contains(lower[1]) else {
+            throw .notAPoint(text)
+        }
+        let column = Int(lower[0]) - 0x61, row = Int(lower[1]) - 0x31
+        guard (0..<gridSize).contains(column), (0..<gridSize).contains(row) else { throw .outsideGrid(text) }
         return Point(column: column, row: row)
     }
 
-    public var canonical: String { points.map(\.description).joined(separator: "-") }
-    /// The bytes fed to PBKDF2 (docs/FORMAT.md §2.1).
-    public var canonicalBytes: [UInt8] { Array(canonical.utf8) }
-
-    /// Advice for a weak pattern; never a refusal (R-PAT-3).
-    public var hints: [String] {
+    private static func hints(count: Int, first: Point, isLine: Bool) -> [String] {
         var hints: [String] = []
-        if points.count < Self.recommendedPoints {
-            hints.append("a pattern of \(points.count) points is easy to guess: use \(Self.recommendedPoints) or more")
+        if count < Self.recommendedPoints {
+            hints.append("a pattern of \(count) points is easy to guess: use \(Self.recommendedPoints) or more")
         }
         let corners = [0, Self.gridSize - 1]
-        if let first = points.first, corners.contains(first.column), corners.contains(first.row) {
+        if corners.contains(first.column), corners.contains(first.row) {
             hints.append("many patterns start in a corner: start somewhere else")
         }
-        if isStraightLine { hints.append("a straight line is among the first patterns anyone tries") }
+        if isLine { hints.append("a straight line is among the first patterns anyone tries") }
         return hints
     }
 
-    private var isStraightLine: Bool {
-        let steps = zip(points, points.dropFirst()).map { ($1.column - $0.column, $1.row - $0.row) }
-        return steps.allSatisfy { $0 == steps[0] }
+    /// Lends the canonical bytes, for handing the pattern on (to the mount daemon's pipe).
+    public func withCanonicalBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try secret.withUnsafeBytes(body)
+    }
+
+    /// Copies for tests and vectors; the program itself uses `withCanonicalBytes`.
+    public var canonicalBytes: [UInt8] { withCanonicalBytes { Array($0) } }
+    public var canonical: String { withCanonicalBytes { String(decoding: $0, as: UTF8.self) } }
+    public var points: [Point] {
+        withCanonicalBytes { bytes in
+            stride(from: 0, to: bytes.count, by: 3).map { Point(column: Int(bytes[$0]) - 0x61, row: Int(bytes[$0 + 1]) - 0x31) }
+        }
+    }
+
+    public static func == (left: Pattern, right: Pattern) -> Bool {
+        left.withCanonicalBytes { a in right.withCanonicalBytes { b in a.elementsEqual(b) } }
     }
 
     /// How many valid patterns have at most `length` points: the guessing effort of a short pattern.
@@ -101,6 +160,7 @@ public enum PatternError: Error, Equatable, Sendable, CustomStringConvertible {
     case usedTwice(String)
     case notNext(String, String)
     case tooShort(Int)
+    case noLockedMemory
 
     public var description: String {
         switch self {
@@ -110,6 +170,7 @@ public enum PatternError: Error, Equatable, Sendable, CustomStringConvertible {
         case .usedTwice(let point): "\(point) is used twice"
         case .notNext(let point, let previous): "\(point) is not next to \(previous)"
         case .tooShort(let count): "a pattern needs at least \(Pattern.minimumPoints) points, this one has \(count)"
+        case .noLockedMemory: "no memory to hold the pattern"
         }
     }
 }

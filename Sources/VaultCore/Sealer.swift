@@ -111,9 +111,5 @@ enum Sealer {
         return Array(try InnerBlock.decode(inner, expecting: kind))
     }
 
-    static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { raw in
-            for i in raw.indices { raw[i] = 0 }
-        }
-    }
+    static func wipe(_ bytes: inout [UInt8]) { bytes.wipe() }
 }

@@ -21,10 +21,9 @@ public final class VaultSecrets: Sendable {
     }
 
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
+    /// The pattern's bytes go from its locked memory straight into PBKDF2.
     public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {
-        var password = pattern.canonicalBytes
-        defer { for i in password.indices { password[i] = 0 } }
-        try self.init(patternKey: PBKDF2.deriveKey(password: password, salt: salt, rounds: rounds, count: Format.keySize))
+        try self.init(patternKey: PBKDF2.deriveKey(password: pattern.secret, salt: salt, rounds: rounds, count: Format.keySize))
     }
 
     /// Name of index slot 0 or 1 at a location ("local" for this device's storage).

@@ -186,7 +186,7 @@ public enum AESGCM {
                 throw CryptoError.authenticationFailed
             }
         } catch {
-            if let base = plaintext.baseAddress, plaintext.count > 0 { OPENSSL_cleanse(base, plaintext.count) }
+            SecureZero.wipe(UnsafeMutableRawBufferPointer(plaintext))
             throw error
         }
     }

@@ -10,7 +10,7 @@ import Glibc
 ///   for a user) is recorded in `isLocked` rather than thrown, see `CryptoError.memoryLockFailed`;
 /// - `MADV_DONTDUMP`, so a core dump does not contain them;
 /// - `MADV_WIPEONFORK`, so a forked child (e.g. a helper spawned by the CLI) sees zeros;
-/// - zeroed with `OPENSSL_cleanse`, then unlocked and unmapped, when the owner goes away.
+/// - zeroed with `SecureZero` (`OPENSSL_cleanse`), then unlocked and unmapped, when the owner goes away.
 ///
 /// `@unchecked Sendable` so that `SecretPagePool` can hand mappings between threads: the fields are
 /// immutable, and access to the bytes is governed by the owner (`SecretBytes`, `SecretArena`).
@@ -59,11 +59,11 @@ final class LockedPages: @unchecked Sendable {
     func cleanse(offset: Int = 0, count: Int? = nil) {
         let length = count ?? (mappedByteCount - offset)
         precondition(offset >= 0 && length >= 0 && offset + length <= mappedByteCount)
-        OPENSSL_cleanse(base + offset, length)
+        SecureZero.wipe(base + offset, count: length)
     }
 
     deinit {
-        OPENSSL_cleanse(base, mappedByteCount)
+        SecureZero.wipe(base, count: mappedByteCount)
         if isLocked { munlock(base, mappedByteCount) }
         munmap(base, mappedByteCount)
     }

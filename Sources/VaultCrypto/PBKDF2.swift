@@ -7,6 +7,15 @@ import CLibCrypto
 public enum PBKDF2 {
     /// The derived key goes straight into locked memory. The caller wipes `password`.
     public static func deriveKey(password: [UInt8], salt: [UInt8], rounds: Int, count: Int) throws -> SecretBytes {
+        try password.withUnsafeBytes { try deriveKey(password: $0, salt: salt, rounds: rounds, count: count) }
+    }
+
+    /// The same from a password in locked memory (a pattern's canonical bytes).
+    public static func deriveKey(password: SecretBytes, salt: [UInt8], rounds: Int, count: Int) throws -> SecretBytes {
+        try password.withUnsafeBytes { try deriveKey(password: $0, salt: salt, rounds: rounds, count: count) }
+    }
+
+    private static func deriveKey(password: UnsafeRawBufferPointer, salt: [UInt8], rounds: Int, count: Int) throws -> SecretBytes {
         guard rounds >= 1, rounds <= Int(Int32.max) else {
             throw CryptoError.invalidInput("PBKDF2 rounds must be 1...\(Int32.max), got \(rounds)")
         }
@@ -19,16 +28,14 @@ public enum PBKDF2 {
         let key = try SecretBytes(count: count)
         // A one-byte stand-in keeps OpenSSL from seeing a NULL buffer for an empty password or salt.
         let stand: [UInt8] = [0]
-        let ok = password.withUnsafeBufferPointer { password in
-            salt.withUnsafeBufferPointer { salt in
-                stand.withUnsafeBufferPointer { stand in
-                    key.withUnsafeMutableBytes { out in
-                        let passwordBase = UnsafeRawPointer(password.count > 0 ? password.baseAddress! : stand.baseAddress!)
-                        return PKCS5_PBKDF2_HMAC(passwordBase.assumingMemoryBound(to: CChar.self), passwordLength,
-                                                 salt.count > 0 ? salt.baseAddress! : stand.baseAddress!, saltLength,
-                                                 Int32(rounds), digest, Int32(count),
-                                                 out.bindMemory(to: UInt8.self).baseAddress)
-                    }
+        let ok = salt.withUnsafeBufferPointer { salt in
+            stand.withUnsafeBufferPointer { stand in
+                key.withUnsafeMutableBytes { out in
+                    let passwordBase = password.count > 0 ? password.baseAddress! : UnsafeRawPointer(stand.baseAddress!)
+                    return PKCS5_PBKDF2_HMAC(passwordBase.assumingMemoryBound(to: CChar.self), passwordLength,
+                                             salt.count > 0 ? salt.baseAddress! : stand.baseAddress!, saltLength,
+                                             Int32(rounds), digest, Int32(count),
+                                             out.bindMemory(to: UInt8.self).baseAddress)
                 }
             }
         }

@@ -1,4 +1,4 @@
-import CLibCrypto
+import CSystem
 import Glibc
 
 /// Process-wide protections for a daemon that holds keys for hours.

@@ -44,6 +44,13 @@ public final class SecretBytes: @unchecked Sendable {
         }
     }
 
+    /// Copies raw bytes (from argv, from a read buffer) into locked memory; the caller wipes the source.
+    public convenience init(copying bytes: UnsafeRawBufferPointer) throws {
+        try self.init(count: bytes.count)
+        guard let address = bytes.baseAddress, bytes.count > 0 else { return }
+        pages.base.copyMemory(from: address, byteCount: bytes.count)
+    }
+
     /// `count` bytes from `random`, written straight into locked memory.
     public static func random(count: Int, using random: any RandomSource = SystemRandom()) throws -> SecretBytes {
         let secret = try SecretBytes(count: count)

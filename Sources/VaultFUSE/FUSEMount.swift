@@ -1,6 +1,7 @@
 import CFuse
 import Glibc
 import Synchronization
+import SystemCalls
 import VaultFileSystem
 
 /// A `FileSystem` mounted with libfuse's low-level API, served by libfuse's multi-threaded loop
@@ -188,18 +189,7 @@ public final class FUSEMount: Sendable {
     }
 
     /// Runs fusermount3 (setuid root) for an unprivileged user; returns its exit status.
-    private static func runFusermount(_ arguments: [String]) -> Int32 {
-        let argv: [UnsafeMutablePointer<CChar>?] = (["fusermount3"] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = argv.withUnsafeBufferPointer { argv in
-            posix_spawnp(&pid, "fusermount3", nil, nil, argv.baseAddress!, environ)
-        }
-        guard spawned == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
-    }
+    private static func runFusermount(_ arguments: [String]) -> Int32 { ProcessCalls.run("fusermount3", arguments) }
 }
 
 /// libfuse's session. Only the loop thread and the mount's lifecycle (under its lock, after the

@@ -1,4 +1,5 @@
 import Glibc
+import SystemCalls
 
 /// Small files only their owner may read, such as the keyring: read with a permission check,
 /// written atomically (temporary name in the same folder, synced, renamed, folder synced).
@@ -21,28 +22,24 @@ public enum PrivateFile {
 
     /// The file's bytes, or nil if it does not exist. Refuses a file with group or other bits.
     public static func read(_ path: String) throws -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw Failure.system(path: path, operation: "open", errno: errno)
+        let fd: Int32
+        do { fd = try SystemCall.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) } catch {
+            if error.errno == ENOENT { return nil }
+            throw Failure.system(path: path, operation: "open", errno: error.errno)
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw Failure.system(path: path, operation: "stat", errno: errno) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw Failure.notARegularFile(path) }
-        let mode = UInt32(info.st_mode & 0o7777)
-        guard mode & 0o077 == 0 else { throw Failure.tooOpen(path: path, mode: mode) }
+        defer { SystemCall.close(fd) }
+        let info: SystemCall.Status
+        do { info = try SystemCall.status(fd) } catch { throw Failure.system(path: path, operation: "stat", errno: error.errno) }
+        guard info.isRegular else { throw Failure.notARegularFile(path) }
+        guard info.permissions & 0o077 == 0 else { throw Failure.tooOpen(path: path, mode: info.permissions) }
         do {
-            return try Syscalls.readFully(fd, count: Int(info.st_size), offset: 0)
+            return try Syscalls.readFully(fd, count: info.size, offset: 0)
         } catch let error as StoreError {
             throw Failure.system(path: path, operation: "read", errno: error.errno)
         }
     }
 
-    public static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
-    }
+    public static func exists(_ path: String) -> Bool { (try? SystemCall.status(path)) != nil }
 
     /// Replaces the file at `path` with `bytes`, mode 0600, so that a crash leaves the old file
     /// or the new one. The folder is made (0700) if missing.
@@ -50,35 +47,36 @@ public enum PrivateFile {
         let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let folderPath = folder.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : folder
         try makeFolder(folderPath)
-        let temporary = "\(path).new-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure.system(path: temporary, operation: "create", errno: errno) }
+        let temporary = "\(path).new-\(SystemCall.processID)"
+        let fd: Int32
+        do { fd = try SystemCall.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600) } catch {
+            throw Failure.system(path: temporary, operation: "create", errno: error.errno)
+        }
         do {
-            defer { close(fd) }
+            defer { SystemCall.close(fd) }
             try Syscalls.writeFully(fd, bytes, offset: 0)
             try Syscalls.fsync(fd)
         } catch {
-            unlink(temporary)
+            try? SystemCall.unlink(temporary)
             throw Failure.system(path: path, operation: "write", errno: (error as? StoreError)?.errno ?? EIO)
         }
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw Failure.system(path: path, operation: "rename", errno: code)
+        do { try SystemCall.rename(temporary, path) } catch {
+            try? SystemCall.unlink(temporary)
+            throw Failure.system(path: path, operation: "rename", errno: error.errno)
         }
-        let folderFD = open(folderPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folderFD >= 0 {
-            _ = fsync(folderFD)
-            close(folderFD)
+        if let folderFD = try? SystemCall.open(folderPath, O_RDONLY | O_DIRECTORY) {
+            try? SystemCall.fsync(folderFD)
+            SystemCall.close(folderFD)
         }
     }
 
     /// mkdir -p, with the last folder made 0700.
     public static func makeFolder(_ path: String) throws {
-        var info = stat()
-        if stat(path, &info) == 0 { return }
+        if (try? SystemCall.status(path)) != nil { return }
         let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         if !parent.isEmpty && parent != path { try makeFolder(parent) }
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw Failure.system(path: path, operation: "mkdir", errno: errno) }
+        do { _ = try SystemCall.makeFolder(path, mode: 0o700) } catch {
+            throw Failure.system(path: path, operation: "mkdir", errno: error.errno)
+        }
     }
 }

@@ -1,17 +1,12 @@
 import CSystem
 import Glibc
+import SystemCalls
 
-/// The system calls of the storage folder, in one place (swift-system's Syscalls.swift is the
-/// model): retry on EINTR, turn failures into `StoreError`, and keep pointer code here.
+/// The file calls of the storage folder: built on `SystemCall.retrying` (EINTR handled there,
+/// once for the whole program), failures turned into `StoreError`, pointer code kept here.
 enum Syscalls {
     static func retrying<T: BinaryInteger>(_ operation: String, _ call: () -> T) throws -> T {
-        while true {
-            let result = call()
-            if result >= 0 { return result }
-            let code = Glibc.errno
-            if code == EINTR { continue }
-            throw StoreError.fromErrno(operation, code)
-        }
+        do { return try SystemCall.retrying(operation, call) } catch { throw StoreError.fromErrno(operation, error.errno) }
     }
 
     static func openFolder(_ path: String) throws -> Int32 {

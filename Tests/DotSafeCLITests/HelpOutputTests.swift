@@ -12,6 +12,7 @@ import Testing
           init            Create a storage folder (and the keyring, if none exists).
           mount           Open the vault a pattern finds and mount it as a folder.
           lock            Lock a vault: write changes, unmount, erase the keys.
+          status          List your open vaults: mount point, storage, since when.
           fsck            Check a vault; with --repair, drop what cannot be read.
           keyring         Export the keyring under a passphrase, or import an export.
           completion      Print the shell completion script for bash, zsh or fish.
@@ -126,6 +127,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "fsck", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "fsck", "keyring", "completion", "help", "version"])
     }
 }

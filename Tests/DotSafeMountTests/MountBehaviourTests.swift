@@ -65,7 +65,7 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: h.storage).sorted()
         let again = h.mount(second, pattern: Self.pattern)
         #expect(again.status == 1)
-        #expect(again.error == "dotsafe: this vault is already mounted\n")
+        #expect(again.error == "dotsafe: this vault is already mounted at \(first)\n")
         #expect(!MountHarness.isMounted(second))
         #expect(try FileManager.default.contentsOfDirectory(atPath: h.storage).sorted() == names)
         #expect(h.lock(first).status == 0)

@@ -27,21 +27,16 @@ struct FsckCommand: Command {
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let repair = OptionSpec.flag("repair", help: "Drop what cannot be read, then commit.")
-    static let signature = CommandSignature(options: [MountCommand.pattern, MountCommand.patternStdin, repair],
+    static let signature = CommandSignature(options: PatternReader.options + [repair],
                                             positionals: [storage])
 
     let storagePath: String
-    let patternSource: PatternReader.Source
+    let patternReader: PatternReader
     let repairs: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         storagePath = try arguments.required(Self.storage)
-        if let value = arguments.value(MountCommand.pattern) {
-            guard !arguments.flag(MountCommand.patternStdin) else { throw CLIError.usage("--pattern and --pattern-stdin exclude each other") }
-            patternSource = .argument(value)
-        } else {
-            patternSource = arguments.flag(MountCommand.patternStdin) ? .standardInput : .prompt
-        }
+        patternReader = try PatternReader(parsing: arguments)
         repairs = arguments.flag(Self.repair)
     }
 
@@ -51,12 +46,17 @@ struct FsckCommand: Command {
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
         let keyring = Keyring(option: keyringPath, environment: context.environment)
         let salt = try keyring.requiredPatternSalt()
-        let pattern = try PatternReader(source: patternSource).read(context)
+        let pattern = try patternReader.read(context)
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
         // The mount guard: a mounted vault changes under a check, and a repair would race its daemon.
-        let guardSocket = try MountGuard.take(secrets, storage: storage, whenHeld: "this vault is mounted: lock it first")
+        let folder: RuntimeFolder
+        do { folder = try RuntimeFolder.open(environment: context.environment) } catch {
+            secrets.wipe()
+            throw error
+        }
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .fsck) { "this vault is \($0): lock it first" }
         // Held until fsck ends, so that no mount starts meanwhile.
-        defer { withExtendedLifetime(guardSocket) {} }
+        defer { vaultLock.release() }
         let vault: Vault
         do {
             vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20))

@@ -1,36 +1,62 @@
 import Foundation
-import VaultCrypto
+import SystemCalls
 
 /// `dotsafe lock MOUNTPOINT`: asks the daemon to write everything, unmount, erase its keys and
 /// exit; returns only when it has, so that a mount right after cannot race it.
 struct LockCommand: Command {
     static let name = "lock"
     static let summary = "Lock a vault: write changes, unmount, erase the keys."
-    static let mountPoint = PositionalSpec("MOUNTPOINT", help: "Where the vault is mounted.")
-    static let signature = CommandSignature(positionals: [mountPoint])
+    static let all = OptionSpec.flag("all", help: "Lock every vault you have open.")
+    static let mountPoint = PositionalSpec("MOUNTPOINT", arity: .optional, help: "Where the vault is mounted.")
+    static let signature = CommandSignature(options: [all], positionals: [mountPoint])
 
-    let mountPoint: String
+    /// One mount point, or nil for all of this user's open vaults.
+    let mountPoint: String?
 
     init(parsing arguments: ParsedArguments) throws {
-        mountPoint = try arguments.required(Self.mountPoint)
-    }
-
-    /// The daemon's lock channel: named by the mount point, so `lock` needs nothing else.
-    static func channelName(for mountPoint: String) -> String {
-        let digest = SHA256.hash(Array(MountTable.canonical(mountPoint).utf8))
-        return "dotsafe-lock-" + digest.prefix(16).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        mountPoint = arguments.positional(Self.mountPoint)
+        switch (mountPoint, arguments.flag(Self.all)) {
+        case (nil, false): throw CLIError.usage("missing argument MOUNTPOINT (or --all)")
+        case (.some, true): throw CLIError.usage("give a MOUNTPOINT or --all, not both")
+        default: break
+        }
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        let channel: UnixSocket
-        do { channel = try UnixSocket.connect(Self.channelName(for: mountPoint)) } catch {
-            if MountTable.dotsafeMount(at: mountPoint) != nil {
-                // The daemon is gone (killed): only the dead mount is left to remove.
-                let status = Self.removeDeadMount(mountPoint)
-                throw CLIError.failure(status == 0 ? "the daemon of \(mountPoint) had died; its dead mount was removed (changes not synced were lost)"
-                                                   : "the daemon of \(mountPoint) has died and its mount could not be removed")
+        let folder = RuntimeFolder.existing(environment: context.environment)
+        guard let mountPoint else {
+            let records = folder.map { MountRecord.all(in: $0) } ?? []
+            guard !records.isEmpty else {
+                context.standardOutput.writeLine("No vault is open.")
+                return 0
             }
-            throw CLIError.failure("no vault is mounted at \(mountPoint)")
+            var failed = false
+            for record in records.sorted(by: { $0.started < $1.started }) {
+                do {
+                    try Self.lock(record.mountPoint, folder: folder)
+                    context.standardOutput.writeLine("Locked \(record.mountPoint).")
+                } catch {
+                    context.standardError.writeLine("\(DotSafeCLI.name): \((error as? CLIError)?.message ?? "\(error)")")
+                    failed = true
+                }
+            }
+            return failed ? 1 : 0
+        }
+        try Self.lock(MountTable.canonical(mountPoint), folder: folder)
+        context.standardOutput.writeLine("Locked \(mountPoint).")
+        return 0
+    }
+
+    /// Asks the daemon of `path` to lock and returns once it has exited.
+    private static func lock(_ path: String, folder: RuntimeFolder?) throws {
+        let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
+        let channel: UnixSocket?
+        do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
+            throw CLIError.failure(error.message + ": not locked")
+        }
+        guard let folder, let record, let channel else {
+            if let folder, let record { record.remove(from: folder) }
+            return try lockWithoutDaemon(path)
         }
         channel.send("lock")
         let answer = channel.receiveLine() ?? "failed: the daemon ended without an answer"
@@ -38,21 +64,24 @@ struct LockCommand: Command {
         case "locked":
             // The daemon's end of the channel closes when it exits: wait for that.
             while channel.receiveLine() != nil {}
-            context.standardOutput.writeLine("Locked \(mountPoint).")
-            return 0
         case "busy":
-            throw CLIError.failure("\(mountPoint) is busy: a program has a file or folder open in it")
+            throw CLIError.failure("\(path) is busy: a program has a file or folder open in it")
         default:
             throw CLIError.failure(answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer)
         }
     }
 
-    private static func removeDeadMount(_ path: String) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-        process.arguments = ["-u", "-z", path]
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+    /// No daemon of ours answers for `path`: another user's mount, a dead daemon's mount, or none.
+    private static func lockWithoutDaemon(_ path: String) throws {
+        guard let mount = MountTable.dotsafeMount(at: path) else {
+            throw CLIError.failure("no vault is mounted at \(path)")
+        }
+        if let owner = mount.userID, owner != SystemCall.userID {
+            throw CLIError.failure("\(path) is mounted by another user (uid \(owner)): only they can lock it")
+        }
+        // The daemon is gone (killed): only the dead mount is left to remove.
+        let status = ProcessCalls.run("fusermount3", ["-u", "-z", path])
+        throw CLIError.failure(status == 0 ? "the daemon of \(path) had died; its dead mount was removed (changes not synced were lost)"
+                                           : "the daemon of \(path) has died and its mount could not be removed")
     }
 }

@@ -17,30 +17,23 @@ struct MountCommand: Command {
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
-    static let pattern = OptionSpec.value("pattern", placeholder: "P", help: "The pattern, like b2-c2-d3-d4-c4-b4-a5.")
-    static let patternStdin = OptionSpec.flag("pattern-stdin", help: "Read the pattern as one line from standard input.")
     static let foreground = OptionSpec.flag("foreground", short: "f", help: "Stay in the foreground until unmounted.")
     static let readOnly = OptionSpec.flag("read-only", help: "Mount read-only: nothing is written to the storage.")
     static let idle = OptionSpec.value("idle", placeholder: "TIME", help: "Lock after this long without use: 90s, 5m, 2h.")
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
                                               help: "Mount options: allow_other, ro (comma-separated).")
-    static let signature = CommandSignature(options: [pattern, patternStdin, foreground, readOnly, idle, cacheSize, fuseOptions],
+    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, fuseOptions],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
-    let patternSource: PatternReader.Source
+    let patternReader: PatternReader
     let foreground: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         let storage = try arguments.required(Self.storage)
         let mountPoint = try arguments.required(Self.mountPoint)
-        if let value = arguments.value(Self.pattern) {
-            guard !arguments.flag(Self.patternStdin) else { throw CLIError.usage("--pattern and --pattern-stdin exclude each other") }
-            patternSource = .argument(value)
-        } else {
-            patternSource = arguments.flag(Self.patternStdin) ? .standardInput : .prompt
-        }
+        patternReader = try PatternReader(parsing: arguments)
         foreground = arguments.flag(Self.foreground)
         var options = MountOptions(storage: storage, mountPoint: mountPoint)
         options.readOnly = arguments.flag(Self.readOnly)
@@ -77,7 +70,7 @@ struct MountCommand: Command {
             let storage = try options.openStorage()
             let keyring = Keyring(option: options.keyringPath, environment: context.environment)
             let salt = try keyring.requiredPatternSalt()
-            let pattern = try PatternReader(source: patternSource).read(daemonChild ? context.withoutHints : context)
+            let pattern = try patternReader.read(daemonChild ? context.withoutHints : context)
             if foreground || daemonChild {
                 return try MountDaemon(options: options, storage: storage).run(pattern: pattern, salt: salt, context: context,
                                                                                  detached: daemonChild)

@@ -1,8 +1,7 @@
-import CSystem
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
+import SystemCalls
 import VaultCore
 import VaultCrypto
 import VaultFileSystem
@@ -10,7 +9,7 @@ import VaultFUSE
 import VaultStore
 
 /// The process that serves a mounted vault. `dotsafe mount` starts it as a detached child (or
-/// becomes it with `-f`): it derives the keys, takes the vault's mount guard, opens the vault,
+/// becomes it with `-f`): it derives the keys, takes the vault's mount guard (`MountGuard`), opens the vault,
 /// mounts, says "ready", and serves until it is unmounted, locked, signalled or idle. Every way
 /// out ends in the same place: the file system is closed (final commit, keys and plaintext
 /// erased), then the process exits (R-MEM-3).
@@ -22,21 +21,24 @@ struct MountDaemon {
     let storage: DiskStorageFolder
 
     func run(pattern: Pattern, salt: Keyring.PatternSalt, context: CommandContext, detached: Bool) throws -> Int32 {
-        if detached { _ = setsid() }
+        if detached { ProcessCalls.startSession() }
         // Freed 256 KiB chunk buffers otherwise linger in one malloc arena per FUSE thread
         // (docs/PERFORMANCE.md: 377 → 326 MiB peak for a 1 GiB write with two arenas).
-        _ = dotsafe_limit_malloc_arenas(2)
+        ProcessCalls.limitMallocArenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
+        let folder = try RuntimeFolder.open(environment: context.environment)
+        // The defers run only when starting fails: the way out of a mount is `exit` below.
+        let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
+        defer { pointLock.release() }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt.salt, rounds: salt.rounds)
-        let guardSocket = try MountGuard.take(secrets, storage: storage, whenHeld: "this vault is already mounted")
-        let lockChannel: UnixSocket
-        do { lockChannel = try UnixSocket.listen(LockCommand.channelName(for: options.mountPoint)) } catch {
-            secrets.wipe()
-            throw CLIError.failure(error == .inUse ? "mount point \(options.mountPoint) is served by another dotsafe"
-                                                   : "cannot open the lock channel: \(error)")
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint)) {
+            "this vault is already \($0)"
         }
+        defer { vaultLock.release() }
+        let channel: LockChannel
         let vault: Vault
         do {
+            channel = try LockChannel.open(in: folder)
             vault = try Vault.open(storage: storage, secrets: secrets,
                                    options: Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
                                                           owner: (getuid(), getgid()), writeBehind: .background(limit: 4)))
@@ -53,17 +55,28 @@ struct MountDaemon {
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
+            channel.unregister()
             throw CLIError.failure("\(error)")
+        }
+        do { _ = try channel.register(options) } catch {
+            channel.unregister()
+            try? mount.unmount(lazy: true)
+            try? mount.waitUntilUnmounted()
+            throw error
         }
         if detached {
             Self.reportReady(failure: nil)
-            Self.detachStandardStreams()
+            ProcessCalls.detachStandardStreams()
         } else {
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
-        let requests = LockRequests()
         let signals = Self.lockOnSignals(mount)
-        Self.serveLockChannel(lockChannel, mount: mount, requests: requests)
+        let idleSeconds = options.idleSeconds
+        channel.serve(mount) {
+            let idle = Double(SystemClock().now() - fileSystem.lastActivity) / 1e9
+            return MountState(pending: fileSystem.vault.hasUncommittedChanges,
+                              idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds)
+        }
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
         var outcome = "locked"
         var status: Int32 = 0
@@ -73,10 +86,15 @@ struct MountDaemon {
         }
         signals.forEach { $0.cancel() }
         if !detached { context.standardOutput.writeLine(status == 0 ? "Locked \(options.mountPoint)." : "dotsafe: \(outcome)") }
-        requests.answerAll(outcome)
-        // Exit with the waiting `dotsafe lock` connections and the guard still open: the kernel
-        // closes them only as the process ends, so `lock` returns after the daemon is gone.
-        withExtendedLifetime((guardSocket, lockChannel, requests)) { exit(status) }
+        // The vault is closed: nothing of this mount stays findable, and the guards go (their
+        // files removed while still locked, so the next mount makes new ones).
+        channel.unregister()
+        vaultLock.release()
+        pointLock.release()
+        channel.answerAll(outcome)
+        // Exit with the waiting `dotsafe lock` connections still open: the kernel closes them
+        // only as the process ends, so `lock` returns after the daemon is gone.
+        withExtendedLifetime(channel) { exit(status) }
     }
 
     // MARK: Starting the daemon from `dotsafe mount`
@@ -95,9 +113,11 @@ struct MountDaemon {
         process.standardOutput = ready
         process.standardError = FileHandle.nullDevice
         do { try process.run() } catch { throw CLIError.failure("cannot start the mount daemon: \(error)") }
-        var line = pattern.canonicalBytes + [0x0a]
-        input.fileHandleForWriting.write(Data(line))
-        line.wipe()
+        // Straight from the pattern's locked memory into the pipe: no Data, no String.
+        let pipe = input.fileHandleForWriting.fileDescriptor
+        let newline: [UInt8] = [0x0a]
+        try? pattern.withCanonicalBytes { try SystemCall.writeAll(pipe, $0) }
+        try? newline.withUnsafeBytes { try SystemCall.writeAll(pipe, $0) }
         try? input.fileHandleForWriting.close()
         let answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         if answer.hasPrefix("ready") { return }
@@ -111,15 +131,6 @@ struct MountDaemon {
     /// The daemon child's one message to its parent, on standard output.
     static func reportReady(failure message: String?) {
         FileDescriptorOutput.standardOutput.write(message.map { "error: \($0)\n" } ?? "ready\n")
-    }
-
-    /// After "ready" nobody reads the daemon's output: standard streams go to /dev/null, which
-    /// also closes the pipe the parent waits on.
-    private static func detachStandardStreams() {
-        let null = open("/dev/null", O_RDWR)
-        guard null >= 0 else { return }
-        for descriptor: Int32 in [0, 1, 2] { dup2(null, descriptor) }
-        if null > 2 { close(null) }
     }
 
     // MARK: Ways to lock
@@ -136,28 +147,6 @@ struct MountDaemon {
         }
     }
 
-    /// `dotsafe lock` connects here and sends "lock"; the answer comes once the vault is locked.
-    private static func serveLockChannel(_ channel: UnixSocket, mount: FUSEMount, requests: LockRequests) {
-        let owner = getuid()
-        Thread.detachNewThread {
-            while let (peer, uid) = try? channel.accept() {
-                guard uid == owner || uid == 0 else {
-                    peer.send("failed: only the user who mounted the vault can lock it")
-                    continue
-                }
-                guard peer.receiveLine() == "lock" else { continue }
-                requests.add(peer)
-                Thread.detachNewThread {
-                    do { try mount.unmount() } catch FUSEError.busy {
-                        requests.answer(peer, "busy")
-                    } catch {
-                        requests.answer(peer, "failed: \(error)")
-                    }
-                }
-            }
-        }
-    }
-
     private static func lockWhenIdle(_ mount: FUSEMount, fileSystem: FileSystem, seconds: Double) {
         Thread.detachNewThread {
             while mount.isServing {
@@ -169,22 +158,5 @@ struct MountDaemon {
                 }
             }
         }
-    }
-}
-
-/// Connections of `dotsafe lock` waiting for the outcome.
-private final class LockRequests: Sendable {
-    private let waiting = Mutex<[UnixSocket]>([])
-
-    func add(_ peer: UnixSocket) { waiting.withLock { $0.append(peer) } }
-
-    func answer(_ peer: UnixSocket, _ line: String) {
-        peer.send(line)
-        waiting.withLock { $0.removeAll { $0 === peer } }
-    }
-
-    /// Answers every waiting `lock`; the connections stay open until the process exits.
-    func answerAll(_ line: String) {
-        for peer in waiting.withLock({ $0 }) { peer.send(line) }
     }
 }

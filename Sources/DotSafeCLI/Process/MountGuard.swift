@@ -1,17 +1,56 @@
+import Foundation
+import SystemCalls
+import VaultCrypto
 import VaultCore
 import VaultStore
 
-/// One process per vault at a time (R-FS-3): `mount` and `fsck` hold an abstract Unix socket
-/// named from the vault's locator and the storage folder's identity. It leaves no file anywhere
-/// and goes away with the process that holds it.
+/// One process per vault at a time (R-FS-3): `mount` and `fsck` hold an exclusive `flock` on a
+/// file in the user's private runtime folder, named from the vault's locator and the storage
+/// folder's identity. Only its owner can list that folder; the lock shows in /proc/locks as an
+/// inode that is new at every mount (`LockFile`), and nothing is locked in the storage itself.
+/// Another user's mount of the same storage is not seen: their runtime folder is their own.
 enum MountGuard {
-    /// Takes the guard, or throws `whenHeld` when another process has it (the secrets are wiped).
-    static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, whenHeld message: String) throws -> UnixSocket {
-        let identity = try storage.identity()
-        let name = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-        do { return try UnixSocket.listen(name) } catch {
-            secrets.wipe()
-            throw CLIError.failure(error == .inUse ? message : "cannot take the mount guard: \(error)")
+    /// What holds a guard, written into its file by the holder: says where a vault is mounted.
+    enum Holder {
+        case mount(at: String)
+        case fsck
+
+        var note: String {
+            switch self {
+            case .mount(let mountPoint): "mounted at \(mountPoint)"
+            case .fsck: "being checked by dotsafe fsck"
+            }
         }
+    }
+
+    /// Takes the guard for `holder`, or throws `whenHeld` with the holder's note ("mounted at
+    /// …") when another process has it (the secrets are wiped).
+    static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, folder: RuntimeFolder, for holder: Holder,
+                     whenHeld message: (String) -> String) throws -> LockFile {
+        let path: String
+        do {
+            let identity = try storage.identity()
+            path = folder.file(try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode) + ".lock")
+            if let held = try LockFile.take(path) {
+                held.note(holder.note)
+                return held
+            }
+        } catch {
+            secrets.wipe()
+            throw CLIError.failure("cannot take the mount guard: \(error)")
+        }
+        secrets.wipe()
+        throw CLIError.failure(message(LockFile.note(at: path) ?? "in use"))
+    }
+
+    /// One daemon per mount point: a lock file named from the mount point (in the private folder).
+    static func takeMountPoint(_ mountPoint: String, folder: RuntimeFolder) throws -> LockFile {
+        let digest = SHA256.hash(Array(mountPoint.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let held: LockFile?
+        do { held = try LockFile.take(folder.file("point-" + digest + ".lock")) } catch {
+            throw CLIError.failure("cannot take the mount point's lock: \(error)")
+        }
+        guard let held else { throw CLIError.failure("mount point \(mountPoint) is served by another dotsafe") }
+        return held
     }
 }

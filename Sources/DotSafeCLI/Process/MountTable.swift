@@ -3,14 +3,23 @@ import Foundation
 /// /proc/mounts, read for mount points (paths there escape space, tab, newline and backslash
 /// as octal).
 enum MountTable {
-    struct Entry { var mountPoint: String; var type: String }
+    struct Entry {
+        var mountPoint: String
+        var type: String
+        var options: String
+
+        /// The user a FUSE mount belongs to (its `user_id=` option).
+        var userID: UInt32? {
+            options.split(separator: ",").first { $0.hasPrefix("user_id=") }.flatMap { UInt32($0.dropFirst(8)) }
+        }
+    }
 
     static func entries() -> [Entry] {
         let text = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
-            guard fields.count >= 3 else { return nil }
-            return Entry(mountPoint: unescape(String(fields[1])), type: String(fields[2]))
+            guard fields.count >= 4 else { return nil }
+            return Entry(mountPoint: unescape(String(fields[1])), type: String(fields[2]), options: String(fields[3]))
         }
     }
 

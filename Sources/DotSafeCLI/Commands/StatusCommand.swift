@@ -1,0 +1,95 @@
+import Foundation
+
+/// `dotsafe status [--json]`: this user's open vaults, from the records in the private runtime
+/// folder and what each daemon says of its mount. Storage paths are shown to their owner only:
+/// the records are in a folder no one else can read.
+struct StatusCommand: Command {
+    static let name = "status"
+    static let summary = "List your open vaults: mount point, storage, since when."
+    static let json = OptionSpec.flag("json", help: "Print a JSON array with one object per open vault.")
+    static let signature = CommandSignature(options: [json])
+
+    /// One open vault, as `--json` prints it.
+    struct Entry: Encodable, Equatable {
+        var mountpoint: String
+        var storage: String
+        /// When the mount became ready, ISO 8601 in UTC.
+        var since: String
+        /// Changes not yet written to the storage; nil when the daemon did not answer.
+        var pending: Bool?
+        /// Seconds until the idle timer locks the vault; nil without `--idle`.
+        var idle: Double?
+        /// The sync state; nil: DotSafe does not sync yet.
+        var sync: String?
+
+        enum CodingKeys: String, CodingKey { case mountpoint, storage, since, pending, idle, sync }
+
+        func encode(to encoder: any Encoder) throws {
+            // Every key, null included, so that scripts can rely on them.
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(mountpoint, forKey: .mountpoint)
+            try container.encode(storage, forKey: .storage)
+            try container.encode(since, forKey: .since)
+            try container.encode(pending, forKey: .pending)
+            try container.encode(idle, forKey: .idle)
+            try container.encode(sync, forKey: .sync)
+        }
+    }
+
+    let asJSON: Bool
+
+    init(parsing arguments: ParsedArguments) throws {
+        asJSON = arguments.flag(Self.json)
+    }
+
+    func run(context: CommandContext) throws -> Int32 {
+        let folder = RuntimeFolder.existing(environment: context.environment)
+        let records = (folder.map { MountRecord.all(in: $0) } ?? []).sorted { $0.started < $1.started }
+        let entries = records.compactMap { record in folder.flatMap { Self.entry(record, folder: $0) } }
+        if asJSON {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            context.standardOutput.writeLine(String(decoding: try encoder.encode(entries), as: UTF8.self))
+        } else if entries.isEmpty {
+            context.standardOutput.writeLine("No vault is open.")
+        } else {
+            context.standardOutput.write(Self.table(entries))
+        }
+        return 0
+    }
+
+    /// The record with its daemon's answer; nil when no daemon answers (it was killed).
+    static func entry(_ record: MountRecord, folder: RuntimeFolder) -> Entry? {
+        guard let channel = try? record.connect(in: folder) else { return nil }
+        channel.send("status")
+        let state = channel.receiveLine().flatMap { try? JSONDecoder().decode(MountState.self, from: Data($0.utf8)) }
+        let since = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: record.started))
+        return Entry(mountpoint: record.mountPoint, storage: record.storage, since: since,
+                     pending: state?.pending, idle: state?.idleLockIn, sync: nil)
+    }
+
+    static func table(_ entries: [Entry]) -> String {
+        let local = DateFormatter()
+        local.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let iso = ISO8601DateFormatter()
+        let header = ["MOUNT POINT", "STORAGE", "SINCE", "PENDING", "IDLE LOCK"]
+        let rows = entries.map { entry in
+            [entry.mountpoint, entry.storage, iso.date(from: entry.since).map(local.string) ?? entry.since,
+             entry.pending.map { $0 ? "yes" : "no" } ?? "?", entry.idle.map(duration) ?? "-"]
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max()! }
+        return ([header] + rows).map { row in
+            row.enumerated().map { column, text in
+                column == row.count - 1 ? text : text + String(repeating: " ", count: widths[column] - text.count)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// `in 4m 10s`, `in 1h 2m`, `in 12s`.
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.up))
+        let (hours, minutes, rest) = (total / 3600, total % 3600 / 60, total % 60)
+        if hours > 0 { return "in \(hours)h \(minutes)m" }
+        return minutes > 0 ? "in \(minutes)m \(rest)s" : "in \(rest)s"
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+import SystemCalls
+import VaultFUSE
+
+/// The daemon's end of `dotsafe lock` and `dotsafe status`: a Unix socket with a random name in
+/// the private runtime folder, found through the mount's `MountRecord`. `lock` connects and sends
+/// "lock"; the answer ("locked", "busy" or "failed: …") comes once the vault is locked, and the
+/// connection closes when the daemon exits. `status` sends "status" and gets one line of JSON
+/// (`MountState`). Each connection is served on its own thread with a receive timeout, so a
+/// client that connects and says nothing holds up nobody.
+final class LockChannel: Sendable {
+    /// How long a connected client may take to say "lock".
+    static let requestTimeoutSeconds = 5
+
+    let folder: RuntimeFolder
+    let name: String
+    private let socket: UnixSocket
+    private let waiting = Mutex<[UnixSocket]>([])
+
+    private init(folder: RuntimeFolder, name: String, socket: UnixSocket) {
+        self.folder = folder
+        self.name = name
+        self.socket = socket
+    }
+
+    /// Listens on a new random name; `register` then makes the mount findable.
+    static func open(in folder: RuntimeFolder) throws -> LockChannel {
+        MountRecord.removeStale(in: folder)
+        do {
+            let name = try MountRecord.randomName()
+            return LockChannel(folder: folder, name: name, socket: try UnixSocket.listen(folder.file(name + MountRecord.socketSuffix)))
+        } catch {
+            throw CLIError.failure("cannot open the lock channel: \(error)")
+        }
+    }
+
+    /// Writes the mount's record: from now on `dotsafe lock MOUNTPOINT` finds this daemon.
+    func register(_ options: MountOptions) throws -> MountRecord {
+        let record = MountRecord(mountPoint: options.mountPoint, storage: options.storage,
+                                 started: Date().timeIntervalSince1970, pid: SystemCall.processID, name: name)
+        do { try record.write(in: folder) } catch { throw CLIError.failure("cannot record the mount in \(folder.path): \(error)") }
+        return record
+    }
+
+    /// Removes the record and the socket's name; connections already made stay open.
+    func unregister() {
+        MountRecord(mountPoint: "", storage: "", started: 0, pid: 0, name: name).remove(from: folder)
+    }
+
+    /// Serves lock and status requests on background threads until the process exits.
+    func serve(_ mount: FUSEMount, state: @escaping @Sendable () -> MountState) {
+        let owner = SystemCall.userID
+        Thread.detachNewThread { [self] in
+            while let peer = try? socket.accept() {
+                Thread.detachNewThread { [self] in handle(peer, owner: owner, mount: mount, state: state) }
+            }
+        }
+    }
+
+    private func handle(_ peer: UnixSocket, owner: uid_t, mount: FUSEMount, state: () -> MountState) {
+        guard let credentials = try? peer.peerCredentials(), credentials.userID == owner || credentials.userID == 0 else {
+            peer.send("failed: only the user who mounted the vault can lock it")
+            return
+        }
+        peer.setReceiveTimeout(seconds: Self.requestTimeoutSeconds)
+        let request = peer.receiveLine()
+        if request == "status" {
+            peer.send(String(decoding: (try? JSONEncoder().encode(state())) ?? Data(), as: UTF8.self))
+            return
+        }
+        guard request == "lock" else { return }
+        waiting.withLock { $0.append(peer) }
+        do { try mount.unmount() } catch FUSEError.busy {
+            answer(peer, "busy")
+        } catch {
+            answer(peer, "failed: \(error)")
+        }
+    }
+
+    private func answer(_ peer: UnixSocket, _ line: String) {
+        peer.send(line)
+        waiting.withLock { $0.removeAll { $0 === peer } }
+    }
+
+    /// Answers every waiting `lock`; the connections stay open until the process exits.
+    func answerAll(_ line: String) {
+        for peer in waiting.withLock({ $0 }) { peer.send(line) }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import SystemCalls
+import VaultCrypto
+import VaultStore
+
+/// One file per open mount in the runtime folder (mode 0600): where it is mounted, which
+/// storage, since when, the daemon's pid and the name of its lock channel. `dotsafe lock`
+/// finds a daemon here; `dotsafe status` and `lock --all` can list them.
+struct MountRecord: Codable, Equatable {
+    static let suffix = ".mount"
+    static let socketSuffix = ".sock"
+
+    var mountPoint: String
+    var storage: String
+    /// Seconds since 1970 when the mount became ready.
+    var started: Double
+    var pid: Int32
+    /// The random name this mount's record and lock channel share (no suffix).
+    var name: String
+
+    var socketName: String { name + Self.socketSuffix }
+
+    /// A name nobody can guess or connect to a vault: 16 random bytes.
+    static func randomName() throws -> String {
+        try SystemRandom().bytes(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func write(in folder: RuntimeFolder) throws {
+        try PrivateFile.writeAtomically(folder.file(name + Self.suffix), Array(try JSONEncoder().encode(self)))
+    }
+
+    /// Removes the record and the channel's socket file.
+    func remove(from folder: RuntimeFolder) {
+        try? SystemCall.unlink(folder.file(name + Self.suffix))
+        try? SystemCall.unlink(folder.file(socketName))
+    }
+
+    /// A connection to this mount's daemon, or nil when none answers (a killed daemon). The folder
+    /// is private, so only we could have put a socket there; still, we talk only to the daemon the
+    /// record names, running as us.
+    func connect(in folder: RuntimeFolder) throws -> UnixSocket? {
+        guard let channel = try? UnixSocket.connect(folder.file(socketName)) else { return nil }
+        guard let peer = try? channel.peerCredentials(), peer.userID == SystemCall.userID, peer.processID == pid else {
+            throw CLIError.failure("the lock channel of \(mountPoint) is not served by its daemon (pid \(pid))")
+        }
+        return channel
+    }
+
+    /// Every record in the folder (unreadable ones skipped).
+    static func all(in folder: RuntimeFolder) -> [MountRecord] {
+        let names = (try? SystemCall.listFolder(folder.path)) ?? []
+        return names.filter { $0.hasSuffix(suffix) && !$0.hasPrefix(".") }.compactMap { name in
+            guard let bytes = try? PrivateFile.read(folder.file(name)) else { return nil }
+            return try? JSONDecoder().decode(MountRecord.self, from: Data(bytes))
+        }
+    }
+
+    /// Removes records whose daemon is gone (killed): their channel no longer answers.
+    static func removeStale(in folder: RuntimeFolder) {
+        for record in all(in: folder) {
+            if case .notListening? = Result(catching: { () throws(UnixSocket.Failure) in
+                try UnixSocket.connect(folder.file(record.socketName))
+            }).failure {
+                record.remove(from: folder)
+            }
+        }
+    }
+}
+
+private extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Glibc
+import Testing
+
+/// R-DEN-4 and the lock channel: while a vault is mounted, nothing another local user can read
+/// names it (/proc/net/unix, /proc/locks); `dotsafe lock` is not stalled by a silent client and
+/// talks only to the daemon; another user's mount cannot be locked.
+@Suite(.serialized) struct ProcessBoundaryTests {
+    static let pattern = "b2-c2-d3-d4-c4-b4-a5"
+
+    @Test func procNetUnixShowsNoNameDerivedFromTheVault() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+        let pid = try #require(MountHarness.daemonPID(for: vault))
+        let folder = try #require(RuntimeFolderLocation.path(h.environment))
+        let inodes = Self.socketInodes(of: pid)
+        #expect(!inodes.isEmpty, "the daemon holds no socket: the test would see nothing")
+        let table = try String(contentsOfFile: "/proc/net/unix", encoding: .utf8)
+        // The names the old code used: the lock channel from the mount point, the guard's prefix.
+        let oldChannel = "dotsafe-lock-" + h.sh("printf %s '\(vault)' | sha256sum | cut -c1-32").output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!table.contains(oldChannel))
+        #expect(!table.contains(vault) && !table.contains(h.storage))
+        var named = 0
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 7, inodes.contains(String(fields[6])) else { continue }
+            guard fields.count >= 8 else { continue }  // unnamed
+            let path = String(fields[7])
+            #expect(!path.hasPrefix("@"), "an abstract name: \(path)")
+            let name = String(path.dropFirst(folder.count + 1))
+            #expect(path.hasPrefix(folder + "/") && name.count == 37 && name.hasSuffix(".sock")
+                    && name.dropLast(5).allSatisfy(\.isHexDigit), "not a random name in the private folder: \(path)")
+            named += 1
+        }
+        #expect(named == 1, "the daemon should listen on exactly one named socket")
+        // Its locks are on files of the private folder, never on a storage file.
+        let storageInodes = Set(try FileManager.default.contentsOfDirectory(atPath: h.storage).map { name in
+            var info = stat()
+            lstat(h.storage + "/" + name, &info)
+            return String(info.st_ino)
+        })
+        let locks = try String(contentsOfFile: "/proc/locks", encoding: .utf8).split(separator: "\n")
+            .filter { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "\(pid)" }
+        #expect(!locks.isEmpty)
+        for lock in locks {
+            let inode = lock.split(separator: " ", omittingEmptySubsequences: true)[5].split(separator: ":").last.map(String.init)
+            #expect(!storageInodes.contains(inode ?? ""), "a lock on a storage file: \(lock)")
+        }
+        // The private folder is ours alone.
+        var info = stat()
+        #expect(lstat(folder, &info) == 0 && info.st_mode & 0o077 == 0 && info.st_uid == getuid())
+        #expect(h.lock(vault).status == 0)
+    }
+
+    /// The guard's file is made anew at every mount, so the inode /proc/locks shows does not stay
+    /// with a vault: vault A's locks at its second mount are not those of its first mount, unless
+    /// vault B, mounted in between, had them too (ext4 hands a freed inode number to the next file).
+    @Test func lockedInodesDoNotFollowAVault() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        func lockedInodes(_ pattern: String) throws -> Set<String> {
+            try #require(h.mount(vault, pattern: pattern).status == 0)
+            let pid = try #require(MountHarness.daemonPID(for: vault))
+            let locks = try String(contentsOfFile: "/proc/locks", encoding: .utf8).split(separator: "\n")
+                .filter { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "\(pid)" }
+            #expect(h.lock(vault).status == 0)
+            return Set(locks.map { String($0.split(separator: " ", omittingEmptySubsequences: true)[5]) })
+        }
+        let first = try lockedInodes(Self.pattern)
+        let other = try lockedInodes("c3-d3-d4-c4-b4-b3")
+        let again = try lockedInodes(Self.pattern)
+        #expect(first.count == 2 && again.count == 2)
+        #expect(first.intersection(again).isSubset(of: other), "A's lock inodes \(first) came back \(again), B had \(other)")
+    }
+
+    @Test func aSilentClientDoesNotDelayLock() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+        let socket = try #require(Self.channel(of: vault, h))
+        let silent = Process()
+        silent.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        silent.arguments = ["-c", "import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected', flush=True); time.sleep(60)", socket]
+        let output = Pipe()
+        silent.standardOutput = output
+        try silent.run()
+        defer { kill(silent.processIdentifier, SIGKILL); silent.waitUntilExit() }
+        #expect(output.fileHandleForReading.availableData.starts(with: Data("connected".utf8)))
+        let start = Date()
+        let result = h.lock(vault)
+        #expect(result.status == 0, "\(result)")
+        #expect(Date().timeIntervalSince(start) < 3, "lock waited for the silent client")
+        #expect(!MountHarness.isMounted(vault))
+    }
+
+    @Test func aSecondMountOfTheVaultIsStillRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let first = try h.mountPoint("first"), second = try h.mountPoint("second")
+        try #require(h.mount(first, pattern: Self.pattern).status == 0)
+        let again = h.mount(second, pattern: Self.pattern)
+        #expect(again.status == 1 && again.error == "dotsafe: this vault is already mounted at \(first)\n")
+        #expect(!MountHarness.isMounted(second))
+        let fsck = h.dotsafe(["fsck", h.storage, "--pattern-stdin"], input: Self.pattern + "\n")
+        #expect(fsck.status == 1 && fsck.error == "dotsafe: this vault is mounted at \(first): lock it first\n")
+        #expect(h.lock(first).status == 0)
+        #expect(h.mount(second, pattern: Self.pattern).status == 0)
+        #expect(h.lock(second).status == 0)
+    }
+
+    @Test func anotherUsersMountCannotBeLocked() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        h.sh("chmod 755 \(h.base)")
+        try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+        h.sh("echo kept > kept.txt", in: vault)
+        let other = h.sh("runuser -u nobody -- \(MountHarness.binary) lock \(vault)", expectFailure: true)
+        #expect(other.status == 1)
+        #expect(other.error == "dotsafe: \(vault) is mounted by another user (uid 0): only they can lock it\n")
+        #expect(MountHarness.isMounted(vault))
+        h.sh("test \"$(cat kept.txt)\" = kept", in: vault)
+        #expect(h.lock(vault).status == 0)
+    }
+
+    /// A record in our folder whose socket is served by a process that is not the daemon it
+    /// names: `lock` refuses and sends nothing.
+    @Test func lockTalksOnlyToTheDaemonItsRecordNames() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let fake = try h.mountPoint("fake")
+        let folder = try #require(RuntimeFolderLocation.path(h.environment))
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let name = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(32))
+        let socket = folder + "/" + name + ".sock", record = folder + "/" + name + ".mount"
+        let heard = h.base + "/heard"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", """
+            import socket,sys
+            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); s.settimeout(20)
+            print('listening', flush=True)
+            heard=b''
+            while True:
+                c,_=s.accept(); c.settimeout(3)
+                try: heard+=c.recv(100)
+                except Exception: pass
+                open(sys.argv[2],'wb').write(heard)
+            """, socket, heard]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL); server.waitUntilExit()
+            unlink(socket); unlink(record)
+        }
+        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
+        let json = #"{"mountPoint":"\#(fake)","storage":"\#(h.storage)","started":0,"pid":1,"name":"\#(name)"}"#
+        #expect(FileManager.default.createFile(atPath: record, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600]))
+        let result = h.lock(fake)
+        #expect(result.status == 1)
+        #expect(result.error == "dotsafe: the lock channel of \(fake) is not served by its daemon (pid 1): not locked\n")
+        for _ in 0..<40 where !FileManager.default.fileExists(atPath: heard) { usleep(50_000) }
+        #expect(FileManager.default.contents(atPath: heard) == Data(), "lock said something to a stranger")
+    }
+
+    /// Inode numbers of the sockets a process holds.
+    static func socketInodes(of pid: Int32) -> Set<String> {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return Set(fds.compactMap { fd in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst(8).dropLast())
+        })
+    }
+
+    /// The lock channel of the mount at `vault`, from its record in the runtime folder.
+    static func channel(of vault: String, _ h: MountHarness) -> String? {
+        guard let folder = RuntimeFolderLocation.path(h.environment),
+              let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }
+        for name in names where name.hasSuffix(".mount") {
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name),
+                  let record = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  record["mountPoint"] as? String == vault, let base = record["name"] as? String else { continue }
+            return folder + "/" + base + ".sock"
+        }
+        return nil
+    }
+}
+
+/// Where the README says the private runtime folder is.
+enum RuntimeFolderLocation {
+    static func path(_ environment: [String: String]) -> String? {
+        func isPrivate(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == getuid() && info.st_mode & 0o077 == 0
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isPrivate(runtime) { return runtime + "/dotsafe" }
+        if isPrivate("/run/user/\(getuid())") { return "/run/user/\(getuid())/dotsafe" }
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/dotsafe/run" }
+        return environment["HOME"].map { $0 + "/.local/state/dotsafe/run" }
+    }
+}

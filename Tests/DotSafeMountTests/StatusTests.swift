@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+/// `dotsafe status` and `dotsafe lock --all` (R-INT-3) on real mounts. Each test has a runtime
+/// folder of its own (XDG_RUNTIME_DIR), so that it sees, and locks, only its own vaults.
+@Suite struct StatusTests {
+    static let patterns = ["b2-c2-d3-d4-c4-b4", "c3-d4-e5-d5-c5-b5"]
+
+    struct Session {
+        let h: MountHarness
+        let runtime: String
+
+        init() throws {
+            h = try MountHarness()
+            runtime = h.base + "/run"
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+
+        @discardableResult
+        func dotsafe(_ arguments: [String], input: String? = nil) -> CommandResult {
+            h.run("/usr/bin/env", ["XDG_RUNTIME_DIR=\(runtime)", MountHarness.binary] + arguments, input: input)
+        }
+
+        func mount(_ point: String, pattern: String, options: [String] = []) -> CommandResult {
+            dotsafe(["mount", h.storage, point, "--pattern-stdin"] + options, input: pattern + "\n")
+        }
+
+        func status() throws -> [[String: Any]] {
+            let result = dotsafe(["status", "--json"])
+            #expect(result.status == 0 && result.error.isEmpty, "\(result)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
+        }
+    }
+
+    @Test func nothingOpenIsSaidPlainly() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        #expect(s.dotsafe(["status"]).output == "No vault is open.\n")
+        #expect(try s.status().isEmpty)
+        #expect(s.dotsafe(["lock", "--all"]).output == "No vault is open.\n")
+    }
+
+    @Test func statusListsEachOpenVaultAndLockAllLocksThem() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let first = try s.h.mountPoint("first"), second = try s.h.mountPoint("second")
+        try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
+        try #require(s.mount(second, pattern: Self.patterns[1], options: ["--idle", "5m"]).status == 0)
+        s.h.sh("printf data | dd of=written conv=fsync status=none", in: first)
+
+        let entries = try s.status()
+        #expect(entries.count == 2)
+        for entry in entries {
+            #expect(Set(entry.keys) == ["mountpoint", "storage", "since", "pending", "idle", "sync"])
+            #expect(entry["storage"] as? String == s.h.storage)
+            #expect(entry["sync"] is NSNull)
+            let since = try #require(entry["since"] as? String)
+            let date = try #require(ISO8601DateFormatter().date(from: since))
+            #expect(abs(date.timeIntervalSinceNow) < 600)
+        }
+        let byPoint = Dictionary(uniqueKeysWithValues: entries.map { ($0["mountpoint"] as! String, $0) })
+        #expect(byPoint[first]?["pending"] as? Bool == false, "an fsync commits")
+        #expect(byPoint[first]?["idle"] is NSNull)
+        let idle = try #require(byPoint[second]?["idle"] as? Double)
+        #expect(idle > 200 && idle <= 300)
+
+        let table = s.dotsafe(["status"]).output.split(separator: "\n").map(String.init)
+        #expect(table.first?.hasPrefix("MOUNT POINT") == true && table.count == 3, "\(table)")
+        #expect(table.contains { $0.hasPrefix(first + " ") && $0.hasSuffix("  -") })
+        #expect(table.contains { $0.hasPrefix(second + " ") && ($0.hasSuffix(" in 5m 0s") || $0.contains(" in 4m ")) }, "\(table)")
+
+        let locked = s.dotsafe(["lock", "--all"])
+        #expect(locked.status == 0 && locked.output == "Locked \(first).\nLocked \(second).\n", "\(locked)")
+        #expect(!MountHarness.isMounted(first) && !MountHarness.isMounted(second))
+        #expect(try s.status().isEmpty)
+        // Locked means written: the file is there at the next mount.
+        try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
+        s.h.sh("test \"$(cat written)\" = data", in: first)
+        #expect(s.dotsafe(["lock", first]).status == 0)
+    }
+
+    @Test func theSecondMountSaysWhereTheVaultIsMounted() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let first = try s.h.mountPoint("first"), second = try s.h.mountPoint("second")
+        try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
+        let again = s.mount(second, pattern: Self.patterns[0])
+        #expect(again.status == 1 && again.error == "dotsafe: this vault is already mounted at \(first)\n")
+        #expect(s.dotsafe(["lock", "--all"]).status == 0)
+    }
+}
