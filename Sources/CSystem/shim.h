@@ -17,6 +17,12 @@
 // architecture Swift supports (x86_64, aarch64).
 #define DOTSAFE_O_TMPFILE_BITS 020000000
 
+/// A descriptor that only names `folder` (O_PATH), for reaching a file in it by
+/// /proc/self/fd/N/NAME where its whole path is too long; -1 with errno on failure.
+static inline int dotsafe_open_folder_path(const char *folder) {
+    return open(folder, 010000000 /* O_PATH on every Linux */ | O_DIRECTORY | O_CLOEXEC);
+}
+
 /// An unnamed regular file in `folder` (O_TMPFILE), mode 0600; -1 with errno on failure.
 static inline int dotsafe_open_unnamed(int folder) {
     return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);

@@ -88,6 +88,11 @@ public enum SystemCall {
     public static func listFolder(_ path: String) throws(SystemError) -> [String] {
         guard let stream = opendir(path) else { throw SystemError("opendir \(path)", errno) }
         defer { closedir(stream) }
+        return names(in: stream)
+    }
+
+    /// The names an open directory stream lists from where it stands, without "." and "..".
+    public static func names(in stream: OpaquePointer) -> [String] {
         var names: [String] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in

@@ -31,6 +31,27 @@ public final class UnixSocket: Sendable {
 
     /// Binds and listens on `path` (a new file: `inUse` if one is there).
     public static func listen(_ path: String) throws(Failure) -> UnixSocket {
+        try reachable(path) { path throws(Failure) in try listen(short: path) }
+    }
+
+    public static func connect(_ path: String) throws(Failure) -> UnixSocket {
+        try reachable(path) { path throws(Failure) in try connect(short: path) }
+    }
+
+    /// Runs `body` with `path`, or, when `path` does not fit a socket address (108 bytes: a
+    /// deep XDG_RUNTIME_DIR), with the same file reached through the folder's descriptor,
+    /// `/proc/self/fd/N/NAME`, which fits.
+    private static func reachable(_ path: String, _ body: (String) throws(Failure) -> UnixSocket) throws(Failure) -> UnixSocket {
+        let capacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+        guard path.utf8.count >= capacity, let slash = path.lastIndex(of: "/") else { return try body(path) }
+        let folder = slash == path.startIndex ? "/" : String(path[..<slash])
+        let folderDescriptor = dotsafe_open_folder_path(folder)
+        guard folderDescriptor >= 0 else { throw .system(SystemError("open \(folder)", errno)) }
+        defer { SystemCall.close(folderDescriptor) }
+        return try body("/proc/self/fd/\(folderDescriptor)/" + path[path.index(after: slash)...])
+    }
+
+    private static func listen(short path: String) throws(Failure) -> UnixSocket {
         let socket = try make()
         var (address, length) = try address(path)
         let bound = withUnsafePointer(to: &address) {
@@ -41,7 +62,7 @@ public final class UnixSocket: Sendable {
         return socket
     }
 
-    public static func connect(_ path: String) throws(Failure) -> UnixSocket {
+    private static func connect(short path: String) throws(Failure) -> UnixSocket {
         let socket = try make()
         var (address, length) = try address(path)
         while true {

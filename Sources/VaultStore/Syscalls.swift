@@ -99,14 +99,7 @@ enum Syscalls {
         }
         defer { closedir(stream) }
         rewinddir(stream)
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        return SystemCall.names(in: stream)
     }
 }
 

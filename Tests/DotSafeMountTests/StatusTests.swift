@@ -11,9 +11,9 @@ import Testing
         let h: MountHarness
         let runtime: String
 
-        init() throws {
+        init(runtimeName: String = "run") throws {
             h = try MountHarness()
-            runtime = h.base + "/run"
+            runtime = h.base + "/" + runtimeName
             try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false,
                                                     attributes: [.posixPermissions: 0o700])
         }
@@ -79,6 +79,18 @@ import Testing
         try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
         s.h.sh("test \"$(cat written)\" = data", in: first)
         #expect(s.dotsafe(["lock", first]).status == 0)
+    }
+
+    /// A socket path has room for 107 bytes; a deep XDG_RUNTIME_DIR must not stop a mount.
+    @Test func aRuntimeFolderTooDeepForASocketPathStillWorks() throws {
+        let s = try Session(runtimeName: String(repeating: "r", count: 110))
+        defer { s.h.finish() }
+        let vault = try s.h.mountPoint()
+        let mounted = s.mount(vault, pattern: Self.patterns[0])
+        try #require(mounted.status == 0, "\(mounted)")
+        #expect(try s.status().count == 1)
+        #expect(s.dotsafe(["lock", vault]).status == 0)
+        #expect(!MountHarness.isMounted(vault))
     }
 
     @Test func theSecondMountSaysWhereTheVaultIsMounted() throws {
