@@ -1,7 +1,7 @@
 import Glibc
 
 /// How much more memory this process may lock with `mlock`: RLIMIT_MEMLOCK (8 MiB by default
-/// for a user) less what it has locked already (`VmLck`). A process with CAP_IPC_LOCK (root,
+/// for a user) less what it has locked already (`VmLck`). A thread with CAP_IPC_LOCK (root,
 /// usually) is not held to the limit.
 public enum MemoryLockLimit {
     /// Bytes that can still be locked; nil when there is no limit.
@@ -21,20 +21,22 @@ public enum MemoryLockLimit {
         return Int(clamping: limit.rlim_cur)
     }
 
-    /// CAP_IPC_LOCK (capability 14) in the effective set, from /proc/self/status `CapEff`.
+    /// CAP_IPC_LOCK (capability 14) in the effective set, from `CapEff`. Capabilities belong to
+    /// a thread (a test that drops them with setuid does so in one thread only), so this reads
+    /// the calling thread's status.
     static var hasLockCapability: Bool {
         guard let line = statusLine("CapEff:"), let mask = UInt64(line, radix: 16) else { return false }
         return mask & (1 << 14) != 0
     }
 
-    /// A `kB` figure of /proc/self/status.
+    /// A `kB` figure of the calling thread's status (`VmLck` is the whole process's).
     private static func statusField(_ name: String) -> Int? {
         statusLine(name).flatMap { Int($0.split(separator: " ").first ?? "") }
     }
 
-    /// The value after `name` on its line of /proc/self/status, trimmed.
+    /// The value after `name` on its line of /proc/thread-self/status, trimmed.
     private static func statusLine(_ name: String) -> String? {
-        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        let fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var data: [UInt8] = []

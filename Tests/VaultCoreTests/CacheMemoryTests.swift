@@ -79,7 +79,9 @@ import VaultFormat
                 guard setrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0,
                       setgid(65534) == 0, setuid(65534) == 0 else { exit(10) }
             }
-            guard let remaining = MemoryLockLimit.remaining(), remaining <= 8 << 20 else { exit(11) }
+            // setuid changes this thread only (here): the vault is used from this thread.
+            guard let remaining = MemoryLockLimit.remaining() else { exit(11) }
+            guard remaining <= 8 << 20 else { exit(17) }
             let vault = try TestVaults.open(try TestVaults.storage(), cacheBytes: 32 << 20)
             let (lockable, cacheLimit) = vault.cacheLocking
             guard cacheLimit == 32 << 20, lockable < cacheLimit, lockable > 4 << 20,
