@@ -42,6 +42,11 @@ public final class DiskStorageFolder: StorageFolder {
         return try read(name, offset: 0, count: Format.fileSize)
     }
 
+    /// Reads take no flock, only writes do (`SharedFolderLock`): a re-creation (FORMAT.md §11.3)
+    /// renames over a name only a copy it checked holds that name's bytes, so a read opens the
+    /// old file or the copy and gets the same bytes from either, and a file opened before the
+    /// rename stays readable after it. A writer needs the lock because its bytes must not land
+    /// in the old file once the copy is made; a reader changes nothing that the copy could miss.
     public func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] {
         precondition(offset >= 0 && count >= 0 && offset + count <= Format.fileSize, "read outside a storage file")
         let fd = try openStorageFile(name, O_RDONLY)

@@ -145,6 +145,25 @@ import VaultFormat
         }
         #expect(flock(recreation, LOCK_EX | LOCK_NB) == 0, "the last writer left the folder unlocked")
     }
+
+    /// Reads take no part in the lock (`DiskStorageFolder.read` says why): one during a
+    /// re-creation returns at once, with the file's bytes.
+    @Test func readersDoNotWaitForARecreation() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try Storage.open(at: path)
+        let name = try folder.listFiles()[0]
+        let expected = try #require(FileManager.default.contents(atPath: path + "/" + name))
+        let recreation = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(recreation) }
+        #expect(flock(recreation, LOCK_EX) == 0)
+        defer { flock(recreation, LOCK_UN) }
+        let read = Atomic<[UInt8]?>(nil)
+        let thread = Thread { read.store(try? folder.read(name, offset: 0, count: Format.fileSize)) }
+        thread.start()
+        for _ in 0..<100 where read.load() == nil { usleep(20_000) }
+        #expect(read.load() == Array(expected), "a read waited for the re-creation's lock")
+    }
 }
 
 /// A flag shared with a thread.
