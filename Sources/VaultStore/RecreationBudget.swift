@@ -11,7 +11,7 @@ public struct RecreationBudget: Equatable, Sendable {
     /// What any lock may spend however small the storage (a storage of 64 files is 16 MiB).
     public var minimumSeconds: Double
 
-    public static let standard = RecreationBudget(share: 0.6, secondsPerGiB: 2, minimumSeconds: 0.5)
+    public static let standard = RecreationBudget(share: 0.7, secondsPerGiB: 2, minimumSeconds: 0.5)
 
     public init(share: Double, secondsPerGiB: Double, minimumSeconds: Double = 0.5) {
         self.share = share; self.secondsPerGiB = secondsPerGiB; self.minimumSeconds = minimumSeconds

@@ -16,14 +16,22 @@ import VaultFormat
 /// under the temporary name, which `removeLeftovers` finds by their form.
 public final class StorageRecreator {
     public static let temporarySuffix = ".recreated"
-    /// Files per exclusive hold of the folder: writers of other vaults wait at most this long.
-    static let batchSize = 32
+    /// Files per exclusive hold of the folder (64 MiB): each batch costs one `syncfs`, which on a
+    /// busy disk waits for everyone's dirty data; writers of other vaults wait for a batch.
+    static let batchSize = 256
     private let folder: Int32
+    private let batchSize: Int
 
-    public init(path: String) throws { folder = try Syscalls.openFolder(path) }
+    public init(path: String, batchSize: Int = StorageRecreator.batchSize) throws {
+        folder = try Syscalls.openFolder(path)
+        self.batchSize = batchSize
+    }
 
     /// A separate open of the folder: its flock must not be the writers' (`SharedFolderLock`).
-    init(folder: Int32) throws { self.folder = try Syscalls.reopenFolder(folder) }
+    init(folder: Int32) throws {
+        self.folder = try Syscalls.reopenFolder(folder)
+        batchSize = Self.batchSize
+    }
 
     deinit { Syscalls.close(folder) }
 
@@ -69,7 +77,7 @@ public final class StorageRecreator {
         var summary = Summary(files: files.count)
         var processed = 0
         while !order.isEmpty {
-            let batch = Array(order.prefix(Self.batchSize))
+            let batch = Array(order.prefix(batchSize))
             order.removeFirst(batch.count)
             let done = try recreate(batch, time: nil)
             summary.recreated += done.count
@@ -96,8 +104,8 @@ public final class StorageRecreator {
     /// the names re-created.
     public func recreate(_ names: [String], time: Int64? = nil) throws -> [String] {
         var done: [String] = []
-        for start in stride(from: 0, to: names.count, by: Self.batchSize) {
-            done += try recreateBatch(Array(names[start..<min(start + Self.batchSize, names.count)]), time: time)
+        for start in stride(from: 0, to: names.count, by: batchSize) {
+            done += try recreateBatch(Array(names[start..<min(start + batchSize, names.count)]), time: time)
         }
         return done
     }
@@ -128,7 +136,8 @@ public final class StorageRecreator {
     private struct Copy {
         var name: String
         var inode: UInt64
-        var bytes: [UInt8]
+        /// SHA-256 of the bytes copied (a batch's bytes would be 64 MiB).
+        var digest: [UInt8]
         var temporary: String { name + StorageRecreator.temporarySuffix }
     }
 
@@ -166,12 +175,13 @@ public final class StorageRecreator {
         defer { Syscalls.close(original) }
         guard let metadata = try Syscalls.metadata(folder, name), metadata.isRegular, metadata.uid == geteuid(),
               try Syscalls.status(original).size == Format.fileSize else { return nil }
-        let copy = Copy(name: name, inode: metadata.inode, bytes: try Syscalls.readFully(original, count: Format.fileSize, offset: 0))
+        let bytes = try Syscalls.readFully(original, count: Format.fileSize, offset: 0)
+        let copy = Copy(name: name, inode: metadata.inode, digest: SHA256.hash(bytes))
         guard let fd = try? Syscalls.openFile(folder, copy.temporary, O_WRONLY | O_CREAT | O_EXCL) else { return nil }
         defer { Syscalls.close(fd) }
         do {
             try Syscalls.setMode(fd, mode_t(metadata.mode & 0o7777))
-            try Syscalls.writeFully(fd, copy.bytes, offset: 0)
+            try Syscalls.writeFully(fd, bytes, offset: 0)
         } catch {
             try? Syscalls.unlink(folder, copy.temporary)
             throw error
@@ -185,7 +195,7 @@ public final class StorageRecreator {
         func holds(_ name: String) throws -> Bool {
             guard let fd = try? Syscalls.openFile(folder, name, O_RDONLY) else { return false }
             defer { Syscalls.close(fd) }
-            return try Syscalls.readFully(fd, count: Format.fileSize, offset: 0) == copy.bytes
+            return try SHA256.hash(Syscalls.readFully(fd, count: Format.fileSize, offset: 0)) == copy.digest
         }
         guard let now = try Syscalls.metadata(folder, copy.name), now.inode == copy.inode,
               try holds(copy.name), try holds(copy.temporary) else {

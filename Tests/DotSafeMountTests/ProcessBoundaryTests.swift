@@ -98,7 +98,8 @@ import Testing
         func traces() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { name in
                 let text = FileManager.default.contents(atPath: folder + "/" + name).map { String(decoding: $0, as: UTF8.self) }
-                return text?.contains(vault) == true
+                // A record is JSON, which writes "/" as "\\/".
+                return text?.contains(vault) == true || text?.contains(vault.replacingOccurrences(of: "/", with: "\\/")) == true
             }
         }
         let guards = traces().filter { $0.hasPrefix("guard-") }
