@@ -18,7 +18,7 @@ public final class StorageRecreator {
     public static let temporarySuffix = ".recreated"
     /// Files per exclusive hold of the folder (64 MiB): each batch costs one `syncfs`, which on a
     /// busy disk waits for everyone's dirty data; writers of other vaults wait for a batch.
-    static let batchSize = 256
+    public static let batchSize = 256
     private let folder: Int32
     private let batchSize: Int
 
