@@ -1,4 +1,5 @@
 import Synchronization
+import VaultCrypto
 
 /// Counts what operations do to the storage (CryFS's e2e perf tests are the model): tests assert
 /// these counts, which catch regressions that timings on a noisy machine never show.
@@ -37,6 +38,8 @@ public final class CountingStorageFolder: StorageFolder {
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }
     public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
+    public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
 
     private func count(_ field: WritableKeyPath<Counts, Int>) { counts.withLock { $0[keyPath: field] += 1 } }
 

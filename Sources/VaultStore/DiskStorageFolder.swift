@@ -1,4 +1,6 @@
 import Glibc
+import Synchronization
+import VaultCrypto
 import VaultFormat
 
 /// The real storage folder. Holds the folder open, so a folder renamed or replaced under a
@@ -8,9 +10,18 @@ public final class DiskStorageFolder: StorageFolder {
     public let path: String
     private let folder: Int32
     private let writers: SharedFolderLock
+    /// What a lock re-creates (docs/FORMAT.md §11.3).
+    public let recreation: RecreationBudget
+    /// Names this process created or wrote since it opened the folder: the session's files,
+    /// which the lock re-creates.
+    private let written = Mutex(Set<String>())
+    /// What the last re-creation did (for the daemon's report and the tests).
+    public var lastRecreation: StorageRecreator.Summary? { recreated.withLock { $0 } }
+    private let recreated = Mutex<StorageRecreator.Summary?>(nil)
 
-    public init(path: String) throws {
+    public init(path: String, recreation: RecreationBudget = .standard) throws {
         self.path = path
+        self.recreation = recreation
         folder = try Syscalls.openFolder(path)
         writers = SharedFolderLock(folder: folder)
     }
@@ -57,6 +68,7 @@ public final class DiskStorageFolder: StorageFolder {
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
         try writers.withShared { try createUnlocked(name, contents: contents, durable: durable) }
+        _ = written.withLock { $0.insert(name) }
     }
 
     private func createUnlocked(_ name: String, contents: [UInt8], durable: Bool) throws {
@@ -89,6 +101,7 @@ public final class DiskStorageFolder: StorageFolder {
             defer { Syscalls.close(fd) }
             try Syscalls.writeFully(fd, bytes, offset: offset)
         }
+        _ = written.withLock { $0.insert(name) }
     }
 
     public func sync(_ names: [String]) throws {
@@ -109,6 +122,17 @@ public final class DiskStorageFolder: StorageFolder {
             throw StoreError.unusableFile(name)
         }
         try writers.withShared { try Syscalls.unlink(folder, name) }
+        _ = written.withLock { $0.remove(name) }
+    }
+
+    public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
+
+    public func recreateAtLock(random: any RandomSource) throws {
+        let names = written.withLock { $0 }
+        guard !names.isEmpty else { return }
+        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: names, budget: recreation, random: random)
+        written.withLock { $0.removeAll() }
+        recreated.withLock { $0 = summary }
     }
 
     public func capacity() throws -> (total: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }
