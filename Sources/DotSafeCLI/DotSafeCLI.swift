@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import VaultCrypto
 
 /// The `dotsafe` command line: the registry of commands and the entry point that parses the
@@ -27,8 +28,12 @@ public enum DotSafeCLI {
     public static func main() -> Int32 {
         let (arguments, pattern) = ArgumentVector.takeArguments()
         defer { pattern?.wipe() }
+        var environment = ProcessInfo.processInfo.environment
+        // mount(8) removes HOME before it runs mount.fuse3 (util-linux's sanitize_env): the
+        // keyring and the runtime folder are found from the user's home all the same.
+        if environment["HOME"] == nil, let home = SystemCall.homeFolder { environment["HOME"] = home }
         return main(arguments: arguments,
-                    environment: ProcessInfo.processInfo.environment,
+                    environment: environment,
                     standardOutput: FileDescriptorOutput.standardOutput,
                     standardError: FileDescriptorOutput.standardError,
                     patternFromArguments: pattern)
@@ -66,6 +71,9 @@ public enum DotSafeCLI {
                 name = HelpCommand.name
             } else if leading.flag(StandardOptions.version) {
                 name = VersionCommand.name
+            } else if let first = rest.first, isStoragePath(first, commands: commands) {
+                // mount.fuse3's form: `dotsafe STORAGE MOUNTPOINT -o OPTIONS`, from fstab or mount -t.
+                name = MountCommand.name
             } else if let first = rest.first {
                 name = first
                 commandArguments.removeFirst()
@@ -95,6 +103,12 @@ public enum DotSafeCLI {
     /// shown even when the rest of the command line is wrong.
     private static func asksForHelp(_ arguments: [String]) -> Bool {
         arguments.prefix { $0 != "--" }.contains { $0 == "-h" || $0 == "--help" }
+    }
+
+    /// Whether the first word is a path rather than a command name: it has a slash, as
+    /// mount.fuse3 passes the fstab line's source (no command name has one).
+    private static func isStoragePath(_ word: String, commands: [any Command.Type]) -> Bool {
+        word.contains("/") && !commands.contains { $0.name == word }
     }
 
     /// The one-line message for an error that is not a `CLIError`.

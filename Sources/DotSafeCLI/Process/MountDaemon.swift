@@ -51,7 +51,7 @@ struct MountDaemon {
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
-                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly,
+                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly, noExec: options.noExec,
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
