@@ -66,6 +66,7 @@ public enum DotSafeCLI {
                 return 0
             }
             var commandArguments = rest
+            var isMountHelper = false
             let name: String
             if leading.flag(StandardOptions.help) {
                 name = HelpCommand.name
@@ -74,6 +75,7 @@ public enum DotSafeCLI {
             } else if let first = rest.first, isStoragePath(first, commands: commands) {
                 // mount.fuse3's form: `dotsafe STORAGE MOUNTPOINT -o OPTIONS`, from fstab or mount -t.
                 name = MountCommand.name
+                isMountHelper = true
             } else if let first = rest.first {
                 name = first
                 commandArguments.removeFirst()
@@ -86,7 +88,7 @@ public enum DotSafeCLI {
             commandName = name
             let runner = Runner(leading: leading, environment: environment, standardOutput: standardOutput,
                                 standardError: standardError, commands: commands, standardInput: standardInput,
-                                patternFromArguments: patternFromArguments)
+                                patternFromArguments: patternFromArguments, isMountHelper: isMountHelper)
             return try runner.execute(command, arguments: commandArguments)
         } catch {
             let error = error as? CLIError ?? .failure(describe(error))
@@ -125,6 +127,7 @@ public enum DotSafeCLI {
         let commands: [any Command.Type]
         let standardInput: any LineInput
         let patternFromArguments: SecretBytes?
+        let isMountHelper: Bool
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
             let signature = command.signature.adding(command.globalOptions + [StandardOptions.help])
@@ -149,10 +152,11 @@ public enum DotSafeCLI {
             } catch {
                 throw CLIError.usage(describe(error))
             }
-            let context = CommandContext(globalOptions: globalOptions, environment: environment,
+            var context = CommandContext(globalOptions: globalOptions, environment: environment,
                                          standardOutput: standardOutput, standardError: standardError,
                                          commands: commands, standardInput: standardInput,
                                          patternFromArguments: patternFromArguments)
+            context.isMountHelper = isMountHelper
             do {
                 return try instance.run(context: context)
             } catch let error as CLIError {

@@ -89,6 +89,7 @@ struct MountCommand: Command {
                                                                                  detached: daemonChild)
             }
             try MountDaemon.spawn(options: options, pattern: pattern, context: context)
+            if context.isMountHelper { return 0 }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
             if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }
             return 0

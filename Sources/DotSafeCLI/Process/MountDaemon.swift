@@ -70,6 +70,9 @@ struct MountDaemon {
         } else {
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
+        // Only in the foreground: a detached child is not the process a service manager started.
+        let notifier = ServiceNotifier(environment: detached ? [:] : context.environment)
+        notifier.ready()
         let signals = Self.lockOnSignals(mount)
         let idleSeconds = options.idleSeconds
         channel.serve(mount) {
@@ -85,6 +88,7 @@ struct MountDaemon {
             status = 1
         }
         signals.forEach { $0.cancel() }
+        notifier.stopping()
         if !detached { context.standardOutput.writeLine(status == 0 ? "Locked \(options.mountPoint)." : "dotsafe: \(outcome)") }
         // The vault is closed: nothing of this mount stays findable, and the guards go (their
         // files removed while still locked, so the next mount makes new ones).
