@@ -46,8 +46,11 @@ struct MountDaemon {
             secrets.wipe()
             throw error
         }
+        let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
+        if vault.openedWithDamagedSlot { log.openedWithDamagedSlot() }
         let storageFolder = storage
-        let fileSystem = FileSystem(vault: vault, capacity: { try storageFolder.capacity() })
+        let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: log.commitEnded),
+                                    capacity: { try storageFolder.capacity() })
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
@@ -86,6 +89,7 @@ struct MountDaemon {
         do { try mount.waitUntilUnmounted() } catch {
             outcome = "failed: \(error)"
             status = 1
+            if case .closeFailed(let failure) = error { log.lockFailed(failure) } else { log.lockFailed(nil) }
         }
         signals.forEach { $0.cancel() }
         notifier.stopping()
