@@ -77,9 +77,9 @@ import Testing
           -h, --help            Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH   Use the keyring file at PATH, or the desktop's Secret Service
-                           with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
-                           the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH        Use the keyring file at PATH, or the desktop's Secret
+                                Service with 'secret-service' (default: $DOTSAFE_KEYRING
+                                if set, else the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 
