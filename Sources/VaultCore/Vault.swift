@@ -74,9 +74,6 @@ public final class Vault: Sendable {
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
     public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
     public var isReadOnly: Bool { state.withLock { $0.readOnly } }
-    /// Whether an index slot was present but did not open, so the vault opened from the other
-    /// slot's commit (which may be the older one): the daemon logs it.
-    public var openedWithDamagedSlot: Bool { state.withLock { $0.openedWithDamagedSlot } }
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
     public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.committer.vaultKey.isLocked } }
     public static let rootID = Format.rootItemID

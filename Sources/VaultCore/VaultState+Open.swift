@@ -65,7 +65,6 @@ extension VaultState {
         if present.count < Format.indexSlotCount { committer.missingSlot = 1 - newest.slot }
         var state = VaultState(storage: storage, secrets: secrets, random: random, clock: clock, readOnly: options.readOnly,
                                cacheBytes: options.cacheBytes, root: root, committer: committer, contents: contents, arena: arena)
-        state.openedWithDamagedSlot = roots.count < present.count
         if !options.readOnly {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)

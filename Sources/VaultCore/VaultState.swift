@@ -31,8 +31,6 @@ struct VaultState {
     var committer: Committer
     var statistics = VaultStatistics()
     var isLocked = false
-    /// One index slot was there but did not open: the vault opened from the other (R-INT-3).
-    var openedWithDamagedSlot = false
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

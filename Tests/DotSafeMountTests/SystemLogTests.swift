@@ -37,7 +37,7 @@ import Testing
         // A full disk: the failed commit is logged once, then its recovery.
         try #require(dotsafe(["mount", storage, vault, "--pattern-stdin"], input: Self.pattern + "\n").succeeded)
         let pid = try #require(MountHarness.daemonPID(for: vault))
-        let filled = h.sh("dd if=/dev/zero of=secret-name.bin bs=1M count=100 status=none", in: vault, expectFailure: true)
+        let filled = h.sh("dd if=/dev/zero of=secret-name.bin bs=1M count=100 conv=fsync status=none", in: vault, expectFailure: true)
         #expect(filled.error.contains("No space left on device"), "\(filled)")
         let full = log.receive()
         #expect(full == "<11>dotsafe[\(pid)]: \(vault): the disk that holds the storage is full: changes stay in memory and are retried")

@@ -162,7 +162,7 @@ import Testing
         #expect(h.lock(vault).status == 0)
 
         // A bad line fails mount(8) with dotsafe's own message, and mounts nothing.
-        let bad = CommandResult.run("/usr/bin/mount", ["-t", "fuse", "-o", "pattern_file=\(h.base)/missing",
+        let bad = CommandResult.run("/usr/bin/mount", ["-t", "fuse", "-o", "pattern_file=\(h.base)/missing,keyring=\(keyring)",
                                                        "\(MountHarness.binary)#\(h.storage)", vault], environment: environment)
         #expect(bad.status != 0 && bad.error.contains("dotsafe: pattern file \(h.base)/missing does not exist"), "\(bad)")
         #expect(!MountHarness.isMounted(vault))

@@ -47,7 +47,6 @@ struct MountDaemon {
             throw error
         }
         let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
-        if vault.openedWithDamagedSlot { log.openedWithDamagedSlot() }
         let storageFolder = storage
         let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: log.commitEnded),
                                     capacity: { try storageFolder.capacity() })

@@ -51,11 +51,6 @@ final class SystemLog: Sendable {
         }
     }
 
-    /// One of the vault's two commits did not open, so the vault opened from the other.
-    func openedWithDamagedSlot() {
-        write(.warning, "one of the vault's two index slots did not open; it was opened from the other, and the last changes may be missing")
-    }
-
     /// Locking could not write the last changes.
     func lockFailed(_ error: FSError?) {
         write(.error, "locking failed: the last changes may not be written" + (error.map { " (\(Self.errnoName($0.errno)))" } ?? ""))
