@@ -47,12 +47,14 @@ struct MountDaemon {
             secrets.wipe()
             throw error
         }
+        let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
         let storageFolder = storage
-        let fileSystem = FileSystem(vault: vault, capacity: { try storageFolder.capacity() })
+        let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: log.commitEnded),
+                                    capacity: { try storageFolder.capacity() })
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
-                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly,
+                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly, noExec: options.noExec,
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
@@ -73,6 +75,9 @@ struct MountDaemon {
             if let note { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
+        // Only in the foreground: a detached child is not the process a service manager started.
+        let notifier = ServiceNotifier(environment: detached ? [:] : context.environment)
+        notifier.ready()
         let signals = Self.lockOnSignals(mount)
         let idleSeconds = options.idleSeconds
         channel.serve(mount) {
@@ -86,8 +91,10 @@ struct MountDaemon {
         do { try mount.waitUntilUnmounted() } catch {
             outcome = "failed: \(error)"
             status = 1
+            if case .closeFailed(let failure) = error { log.lockFailed(failure) } else { log.lockFailed(nil) }
         }
         signals.forEach { $0.cancel() }
+        notifier.stopping()
         if !detached { context.standardOutput.writeLine(status == 0 ? "Locked \(options.mountPoint)." : "dotsafe: \(outcome)") }
         // The vault is closed: nothing of this mount stays findable, and the guards go (their
         // files removed while still locked, so the next mount makes new ones).
