@@ -270,7 +270,9 @@ public final class Vault: Sendable {
             guard !state.isLocked else { return }
             defer { state.wipe() }
             try state.commit(final: true)
-            if !state.readOnly { try storage.recreateAtLock(random: state.random) }
+            // Best effort: the changes are committed by now, and a re-creation that fails (a full
+            // disk) leaves every file as it was, its copies removed here or at the next open.
+            if !state.readOnly { try? storage.recreateAtLock(random: state.random) }
         }
     }
 

@@ -168,12 +168,13 @@ public final class StorageRecreator {
     }
 
     /// Reads `name` and writes its copy at the temporary name; nil for a name that is not a
-    /// regular storage file of ours (it is left as it is).
+    /// regular storage file of ours (it is left as it is). A file with another hard link is
+    /// someone's on purpose: a copy would cut it from that link, so it is left too.
     private func copy(_ name: String) throws -> Copy? {
         guard FileName.isWellFormed(name) else { return nil }
         guard let original = try? Syscalls.openFile(folder, name, O_RDONLY) else { return nil }
         defer { Syscalls.close(original) }
-        guard let metadata = try Syscalls.metadata(folder, name), metadata.isRegular, metadata.uid == geteuid(),
+        guard let metadata = try Syscalls.metadata(folder, name), metadata.isRegular, metadata.uid == geteuid(), metadata.links == 1,
               try Syscalls.status(original).size == Format.fileSize else { return nil }
         let bytes = try Syscalls.readFully(original, count: Format.fileSize, offset: 0)
         let copy = Copy(name: name, inode: metadata.inode, digest: SHA256.hash(bytes))

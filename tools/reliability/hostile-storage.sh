@@ -3,7 +3,9 @@
 # of the right size outside, FIFOs, sub-folders, files of other sizes, unreadable files and many
 # extra files are planted in the storage. Mount, write, lock, mount again, read, lock: no crash,
 # no hang, and every planted thing untouched (same inode, content, mode, link target); the
-# target of a symbolic link is never written.
+# target of a symbolic link is never written. The one exception (docs/FORMAT.md §11.3): a
+# regular file of the storage's size and name form with one link looks like another vault's file
+# and may be re-created at a lock with the same bytes and mode, so its inode and times may change.
 #   tools/reliability/hostile-storage.sh [EXTRA]     EXTRA: count of extra files (default 1000)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 extra=${1:-1000}
@@ -31,15 +33,20 @@ head -c $file_size /dev/urandom > "$unreadable"
 chmod 000 "$unreadable"     # root reads it anyway; the unprivileged case is not covered here
 for i in $(seq 1 "$extra"); do printf 'extra %s\n' "$i" > "$storage/extra-$i.txt"; done
 # A hard link from outside to a planted file of the right size and name form is a regular file:
-# the vault may count it but never owns it, so it must stay untouched too.
+# the vault may count it but never owns it, so it must stay untouched too (inode included).
+head -c $file_size /dev/urandom > "$outside/linked"
+ln "$outside/linked" "$storage/$(name)"
 planted=$(ls "$storage")
 inventory() {
     printf '%s\n' $planted > "$work/planted"
-    find "$storage" -mindepth 1 -printf '%P %y %i %m %s %T@ %l\n' |
-        awk 'NR == FNR { planted[$1]; next } { split($1, part, "/") } part[1] in planted' "$work/planted" - | sort
+    find "$storage" -mindepth 1 -printf '%P %y %i %m %s %T@ %n %l\n' |
+        awk -v size="$file_size" 'NR == FNR { planted[$1]; next }
+             { split($1, part, "/") }
+             $2 == "f" && $5 == size && $7 == 1 && $1 ~ /^[a-z2-7]+$/ && length($1) == 26 { $3 = "-"; $6 = "-" }
+             part[1] in planted' "$work/planted" - | sort
     (cd "$storage" && find . -type f -print0 | sort -z | xargs -0 sha256sum | grep -F -f "$work/planted")
     sha256sum "$outside"/target-*
-    stat -c '%n %i %Y' "$outside"/target-*
+    stat -c '%n %i %Y' "$outside"/target-* "$outside/linked"
 }
 planted=$(comm -23 <(ls "$storage" | sort) <(sort <<<"$covers"))
 inventory > "$work/before"
