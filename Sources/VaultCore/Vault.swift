@@ -262,13 +262,15 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Writes everything, refreshes covers, then erases keys and plaintext. The vault is unusable
-    /// afterwards. Keys are erased even when the last commit fails.
+    /// Writes everything, refreshes covers, re-creates files (docs/FORMAT.md §11.3: the storage
+    /// decides which), then erases keys and plaintext. The vault is unusable afterwards. Keys are
+    /// erased even when the last commit fails.
     public func lock() throws {
         try afterWritesBehind { state in
             guard !state.isLocked else { return }
             defer { state.wipe() }
             try state.commit(final: true)
+            if !state.readOnly { try storage.recreateAtLock(random: state.random) }
         }
     }
 

@@ -32,6 +32,8 @@ extension VaultState {
                 continue
             }
         }
+        // Copies a re-creation cut short left (§11.3); they are no vault's files.
+        if !options.readOnly { try storage.removeRecreationLeftovers() }
         if present.isEmpty {
             var state = try VaultState(newVaultIn: storage, secrets: secrets, random: random, clock: clock,
                                        readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner)

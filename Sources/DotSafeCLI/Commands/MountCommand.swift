@@ -31,7 +31,9 @@ struct MountCommand: Command {
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
                                               help: "Mount options, comma-separated: allow_other, ro, pattern_file=FILE, ...")
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
-    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, fuseOptions, quiet],
+    static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
+                                                 help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 2; 0: only the files this session wrote).")
+    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
@@ -67,6 +69,12 @@ struct MountCommand: Command {
         if let text = arguments.value(Self.cacheSize) {
             guard let mebibytes = Int(text), (4...65536).contains(mebibytes) else { throw CLIError.usage("--cache-size needs MiB from 4 to 65536, not '\(text)'") }
             options.cacheMebibytes = mebibytes
+        }
+        if let text = arguments.value(Self.recreateBudget) {
+            guard let seconds = Double(text), seconds.isFinite, (0...3600).contains(seconds) else {
+                throw CLIError.usage("--recreate-budget needs seconds per GiB from 0 to 3600, not '\(text)'")
+            }
+            options.recreateSecondsPerGiB = seconds
         }
         self.options = options
     }
@@ -109,6 +117,8 @@ struct MountOptions: Sendable {
     var readOnly = false
     var idleSeconds: Double?
     var cacheMebibytes = 256
+    /// Seconds per GiB of storage a lock may spend re-creating files (docs/FORMAT.md §11.3).
+    var recreateSecondsPerGiB = RecreationBudget.standard.secondsPerGiB
     var allowOther = false
     var noExec = false
     var keyringPath = ""
@@ -125,12 +135,16 @@ struct MountOptions: Sendable {
         guard entries.isEmpty else { throw CLIError.failure("mount point \(mountPoint) is not empty") }
     }
 
-    func openStorage() throws -> DiskStorageFolder { try Storage.open(at: storage) }
+    func openStorage() throws -> DiskStorageFolder {
+        var budget = RecreationBudget.standard
+        budget.secondsPerGiB = recreateSecondsPerGiB
+        return try Storage.open(at: storage, recreation: budget)
+    }
 
     /// What the daemon child is told on its command line (the pattern goes through a pipe).
     var childArguments: [String] {
         var arguments = ["--keyring", keyringPath, "mount", storage, mountPoint, "--pattern-stdin", "--foreground",
-                         "--cache-size", String(cacheMebibytes)]
+                         "--cache-size", String(cacheMebibytes), "--recreate-budget", String(recreateSecondsPerGiB)]
         if readOnly { arguments.append("--read-only") }
         if let idleSeconds { arguments += ["--idle", String(idleSeconds)] }
         if allowOther { arguments += ["-o", "allow_other"] }

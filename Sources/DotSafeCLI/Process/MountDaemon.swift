@@ -27,6 +27,7 @@ struct MountDaemon {
         ProcessCalls.limitMallocArenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let folder = try RuntimeFolder.open(environment: context.environment)
+        folder.removeStaleLocks()
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
