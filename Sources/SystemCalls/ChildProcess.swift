@@ -12,9 +12,11 @@ public enum ChildProcess {
     }
 
     /// Runs `path` (an absolute path: the caller looks programs up, so that a missing one can be
-    /// named) with `arguments` and exactly `environment` ("NAME=value" entries).
+    /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
+    /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
+    /// program that keeps going after a failure that already decides the outcome.
     public static func run(_ path: String, _ arguments: [String], environment: [String],
-                           input: [UInt8] = []) throws(SystemError) -> Result {
+                           input: [UInt8] = [], stopOnErrorOutput: Bool = false) throws(SystemError) -> Result {
         ignoreBrokenPipes
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         let pid: pid_t
@@ -27,7 +29,8 @@ public enum ChildProcess {
             throw error
         }
         SystemCall.close(stdin.read); SystemCall.close(stdout.write); SystemCall.close(stderr.write)
-        let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read)
+        let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
+                                             stopping: stopOnErrorOutput ? pid : nil)
         var status: Int32 = 0
         _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
         let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
@@ -67,7 +70,8 @@ public enum ChildProcess {
     }
 
     /// Feeds the input and drains both outputs together, so that no full pipe blocks the child.
-    private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32) -> ([UInt8], [UInt8]) {
+    private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32,
+                                 stopping child: pid_t?) -> ([UInt8], [UInt8]) {
         var output: [UInt8] = [], errorOutput: [UInt8] = []
         var written = 0
         var inputOpen = true, outputOpen = true, errorOpen = true
@@ -98,6 +102,7 @@ public enum ChildProcess {
                 } else if index == 1 {
                     output.append(contentsOf: buffer[0..<count])
                 } else {
+                    if let child, errorOutput.isEmpty { kill(child, SIGTERM) }
                     errorOutput.append(contentsOf: buffer[0..<count])
                 }
             }

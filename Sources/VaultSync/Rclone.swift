@@ -59,8 +59,12 @@ public struct Rclone: Sendable {
         return nil
     }
 
-    /// Runs one rclone command about `remote`; the result whatever its exit status.
-    func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = []) throws(RemoteError) -> ChildProcess.Result {
+    /// Runs one rclone command about `remote`; the result whatever its exit status. With
+    /// `stopAtFirstError`, rclone is ended at its first error line: a batch whose server went
+    /// away would otherwise try every remaining file in turn (seconds each), and one failed
+    /// file fails the batch anyway.
+    func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [],
+             stopAtFirstError: Bool = false) throws(RemoteError) -> ChildProcess.Result {
         let config: [String]
         if let configFile { config = ["--config", configFile] } else if case .named = remote.kind { config = [] } else { config = ["--config", ""] }
         let common = ["--ask-password=false", "--log-level", "ERROR", "--retries", "1",
@@ -69,19 +73,34 @@ public struct Rclone: Sendable {
         let shell = ["-c", "umask 077 && exec \"$0\" \"$@\"", executable]
         do {
             return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + common + settings.extraArguments
-                                            + arguments.dropFirst(), environment: environment, input: input)
+                                            + arguments.dropFirst(), environment: environment, input: input,
+                                        stopOnErrorOutput: stopAtFirstError)
         } catch {
             throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
         }
     }
 
-    /// Runs a command that must succeed; its standard output.
+    /// Runs a command that must succeed (ended at its first error); its standard output.
     @discardableResult
     func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool) throws(RemoteError) -> [UInt8] {
-        let result = try run(arguments, on: remote, input: input)
-        guard result.status == 0 else {
-            throw RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
+        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true)
+        guard result.status == 0 && result.errorOutput.isEmpty else {
+            let error = RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
+            throw probed(error, remote)
         }
         return result.output
+    }
+
+    /// A lost server shows first as whatever the transfer was doing (SFTP: "corrupted on
+    /// transfer: md5 hash differ", the hash command having died with the connection). An
+    /// unexplained failure is therefore followed by one listing: if the remote cannot be
+    /// reached, that is the error.
+    private func probed(_ error: RemoteError, _ remote: RemoteLocation) -> RemoteError {
+        guard case .failed = error,
+              let probe = try? run(["lsjson", "--files-only", "--no-modtime", "--no-mimetype", remote.path], on: remote),
+              probe.status != 0 && probe.status != 3 else { return error }
+        let second = RemoteError.classify(status: probe.status, errorOutput: probe.errorOutput, remote: remote, writing: false)
+        if case .unreachable = second { return second }
+        return error
     }
 }

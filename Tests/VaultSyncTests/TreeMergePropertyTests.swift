@@ -111,6 +111,13 @@ import Testing
     @Test(arguments: [1, 2, 3, 4])
     func propertiesHold(seed: UInt64) {
         var generator = Generator(state: seed)
+        var seen: Set<String> = []
+        defer {
+            // The rounds reach the rules that matter (else the properties above say little).
+            for rule in ["keptBothVersions", "keptEditOverDelete", "restoredFolder", "reassignedID", "renamed", "mergedFolders"] {
+                #expect(seen.contains(rule), "seed \(seed) never reached \(rule): \(seen.sorted())")
+            }
+        }
         for round in 0..<250 {
             let base = Self.randomBase(&generator)
             var shared: UInt64 = 500
@@ -121,6 +128,7 @@ import Testing
             let noBase = generator.below(5) == 0
             let result = Self.merge(noBase ? nil : base, local, remote)
             let tree = result.tree
+            for action in result.actions { seen.insert(String(describing: action).prefix { $0 != "(" }.description) }
             let where_ = "seed \(seed) round \(round)"
             #expect(tree.problems() == [], "a tree: \(where_)")
 
