@@ -24,6 +24,7 @@ extension VaultState {
                 guard let file = try storage.read(name) else { continue }
                 let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, key: .secret(secrets.indexKey),
                                                    seal: .indexRoot(slot: slot))
+                defer { body.wipeStorage() }  // it holds the vault key
                 roots.append((slot, try IndexRoot.decode(body[...])))
             } catch FormatError.newerVersion(let version) {
                 throw VaultError.newerFormat(version)
@@ -45,7 +46,9 @@ extension VaultState {
         }
         var root = newest.root
         let vaultKey = try SecretBytes(copying: root.vaultKey)
-        Sealer.wipe(&root.vaultKey)
+        // Both roots' keys, and the copies `newest` and `root` share with them.
+        for candidate in roots { candidate.root.vaultKey.wipeStorage() }
+        root.vaultKey = []
         let arena = SecretArena()
         var committer = try Committer(vaultKey: vaultKey, generation: root.generation)
         let contents: IndexContents

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 /// `dotsafe fsck STORAGE`: opens the vault a pattern finds read-only, opens every index page,
@@ -41,6 +42,9 @@ struct FsckCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
+        // Keys and every decrypted page and chunk pass through this process, as in the mount
+        // daemon: no core dump, no ptrace or /proc/PID/mem for other processes of the user.
+        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make fsck non-dumpable: \(error)") }
         let out = context.standardOutput
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
