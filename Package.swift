@@ -22,6 +22,8 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["CSystem", "SystemCalls", "VaultCrypto", "VaultFormat"]),
         .target(name: "VaultCore", dependencies: ["CSecret", "VaultCrypto", "VaultFormat", "VaultStore"]),
         .target(name: "VaultFileSystem", dependencies: ["VaultCore"]),
+        // Sync: the merge of item trees (pure) and the remote storage that rclone reaches.
+        .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
         .target(name: "DotSafeCLI", dependencies: ["SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
@@ -42,6 +44,7 @@ let package = Package(
         .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
+        .testTarget(name: "VaultSyncTests", dependencies: ["DotSafeTestSupport", "VaultSync", "VaultFormat", "SystemCalls"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "VaultCore", "VaultFormat"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["DotSafeTestSupport", "VaultCrypto"],
                     resources: [.copy("Vectors")]),

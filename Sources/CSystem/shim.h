@@ -32,6 +32,10 @@ static inline int dotsafe_open_unnamed(int folder) {
 static inline int dotsafe_accept_cloexec(int fd) { return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC); }
 
 /// syncfs(2): makes every write of the file system holding `fd` durable.
+/// A pipe whose two ends close at exec, made atomically (a child spawned by another thread at the
+/// same moment must not inherit an end); pipe2 is behind _GNU_SOURCE.
+static inline int dotsafe_pipe_cloexec(int ends[2]) { return (int)syscall(SYS_pipe2, ends, O_CLOEXEC); }
+
 static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }
 
 /// The pid and uid of the process at the other end of a Unix socket (SO_PEERCRED, whose

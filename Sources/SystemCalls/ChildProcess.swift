@@ -1,0 +1,112 @@
+import CSystem
+import Glibc
+
+/// Runs a helper program to completion with pipes on all three standard streams: what is given
+/// goes to its standard input, and both outputs come back (the sync module's `rclone`).
+public enum ChildProcess {
+    public struct Result: Sendable {
+        /// The exit status, or -1 when a signal ended the program.
+        public var status: Int32
+        public var output: [UInt8]
+        public var errorOutput: [UInt8]
+    }
+
+    /// Runs `path` (an absolute path: the caller looks programs up, so that a missing one can be
+    /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
+    /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
+    /// program that keeps going after a failure that already decides the outcome.
+    public static func run(_ path: String, _ arguments: [String], environment: [String],
+                           input: [UInt8] = [], stopOnErrorOutput: Bool = false) throws(SystemError) -> Result {
+        ignoreBrokenPipes
+        let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
+        let pid: pid_t
+        do {
+            pid = try spawn(path, arguments, environment, streams: [stdin.read, stdout.write, stderr.write])
+        } catch {
+            for descriptor in [stdin.read, stdin.write, stdout.read, stdout.write, stderr.read, stderr.write] {
+                SystemCall.close(descriptor)
+            }
+            throw error
+        }
+        SystemCall.close(stdin.read); SystemCall.close(stdout.write); SystemCall.close(stderr.write)
+        let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
+                                             stopping: stopOnErrorOutput ? pid : nil)
+        var status: Int32 = 0
+        _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
+        return Result(status: exit, output: output, errorOutput: errorOutput)
+    }
+
+    /// A child that stops reading its input must not end this process with SIGPIPE: the write
+    /// fails with EPIPE instead, and the child's exit status says what went wrong.
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
+    private static func makePipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [0, 0]
+        try SystemCall.retrying("pipe2") { dotsafe_pipe_cloexec(&ends) }
+        return (ends[0], ends[1])
+    }
+
+    private static func spawn(_ path: String, _ arguments: [String], _ environment: [String],
+                              streams: [Int32]) throws(SystemError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 onto 0, 1 and 2 clears close-on-exec there; every other pipe end closes at exec.
+        for (target, descriptor) in streams.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, Int32(target))
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
+        var pid = pid_t()
+        let code = argv.withUnsafeBufferPointer { argv in
+            envp.withUnsafeBufferPointer { envp in
+                posix_spawn(&pid, path, &actions, nil, argv.baseAddress!, envp.baseAddress!)
+            }
+        }
+        guard code == 0 else { throw SystemError("spawn \(path)", code) }
+        return pid
+    }
+
+    /// Feeds the input and drains both outputs together, so that no full pipe blocks the child.
+    private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32,
+                                 stopping child: pid_t?) -> ([UInt8], [UInt8]) {
+        var output: [UInt8] = [], errorOutput: [UInt8] = []
+        var written = 0
+        var inputOpen = true, outputOpen = true, errorOpen = true
+        if input.isEmpty { SystemCall.close(stdin); inputOpen = false }
+        else { _ = fcntl(stdin, F_SETFL, fcntl(stdin, F_GETFL) | O_NONBLOCK) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while inputOpen || outputOpen || errorOpen {
+            var polled = [pollfd(fd: inputOpen ? stdin : -1, events: Int16(POLLOUT), revents: 0),
+                          pollfd(fd: outputOpen ? stdout : -1, events: Int16(POLLIN), revents: 0),
+                          pollfd(fd: errorOpen ? stderr : -1, events: Int16(POLLIN), revents: 0)]
+            if poll(&polled, 3, -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if inputOpen && polled[0].revents != 0 {
+                let count = input.withUnsafeBytes { write(stdin, $0.baseAddress! + written, $0.count - written) }
+                if count > 0 { written += count }
+                if written == input.count || (count < 0 && errno != EAGAIN && errno != EINTR) {
+                    SystemCall.close(stdin); inputOpen = false
+                }
+            }
+            for (index, descriptor) in [(1, stdout), (2, stderr)] where polled[index].revents != 0 {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+                if count <= 0 {
+                    SystemCall.close(descriptor)
+                    if index == 1 { outputOpen = false } else { errorOpen = false }
+                } else if index == 1 {
+                    output.append(contentsOf: buffer[0..<count])
+                } else {
+                    if let child, errorOutput.isEmpty { kill(child, SIGTERM) }
+                    errorOutput.append(contentsOf: buffer[0..<count])
+                }
+            }
+        }
+        return (output, errorOutput)
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import SystemCalls
+
+/// The one place that runs the `rclone` program (R-SYN-2: DotSafe speaks no cloud protocol).
+///
+/// Isolation: a remote given on the fly or as a local folder is used with no config file at
+/// all (`--config ""`), so nothing of the user's rclone config is read; a remote that names a
+/// config section is looked up where rclone looks (`$RCLONE_CONFIG`, else rclone's default
+/// file), unless `configFile` names one. rclone settings in the environment (`RCLONE_DRY_RUN`,
+/// `RCLONE_MAX_TRANSFER`, ...) would change what a sync does, so every `RCLONE_*` variable is
+/// dropped except `RCLONE_CONFIG`, `RCLONE_CONFIG_*` (remotes defined in the environment, the
+/// config password) and `RCLONE_PASSWORD_COMMAND`. rclone runs under umask 077, so that what it
+/// creates in a local folder is as private as the storage's own files.
+public struct Rclone: Sendable {
+    public struct Settings: Sendable {
+        /// Files moved at once by one batch.
+        public var transfers = 8
+        public var connectTimeoutSeconds = 10
+        /// A transfer that moves no byte for this long fails.
+        public var idleTimeoutSeconds = 60
+        /// Retries of one request inside rclone; a failed operation is never repeated whole
+        /// (the sync decides what to do next).
+        public var lowLevelRetries = 3
+        /// More rclone flags (tests slow transfers down with `--bwlimit`).
+        public var extraArguments: [String] = []
+        public init() {}
+    }
+
+    /// The rclone program found on PATH.
+    public let executable: String
+    public let configFile: String?
+    public let settings: Settings
+    private let environment: [String]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, configFile: String? = nil,
+                settings: Settings = Settings()) throws(RemoteError) {
+        guard let found = Self.locate(path: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin") else {
+            throw .rcloneMissing
+        }
+        executable = found
+        self.configFile = configFile
+        self.settings = settings
+        self.environment = environment.filter { Self.passes($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
+    }
+
+    static func passes(_ variable: String) -> Bool {
+        !variable.hasPrefix("RCLONE_") || variable == "RCLONE_CONFIG" || variable.hasPrefix("RCLONE_CONFIG_")
+            || variable == "RCLONE_PASSWORD_COMMAND"
+    }
+
+    private static func locate(path: String) -> String? {
+        for folder in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (folder.isEmpty ? "." : String(folder)) + "/rclone"
+            if let status = try? SystemCall.status(candidate), status.isRegular || status.isSymbolicLink,
+               access(candidate, X_OK) == 0 {
+                return candidate
+            }
+        }
+        return nil
+    }
+
+    /// Runs one rclone command about `remote`; the result whatever its exit status. With
+    /// `stopAtFirstError`, rclone is ended at its first error line: a batch whose server went
+    /// away would otherwise try every remaining file in turn (seconds each), and one failed
+    /// file fails the batch anyway.
+    func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [],
+             stopAtFirstError: Bool = false) throws(RemoteError) -> ChildProcess.Result {
+        let config: [String]
+        if let configFile { config = ["--config", configFile] } else if case .named = remote.kind { config = [] } else { config = ["--config", ""] }
+        let common = ["--ask-password=false", "--log-level", "ERROR", "--retries", "1",
+                      "--low-level-retries", String(settings.lowLevelRetries),
+                      "--contimeout", "\(settings.connectTimeoutSeconds)s", "--timeout", "\(settings.idleTimeoutSeconds)s"]
+        let shell = ["-c", "umask 077 && exec \"$0\" \"$@\"", executable]
+        do {
+            return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + common + settings.extraArguments
+                                            + arguments.dropFirst(), environment: environment, input: input,
+                                        stopOnErrorOutput: stopAtFirstError)
+        } catch {
+            throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
+        }
+    }
+
+    /// Runs a command that must succeed (ended at its first error); its standard output.
+    @discardableResult
+    func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool) throws(RemoteError) -> [UInt8] {
+        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true)
+        guard result.status == 0 && result.errorOutput.isEmpty else {
+            let error = RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
+            throw probed(error, remote)
+        }
+        return result.output
+    }
+
+    /// A lost server shows first as whatever the transfer was doing (SFTP: "corrupted on
+    /// transfer: md5 hash differ", the hash command having died with the connection). An
+    /// unexplained failure is therefore followed by one listing: if the remote cannot be
+    /// reached, that is the error.
+    private func probed(_ error: RemoteError, _ remote: RemoteLocation) -> RemoteError {
+        guard case .failed = error,
+              let probe = try? run(["lsjson", "--files-only", "--no-modtime", "--no-mimetype", remote.path], on: remote),
+              probe.status != 0 && probe.status != 3 else { return error }
+        let second = RemoteError.classify(status: probe.status, errorOutput: probe.errorOutput, remote: remote, writing: false)
+        if case .unreachable = second { return second }
+        return error
+    }
+}
