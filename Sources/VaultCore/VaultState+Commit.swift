@@ -17,7 +17,8 @@ extension VaultState {
         if hasChanges { try compactPacks() }
         try packs.writeOpenPack(writer: &writer)
         let changed = hasChanges || writer.hasUnsyncedFiles
-        guard changed || (final && committer.committedSinceCoverRefresh) else { return }
+        let refillDue = writer.refillsFreedFiles && writer.allocator.hasRefillDue
+        guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = self.arena
@@ -34,6 +35,10 @@ extension VaultState {
             committer.coversAreNew(now: clock.now())
         }
         if changed { try writeRoot(coversRefreshed: refresh) }
+        // At lock, the files the last commit freed are still referenced by the other slot's
+        // root, and no later commit of this session will refill them: a second root of the same
+        // index takes that slot over, then they are refilled (§9.2 step 6).
+        if final && writer.refillsFreedFiles && writer.allocator.hasRefillDue { try writeRoot(coversRefreshed: true) }
     }
 
     /// Seals every dirty chunk in key order. The keys are sorted once, not once per chunk (a
@@ -113,6 +118,7 @@ extension VaultState {
         tree.didCommit()
         statistics.commits += 1
         try committer.createOtherSlot(writer: &writer)
+        statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
     }
 }
