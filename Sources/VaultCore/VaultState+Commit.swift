@@ -27,7 +27,10 @@ extension VaultState {
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()
         try writer.syncData()
-        let refresh = !isNew && (final || committer.coversAreDue(now: clock.now()))
+        // A lock that writes only the refill's root (nothing saved since the covers' last
+        // refresh) leaves the covers alone (R-COV-3).
+        let saved = changed || committer.committedSinceCoverRefresh
+        let refresh = !isNew && saved && (final || committer.coversAreDue(now: clock.now()))
         if refresh {
             try committer.refreshCovers(writer: writer, now: clock.now)
             statistics.coverRefreshes += 1
