@@ -17,6 +17,9 @@ public struct CommandContext: Sendable {
     public var standardInput: any LineInput
     /// A pattern taken out of this process's argv (see `ArgumentVector`).
     public var patternFromArguments: SecretBytes?
+    /// Run as mount.fuse3 runs it (`dotsafe STORAGE MOUNTPOINT -o ...`): from fstab or a mount
+    /// unit, whose output goes to the journal, where a line per mount would be a log of sessions.
+    public var isMountHelper = false
 
     public init(globalOptions: GlobalOptions = GlobalOptions(), environment: [String: String] = [:],
                 standardOutput: any TextOutput, standardError: any TextOutput,

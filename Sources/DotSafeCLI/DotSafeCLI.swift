@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import VaultCrypto
 
 /// The `dotsafe` command line: the registry of commands and the entry point that parses the
@@ -27,8 +28,12 @@ public enum DotSafeCLI {
     public static func main() -> Int32 {
         let (arguments, pattern) = ArgumentVector.takeArguments()
         defer { pattern?.wipe() }
+        var environment = ProcessInfo.processInfo.environment
+        // mount(8) removes HOME before it runs mount.fuse3 (util-linux's sanitize_env): the
+        // keyring and the runtime folder are found from the user's home all the same.
+        if environment["HOME"] == nil, let home = SystemCall.homeFolder { environment["HOME"] = home }
         return main(arguments: arguments,
-                    environment: ProcessInfo.processInfo.environment,
+                    environment: environment,
                     standardOutput: FileDescriptorOutput.standardOutput,
                     standardError: FileDescriptorOutput.standardError,
                     patternFromArguments: pattern)
@@ -61,11 +66,16 @@ public enum DotSafeCLI {
                 return 0
             }
             var commandArguments = rest
+            var isMountHelper = false
             let name: String
             if leading.flag(StandardOptions.help) {
                 name = HelpCommand.name
             } else if leading.flag(StandardOptions.version) {
                 name = VersionCommand.name
+            } else if let first = rest.first, isStoragePath(first, commands: commands) {
+                // mount.fuse3's form: `dotsafe STORAGE MOUNTPOINT -o OPTIONS`, from fstab or mount -t.
+                name = MountCommand.name
+                isMountHelper = true
             } else if let first = rest.first {
                 name = first
                 commandArguments.removeFirst()
@@ -78,7 +88,7 @@ public enum DotSafeCLI {
             commandName = name
             let runner = Runner(leading: leading, environment: environment, standardOutput: standardOutput,
                                 standardError: standardError, commands: commands, standardInput: standardInput,
-                                patternFromArguments: patternFromArguments)
+                                patternFromArguments: patternFromArguments, isMountHelper: isMountHelper)
             return try runner.execute(command, arguments: commandArguments)
         } catch {
             let error = error as? CLIError ?? .failure(describe(error))
@@ -97,6 +107,12 @@ public enum DotSafeCLI {
         arguments.prefix { $0 != "--" }.contains { $0 == "-h" || $0 == "--help" }
     }
 
+    /// Whether the first word is a path rather than a command name: it has a slash, as
+    /// mount.fuse3 passes the fstab line's source (no command name has one).
+    private static func isStoragePath(_ word: String, commands: [any Command.Type]) -> Bool {
+        word.contains("/") && !commands.contains { $0.name == word }
+    }
+
     /// The one-line message for an error that is not a `CLIError`.
     static func describe(_ error: any Error) -> String {
         String(describing: error)
@@ -111,6 +127,7 @@ public enum DotSafeCLI {
         let commands: [any Command.Type]
         let standardInput: any LineInput
         let patternFromArguments: SecretBytes?
+        let isMountHelper: Bool
 
         func execute<C: Command>(_ command: C.Type, arguments: [String]) throws -> Int32 {
             let signature = command.signature.adding(command.globalOptions + [StandardOptions.help])
@@ -135,10 +152,11 @@ public enum DotSafeCLI {
             } catch {
                 throw CLIError.usage(describe(error))
             }
-            let context = CommandContext(globalOptions: globalOptions, environment: environment,
+            var context = CommandContext(globalOptions: globalOptions, environment: environment,
                                          standardOutput: standardOutput, standardError: standardError,
                                          commands: commands, standardInput: standardInput,
                                          patternFromArguments: patternFromArguments)
+            context.isMountHelper = isMountHelper
             do {
                 return try instance.run(context: context)
             } catch let error as CLIError {

@@ -35,3 +35,45 @@ public enum ProcessCalls {
     /// Whether a process with this id exists (it may belong to another user).
     public static func exists(_ pid: pid_t) -> Bool { kill(pid, 0) == 0 || errno == EPERM }
 }
+
+extension ProcessCalls {
+    /// How a program ended.
+    public enum Termination: Equatable, Sendable {
+        case exited(Int32)
+        case signalled(Int32)
+    }
+
+    /// Runs `/bin/sh -c command` with its standard output read into `buffer` (standard input and
+    /// error stay the caller's, so the command may ask on the terminal) and waits for it. Reads
+    /// at most `buffer.count` bytes: a command that prints more is cut off (it then gets SIGPIPE).
+    /// The bytes go straight into the caller's memory, never through a `String` or `Data`.
+    public static func runShell(_ command: String, output buffer: UnsafeMutableRawBufferPointer)
+        throws(SystemError) -> (count: Int, termination: Termination) {
+        var ends: [Int32] = [0, 0]
+        try SystemCall.retrying("pipe") { pipe(&ends) }
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the copy: only standard output stays open in the child.
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        let words: [String] = ["/bin/sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = argv.withUnsafeBufferPointer { posix_spawn(&pid, "/bin/sh", &actions, nil, $0.baseAddress!, environ) }
+        SystemCall.close(writeEnd)
+        guard spawned == 0 else {
+            SystemCall.close(readEnd)
+            throw SystemError("posix_spawn /bin/sh", spawned)
+        }
+        let count = (try? SystemCall.readFully(readEnd, into: buffer)) ?? 0
+        SystemCall.close(readEnd)
+        var status: Int32 = 0
+        try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
+        let termination: Termination = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signalled(status & 0x7f)
+        return (count, termination)
+    }
+}

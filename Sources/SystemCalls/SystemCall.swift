@@ -38,6 +38,17 @@ public enum SystemCall {
         return count == 0 ? nil : byte
     }
 
+    /// Reads until the end of input or until `buffer` is full; the number of bytes read.
+    public static func readFully(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let count = try retrying("read") { Glibc.read(descriptor, buffer.baseAddress! + done, buffer.count - done) }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+
     /// Opens a path (never creating it unless `flags` says so); the descriptor is close-on-exec.
     public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(SystemError) -> Int32 {
         try retrying("open \(path)") { Glibc.open(path, flags | O_CLOEXEC, mode) }
@@ -104,6 +115,13 @@ public enum SystemCall {
     }
 
     public static var userID: uid_t { getuid() }
+
+    /// This user's home folder from the password database (getpwuid), for when HOME is unset.
+    public static var homeFolder: String? {
+        guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return nil }
+        let home = String(cString: directory)
+        return home.hasPrefix("/") ? home : nil
+    }
     public static var processID: pid_t { getpid() }
 }
 

@@ -33,16 +33,17 @@ final class LoadInProgress: Sendable {
 
 /// What a reader does next for one chunk.
 enum ChunkStep {
-    /// The chunk's stored bytes (empty for a hole), and loads to run ahead in the background.
+    /// A copy of the chunk's stored bytes within the range read (empty for a hole), and loads
+    /// to run ahead in the background.
     case ready([UInt8], ahead: [ChunkLoad])
     case load(ChunkLoad)
     case wait(LoadInProgress)
 }
 
 extension VaultState {
-    /// The next step for reading chunk `index` of `id`; `sequential` says whether the read
-    /// continues the previous one (then the chunks after it are loaded ahead).
-    mutating func chunkStep(_ id: UInt64, _ index: Int, sequential: Bool) throws -> ChunkStep {
+    /// The next step for reading `range` of chunk `index` of `id`; `sequential` says whether the
+    /// read continues the previous one (then the chunks after it are loaded ahead).
+    mutating func chunkStep(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> ChunkStep {
         let item = try file(id)
         let key = ChunkCache.Key(item: id, index: index)
         if case .chunked = item.record.layout, !chunks.isInMemory(key), item.chunks[index] != nil {
@@ -53,8 +54,8 @@ extension VaultState {
                 throw Self.loadError(error, id, index)
             }
         }
-        if !sequential { return .ready(try chunk(id, index), ahead: []) }
-        let bytes = try chunk(id, index)
+        if !sequential { return .ready(try chunk(id, index, in: range), ahead: []) }
+        let bytes = try chunk(id, index, in: range)
         var ahead: [ChunkLoad] = []
         for next in index + 1...index + ChunkStore.readAhead {
             let nextKey = ChunkCache.Key(item: id, index: next)

@@ -25,7 +25,8 @@ struct ChunkStore {
     /// Chunks loaded ahead of a sequential reader.
     static let readAhead = 2
 
-    init(cacheBytes: Int) { cache = ChunkCache(limitBytes: cacheBytes) }
+    /// `lockBudget` as for `ChunkCache`: by default what RLIMIT_MEMLOCK leaves.
+    init(cacheBytes: Int, lockBudget: Int?? = nil) { cache = ChunkCache(limitBytes: cacheBytes, lockBudget: lockBudget) }
 
     /// Dirty chunks wait for the commit, or a write-behind is still running.
     var hasChanges: Bool { cache.hasDirtyEntries || !flights.isEmpty }
@@ -40,13 +41,25 @@ struct ChunkStore {
         return flight.bytes
     }
 
-    /// Whether the chunk's newest bytes are in memory (no load needed); counts as a use.
-    mutating func isInMemory(_ key: Key) -> Bool { cache.get(key) != nil || flights[key] != nil }
+    /// `cached` for the bytes of `range` only (shorter past the chunk's end): what a read copies.
+    mutating func cached(_ key: Key, in range: Range<Int>) -> [UInt8]? {
+        if let cached = cache.bytes(key, in: range) { return cached }
+        guard cached(key) != nil else { return nil }
+        return cache.bytes(key, in: range)
+    }
 
+    /// Whether the chunk's newest bytes are in memory (no load needed); counts as a use.
+    mutating func isInMemory(_ key: Key) -> Bool { cache.bytes(key, in: 0..<0) != nil || flights[key] != nil }
+
+    func contains(_ key: Key) -> Bool { cache.contains(key) }
     mutating func get(_ key: Key) -> [UInt8]? { cache.get(key) }
     mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool) { cache.put(key, bytes: bytes, dirty: dirty) }
-    mutating func modify(_ key: Key, _ body: (inout [UInt8]) -> Void) { cache.modify(key, body) }
+    mutating func write(_ key: Key, _ bytes: ArraySlice<UInt8>, at offset: Int, reserveChunk: Bool = false) {
+        cache.write(key, bytes, at: offset, reserveChunk: reserveChunk)
+    }
+    mutating func truncate(_ key: Key, to count: Int) { cache.truncate(key, to: count) }
     mutating func markClean(_ key: Key) { cache.markClean(key) }
+    mutating func markDirty(_ key: Key) { cache.markDirty(key) }
     mutating func remove(_ key: Key) { cache.remove(key) }
     func isDirty(_ key: Key) -> Bool { cache.isDirty(key) }
     var dirtyKeys: [Key] { cache.dirtyKeys }

@@ -64,6 +64,7 @@ struct Committer {
         let limit = Format.payloadSize - IndexPage.headerSize
         for (i, page) in pageTable.pages.enumerated() where page.dirty {
             var pieces: [[(key: RecordKey, value: [UInt8])]] = [[]]
+            defer { for piece in pieces { for record in piece { record.value.wipeStorage() } } }  // item keys, names
             var size = 0
             for key in page.keys {
                 let value = encode(key)

@@ -20,18 +20,21 @@ struct IndexContents {
         var segments: [(key: RecordKey, entries: [ChunkSegment.Entry])] = []
         var lastKey: RecordKey?
         for ref in root.pages {
+            // A page body and its records hold item keys and names: zeroed once decoded.
             let body = try pageBody(ref)
+            defer { body.wipeStorage() }
             let records = try IndexPage.decode(body[...])
+            defer { for record in records { record.value.wipeStorage() } }
             if let lastKey, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
             lastKey = records.last!.key
             for record in records {
                 if record.key.sub == 0 {
                     var decoded = try ItemRecord.decode(record.value)
                     var item = Item(record: decoded)
-                    if decoded.type == .file {
-                        item.key = try keepKey(&decoded.itemKey)
-                        item.record.itemKey = []
-                    }
+                    // `item` shared the key's storage: with it gone, keepKey zeroes the key in place.
+                    item.record.itemKey = []
+                    defer { decoded.itemKey.wipeStorage() }
+                    if decoded.type == .file { item.key = try keepKey(&decoded.itemKey) }
                     guard record.key.itemID >= Format.rootItemID, record.key.itemID < root.nextItemID else {
                         throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")
                     }

@@ -87,13 +87,15 @@ public struct Pattern: Equatable, Sendable {
     }
 
     private static func point(_ token: UnsafeRawBufferPointer) throws(PatternError) -> Point {
-        let lower = token.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }
-        let text = String(decoding: lower, as: UTF8.self)
+        // A copy of one point of the pattern: zeroed before it goes. The text of a token
+        // exists only for the message that refuses it.
+        var lower = token.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }
+        defer { lower.wipe() }
         guard lower.count == 2, (0x61...0x7a).contains(lower[0]), (0x30...0x39).contains(lower[1]) else {
-            throw .notAPoint(text)
+            throw .notAPoint(String(decoding: lower, as: UTF8.self))
         }
         let column = Int(lower[0]) - 0x61, row = Int(lower[1]) - 0x31
-        guard (0..<gridSize).contains(column), (0..<gridSize).contains(row) else { throw .outsideGrid(text) }
+        guard (0..<gridSize).contains(column), (0..<gridSize).contains(row) else { throw .outsideGrid(String(decoding: lower, as: UTF8.self)) }
         return Point(column: column, row: row)
     }
 

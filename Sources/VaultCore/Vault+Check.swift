@@ -33,10 +33,11 @@ public struct VaultCheckReport: Sendable {
 extension Vault {
     /// Reads and opens every chunk and pack member of every item, and checks the storage files
     /// of the vault's groups. Writes nothing; decrypted bytes are dropped at once (no cache).
-    public func check() throws -> VaultCheckReport {
+    /// `progress` is told (done, total) after each chunk or pack member.
+    public func check(progress: ((Int, Int) -> Void)? = nil) throws -> VaultCheckReport {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try state.check() } catch { throw VaultError.wrap(error) }
+            do { return try state.check(progress: progress) } catch { throw VaultError.wrap(error) }
         }
     }
 
@@ -54,8 +55,17 @@ extension Vault {
 }
 
 extension VaultState {
-    mutating func check() throws -> VaultCheckReport {
+    mutating func check(progress: ((Int, Int) -> Void)?) throws -> VaultCheckReport {
         var report = VaultCheckReport()
+        let total = tree.items.values.reduce(0) { sum, item in
+            guard item.isFile else { return sum }
+            switch item.record.layout {
+            case .empty: return sum
+            case .packed: return sum + 1
+            case .chunked: return sum + item.chunks.count
+            }
+        }
+        progress?(0, total)
         let good = Set(try storage.listFiles())
         let all = Set(try storage.listAllNames())
         report.storageFiles = good.count
@@ -68,6 +78,7 @@ extension VaultState {
             case .empty: break
             case .packed(let member):
                 report.membersChecked += 1
+                progress?(report.chunksChecked + report.membersChecked, total)
                 if let problem = try checkStored(id, 0, fileNumber: member.fileNumber, good: good, all: all, what: "pack") {
                     problems.append(problem == "does not open" ? "pack member does not open" : "pack file \(problem)")
                     unreadable.append(0)
@@ -76,6 +87,7 @@ extension VaultState {
                 let count = item.chunkCount
                 for (index, ref) in item.chunks.sorted(by: { $0.key < $1.key }) {
                     report.chunksChecked += 1
+                    progress?(report.chunksChecked + report.membersChecked, total)
                     if let problem = try checkStored(id, index, fileNumber: ref.fileNumber, good: good, all: all, what: "chunk") {
                         problems.append(problem == "does not open" ? "chunk \(index + 1) of \(count) does not open"
                                                                     : "chunk \(index + 1) of \(count): chunk file \(problem)")

@@ -76,6 +76,11 @@ public final class Vault: Sendable {
     public var isReadOnly: Bool { state.withLock { $0.readOnly } }
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
     public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.committer.vaultKey.isLocked } }
+    /// The chunk cache's limit and how much of it can be locked in RAM: less than the limit when
+    /// RLIMIT_MEMLOCK does not allow all of it (`mount` says so; the rest may be swapped out).
+    public var cacheLocking: (lockable: Int, limit: Int) {
+        state.withLock { ($0.chunks.cache.lockableBytes, $0.chunks.cache.limit) }
+    }
     public static let rootID = Format.rootItemID
     /// The format's sizes and limits, for the layers above (which do not import VaultFormat).
     public typealias Limits = Format
@@ -158,38 +163,52 @@ public final class Vault: Sendable {
         let (end, sequential) = try locked { try $0.startRead(id, offset: offset, count: count) }
         var pieces: [ArraySlice<UInt8>] = []
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
-            let (within, n) = (piece.range.lowerBound, piece.range.count)
-            let data = try chunkBytes(id, piece.index, sequential: sequential)
-            let stored = max(0, min(within + n, data.count) - within)
-            if stored > 0 { pieces.append(data[within..<within + stored]) }
-            if stored < n { pieces.append(Self.zeros[0..<n - stored]) }
+            let n = piece.range.count
+            let stored = try chunkBytes(id, piece.index, piece.range, sequential: sequential)
+            if !stored.isEmpty { pieces.append(stored[...]) }
+            if stored.count < n { pieces.append(Self.zeros[0..<n - stored.count]) }
         }
         return pieces
     }
 
     private static let zeros = [UInt8](repeating: 0, count: ChunkOffsets.chunkSize)
 
-    private func chunkBytes(_ id: UInt64, _ index: Int, sequential: Bool) throws -> [UInt8] {
+    /// A copy of the stored bytes of `range` of a chunk (shorter past its end). What a load
+    /// decrypted is wiped once cached and copied: plaintext stays in the cache's memory only.
+    private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> [UInt8] {
         while true {
-            switch try locked({ try $0.chunkStep(id, index, sequential: sequential) }) {
+            switch try locked({ try $0.chunkStep(id, index, range, sequential: sequential) }) {
             case .ready(let bytes, let ahead):
                 for load in ahead {
                     DispatchQueue.global().async { [self] in
-                        let result = Result { try load.run(storage) }
+                        var result = Result { try load.run(storage) }
                         state.withLock { _ = try? $0.finishLoad(load, result) }
+                        Self.wipe(&result)
                     }
                 }
                 return bytes
             case .load(let load):
-                let result = Result { try load.run(storage) }
+                var result = Result { try load.run(storage) }
+                defer { Self.wipe(&result) }
                 let finished: Bool
                 do { finished = try state.withLock { try $0.finishLoad(load, result) } } catch { throw VaultError.wrap(error) }
                 // The bytes as stored when the read began; a write since then is a later event.
-                if finished { return try result.get() }
+                if finished {
+                    let data = try result.get()
+                    let end = min(range.upperBound, data.count)
+                    return range.lowerBound < end ? Array(data[range.lowerBound..<end]) : []
+                }
             case .wait(let loading):
                 loading.wait()
             }
         }
+    }
+
+    /// Zeroes the decrypted chunk a load returned, once nothing else refers to it.
+    private static func wipe(_ result: inout Result<[UInt8], any Error>) {
+        guard case .success(var bytes) = result else { return }
+        result = .success([])
+        bytes.wipe()
     }
 
     public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
@@ -243,13 +262,15 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Writes everything, refreshes covers, then erases keys and plaintext. The vault is unusable
-    /// afterwards. Keys are erased even when the last commit fails.
+    /// Writes everything, refreshes covers, re-creates files (docs/FORMAT.md §11.3: the storage
+    /// decides which), then erases keys and plaintext. The vault is unusable afterwards. Keys are
+    /// erased even when the last commit fails.
     public func lock() throws {
         try afterWritesBehind { state in
             guard !state.isLocked else { return }
             defer { state.wipe() }
             try state.commit(final: true)
+            if !state.readOnly { try storage.recreateAtLock(random: state.random) }
         }
     }
 

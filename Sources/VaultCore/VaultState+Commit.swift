@@ -66,8 +66,8 @@ extension VaultState {
             let small = item.record.size < UInt64(Self.payload)
             switch item.record.layout {
             case .packed where !small, .chunked where small:
-                let first = try chunk(id, 0)
-                chunks.put(ChunkCache.Key(item: id, index: 0), bytes: first, dirty: true)
+                try cacheChunk(id, 0)
+                chunks.markDirty(ChunkCache.Key(item: id, index: 0))
             default: break
             }
         }

@@ -18,25 +18,14 @@ extension VaultState {
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
             let (within, n, source) = (piece.range.lowerBound, piece.range.count, piece.position)
             let key = ChunkCache.Key(item: id, index: piece.index)
-            if chunks.get(key) == nil {
+            if !chunks.contains(key) {
                 // A write that covers the whole chunk needs nothing from the old one.
-                let old = within == 0 && n == Self.payload ? [] : try chunk(id, piece.index)
-                chunks.put(key, bytes: old, dirty: true)
+                if within == 0 && n == Self.payload { chunks.put(key, bytes: [], dirty: true) } else { try cacheChunk(id, piece.index) }
             }
-            chunks.modify(key) { data in
-                // Overwrite what exists in place, append the rest: no zero-filling of bytes
-                // that are written next (a new chunk is one copy of the write).
-                let overlap = max(0, min(data.count, within + n) - within)
-                if overlap > 0 { data.replaceSubrange(within..<within + overlap, with: bytes[source..<source + overlap]) }
-                if overlap < n {
-                    // A whole chunk is reserved only for a write that starts one: the cache
-                    // counts capacity, and 2 KiB files holding 256 KiB each would make an untar
-                    // of small files evict all the time.
-                    if data.isEmpty && within == 0 && n >= Self.payload / 2 { data.reserveCapacity(Self.payload) }
-                    if data.count < within { data.append(contentsOf: repeatElement(0, count: within - data.count)) }
-                    data.append(contentsOf: bytes[source + overlap..<source + n])
-                }
-            }
+            // In place in the cache's block. A whole chunk is reserved only for a write that
+            // starts one: the cache counts blocks, and 2 KiB files holding 256 KiB each would
+            // make an untar of small files evict all the time.
+            chunks.write(key, bytes[source..<source + n], at: within, reserveChunk: within == 0 && n >= Self.payload / 2)
         }
         let size = tree.items[id]!.record.size
         tree.update(id) { if end > size { $0.size = end } }
@@ -59,10 +48,8 @@ extension VaultState {
                 // Bytes past the new end must read as zeros if the file grows again.
                 let last = keep - 1
                 let cut = Int(size - ChunkOffsets.start(ofChunk: last))
-                let data = try chunk(id, last)
-                if data.count > cut {
-                    chunks.modify(ChunkCache.Key(item: id, index: last)) { $0.removeSubrange(cut...) }
-                }
+                try cacheChunk(id, last)
+                chunks.truncate(ChunkCache.Key(item: id, index: last), to: cut)
             } else if let member = item.packedMember {
                 releaseMember(id, member)
                 tree.update(id) { $0.layout = .empty }
@@ -74,13 +61,20 @@ extension VaultState {
 
     // MARK: Chunks
 
-    /// The stored bytes of a chunk (empty for a hole), through the cache.
-    mutating func chunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
+    /// A copy of the stored bytes of a chunk within `range` (shorter, or empty, past its end),
+    /// through the cache.
+    mutating func chunk(_ id: UInt64, _ index: Int, in range: Range<Int> = 0..<ChunkOffsets.chunkSize) throws -> [UInt8] {
+        try cacheChunk(id, index)
+        return chunks.cached(ChunkCache.Key(item: id, index: index), in: range) ?? []
+    }
+
+    /// Brings a chunk into the cache (empty for a hole), unless its newest bytes are in memory.
+    mutating func cacheChunk(_ id: UInt64, _ index: Int) throws {
         let key = ChunkCache.Key(item: id, index: index)
-        if let cached = chunks.cached(key) { return cached }
-        let data = try loadChunk(id, index)
+        guard chunks.cached(key, in: 0..<0) == nil else { return }
+        var data = try loadChunk(id, index)
         chunks.put(key, bytes: data, dirty: false)
-        return data
+        data.wipe()
     }
 
     mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
@@ -115,10 +109,11 @@ extension VaultState {
     /// Seals a dirty chunk into storage: chunk 0 of a file under 256 KiB becomes a pack member,
     /// any other chunk a chunk file (copy-on-write: never over a file the committed root uses).
     mutating func flushChunk(_ key: ChunkCache.Key) throws {
-        guard let item = tree.items[key.item], item.isFile, let data = chunks.get(key) else {
+        guard let item = tree.items[key.item], item.isFile, var data = chunks.get(key) else {
             chunks.remove(key)
             return
         }
+        defer { data.wipe() }
         if item.record.size < UInt64(Self.payload) {
             // Below 256 KiB only chunk 0 exists; truncate drops the others from the cache.
             guard key.index == 0 else { return chunks.remove(key) }
@@ -134,8 +129,8 @@ extension VaultState {
         if let member = tree.items[id]!.packedMember {
             // Chunk 0 leaves its pack for a chunk file of its own: read it before the member goes.
             if index != 0 {
-                let first = try chunk(id, 0)
-                chunks.put(ChunkCache.Key(item: id, index: 0), bytes: first, dirty: true)
+                try cacheChunk(id, 0)
+                chunks.markDirty(ChunkCache.Key(item: id, index: 0))
             }
             releaseMember(id, member)
         }

@@ -24,6 +24,7 @@ extension VaultState {
                 guard let file = try storage.read(name) else { continue }
                 let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, key: .secret(secrets.indexKey),
                                                    seal: .indexRoot(slot: slot))
+                defer { body.wipeStorage() }  // it holds the vault key
                 roots.append((slot, try IndexRoot.decode(body[...])))
             } catch FormatError.newerVersion(let version) {
                 throw VaultError.newerFormat(version)
@@ -31,6 +32,8 @@ extension VaultState {
                 continue
             }
         }
+        // Copies a re-creation cut short left (§11.3); they are no vault's files.
+        if !options.readOnly { try storage.removeRecreationLeftovers() }
         if present.isEmpty {
             var state = try VaultState(newVaultIn: storage, secrets: secrets, random: random, clock: clock,
                                        readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner)
@@ -45,7 +48,9 @@ extension VaultState {
         }
         var root = newest.root
         let vaultKey = try SecretBytes(copying: root.vaultKey)
-        Sealer.wipe(&root.vaultKey)
+        // Both roots' keys, and the copies `newest` and `root` share with them.
+        for candidate in roots { candidate.root.vaultKey.wipeStorage() }
+        root.vaultKey = []
         let arena = SecretArena()
         var committer = try Committer(vaultKey: vaultKey, generation: root.generation)
         let contents: IndexContents

@@ -19,8 +19,11 @@ final class LockedPages: @unchecked Sendable {
     let base: UnsafeMutableRawPointer
     /// Whole pages mapped; at least one page even for a zero-byte request.
     let mappedByteCount: Int
-    /// Whether `mlock` succeeded for the whole mapping.
-    let isLocked: Bool
+    /// Bytes from the start of the mapping that `mlock` locked: all of it, or a prefix when the
+    /// caller asked for less (`PlaintextPool`'s share of RLIMIT_MEMLOCK), or none when it failed.
+    let lockedByteCount: Int
+    /// Whether the whole mapping is locked.
+    var isLocked: Bool { lockedByteCount == mappedByteCount }
 
     static let pageSize: Int = {
         let size = sysconf(Int32(_SC_PAGESIZE))
@@ -33,7 +36,9 @@ final class LockedPages: @unchecked Sendable {
         return max(1, (byteCount + page - 1) / page) * page
     }
 
-    init(byteCount: Int) throws {
+    /// Maps `byteCount` bytes (whole pages), locking at most `lockLimit` bytes of them (rounded
+    /// down to whole pages; all of them by default).
+    init(byteCount: Int, lockLimit: Int = .max) throws {
         guard byteCount >= 0, byteCount <= Int.max - LockedPages.pageSize else {
             throw CryptoError.invalidInput("secret size out of range: \(byteCount)")
         }
@@ -50,7 +55,8 @@ final class LockedPages: @unchecked Sendable {
         // Linux 4.14+. Older kernels and some sandboxes answer EINVAL; the pages are then merely
         // copied into a forked child, which DotSafe never does while keys are loaded, so go on.
         _ = madvise(mapped, length, MADV_WIPEONFORK)
-        self.isLocked = mlock(mapped, length) == 0
+        let lockLength = min(length, max(0, lockLimit) / LockedPages.pageSize * LockedPages.pageSize)
+        self.lockedByteCount = lockLength > 0 && mlock(mapped, lockLength) == 0 ? lockLength : 0
         self.base = mapped
         self.mappedByteCount = length
     }
@@ -64,7 +70,7 @@ final class LockedPages: @unchecked Sendable {
 
     deinit {
         SecureZero.wipe(base, count: mappedByteCount)
-        if isLocked { munlock(base, mappedByteCount) }
+        if lockedByteCount > 0 { munlock(base, lockedByteCount) }
         munmap(base, mappedByteCount)
     }
 }

@@ -15,5 +15,17 @@ public enum SecureZero {
 
 extension Array where Element == UInt8 {
     /// Zeroes a secret held in an array (a pattern line, a passphrase) before it goes.
+    /// An array that shares its storage with a copy is first made unique, so only this copy
+    /// is zeroed: for a secret that was copied (into a struct, a tuple), use `wipeStorage`.
     public mutating func wipe() { withUnsafeMutableBytes { SecureZero.wipe($0) } }
+
+    /// Zeroes the storage this array shares with all its copies, without copying it first:
+    /// for a decrypted key or record that was decoded into structures that copied the array.
+    /// Every copy reads zeros afterwards, which is the point.
+    public func wipeStorage() {
+        withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            SecureZero.wipe(UnsafeMutableRawPointer(mutating: base), count: bytes.count)
+        }
+    }
 }

@@ -19,6 +19,8 @@ public final class FUSEMount: Sendable {
         /// `default_permissions` is always on: the kernel checks modes and owners.
         public var allowOther: Bool
         public var readOnly: Bool
+        /// No programs run from the mount (`nodev` and `nosuid` are libfuse's defaults already).
+        public var noExec: Bool
         /// Have fusermount3 remove the mount if this process dies (the daemon wants this).
         public var autoUnmount: Bool
         /// Threads of libfuse's loop. Reads decrypt in parallel; everything else serialises in the
@@ -30,9 +32,9 @@ public final class FUSEMount: Sendable {
         /// libfuse's `-d`: every request on stderr.
         public var debug: Bool
 
-        public init(allowOther: Bool = false, readOnly: Bool = false, autoUnmount: Bool = false, maxThreads: Int = 8,
-                    attributeTimeout: Double = 1, entryTimeout: Double = 1, debug: Bool = false) {
-            self.allowOther = allowOther; self.readOnly = readOnly; self.autoUnmount = autoUnmount
+        public init(allowOther: Bool = false, readOnly: Bool = false, noExec: Bool = false, autoUnmount: Bool = false,
+                    maxThreads: Int = 8, attributeTimeout: Double = 1, entryTimeout: Double = 1, debug: Bool = false) {
+            self.allowOther = allowOther; self.readOnly = readOnly; self.noExec = noExec; self.autoUnmount = autoUnmount
             self.maxThreads = maxThreads; self.attributeTimeout = attributeTimeout; self.entryTimeout = entryTimeout
             self.debug = debug
         }
@@ -43,6 +45,7 @@ public final class FUSEMount: Sendable {
             var list = ["fsname=dotsafe", "subtype=dotsafe", "default_permissions"]
             if allowOther { list.append("allow_other") }
             if readOnly { list.append("ro") }
+            if noExec { list.append("noexec") }
             if autoUnmount { list.append("auto_unmount") }
             return list.joined(separator: ",")
         }

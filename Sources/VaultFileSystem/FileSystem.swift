@@ -32,10 +32,15 @@ public final class FileSystem: Sendable {
         public var commitDelay: Double
         /// Seconds between ticks of the background commit timer; nil for none (tests tick by hand).
         public var commitTickInterval: Double?
+        /// Told the outcome of every commit (nil: it succeeded), on the committing thread: the
+        /// mount daemon reports failures to the system log.
+        public var commitObserver: (@Sendable (FSError?) -> Void)?
 
-        public init(commitDelay: Double = 5, commitTickInterval: Double? = 0.5) {
+        public init(commitDelay: Double = 5, commitTickInterval: Double? = 0.5,
+                    commitObserver: (@Sendable (FSError?) -> Void)? = nil) {
             self.commitDelay = commitDelay
             self.commitTickInterval = commitTickInterval
+            self.commitObserver = commitObserver
         }
     }
 
@@ -64,7 +69,14 @@ public final class FileSystem: Sendable {
         self.clock = clock
         self.capacity = capacity
         activity = Atomic(clock.now())
-        commitScheduler = CommitScheduler(delay: options.commitDelay, clock: clock) { [vault] in try vault.commit() }
+        let observer = options.commitObserver
+        commitScheduler = CommitScheduler(delay: options.commitDelay, clock: clock) { [vault] in
+            do { try vault.commit() } catch {
+                observer?(FSError(error))
+                throw error
+            }
+            observer?(nil)
+        }
         if let interval = options.commitTickInterval { commitScheduler.start(interval: interval) }
     }
 

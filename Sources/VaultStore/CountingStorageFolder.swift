@@ -1,10 +1,13 @@
 import Synchronization
+import VaultCrypto
 
 /// Counts what operations do to the storage (CryFS's e2e perf tests are the model): tests assert
 /// these counts, which catch regressions that timings on a noisy machine never show.
 public final class CountingStorageFolder: StorageFolder {
     public struct Counts: Equatable, Sendable {
         public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0
+        /// Bytes the reads returned: a read of a pack member must not cost a whole file.
+        public var bytesRead = 0
         public init() {}
     }
 
@@ -19,9 +22,13 @@ public final class CountingStorageFolder: StorageFolder {
     public func listFiles() throws -> [String] { count(\.lists); return try base.listFiles() }
     public func listAllNames() throws -> [String] { count(\.lists); return try base.listAllNames() }
     public func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    public func read(_ name: String) throws -> [UInt8]? { count(\.reads); return try base.read(name) }
+    public func read(_ name: String) throws -> [UInt8]? {
+        count(\.reads)
+        return try counted(base.read(name))
+    }
     public func read(_ name: String, offset: Int, count n: Int) throws -> [UInt8] {
-        count(\.partialReads); return try base.read(name, offset: offset, count: n)
+        count(\.partialReads)
+        return try counted(base.read(name, offset: offset, count: n))
     }
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         count(\.creates); try base.create(name, contents: contents, durable: durable)
@@ -31,6 +38,18 @@ public final class CountingStorageFolder: StorageFolder {
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }
     public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
+    public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
 
     private func count(_ field: WritableKeyPath<Counts, Int>) { counts.withLock { $0[keyPath: field] += 1 } }
+
+    private func counted(_ bytes: [UInt8]?) -> [UInt8]? {
+        counts.withLock { $0.bytesRead += bytes?.count ?? 0 }
+        return bytes
+    }
+
+    private func counted(_ bytes: [UInt8]) -> [UInt8] {
+        counts.withLock { $0.bytesRead += bytes.count }
+        return bytes
+    }
 }

@@ -1,4 +1,6 @@
 import Glibc
+import Synchronization
+import VaultCrypto
 import VaultFormat
 
 /// The real storage folder. Holds the folder open, so a folder renamed or replaced under a
@@ -8,9 +10,18 @@ public final class DiskStorageFolder: StorageFolder {
     public let path: String
     private let folder: Int32
     private let writers: SharedFolderLock
+    /// What a lock re-creates (docs/FORMAT.md §11.3).
+    public let recreation: RecreationBudget
+    /// Names this process created or wrote since it opened the folder: the session's files,
+    /// which the lock re-creates.
+    private let written = Mutex(Set<String>())
+    /// What the last re-creation did (for the daemon's report and the tests).
+    public var lastRecreation: StorageRecreator.Summary? { recreated.withLock { $0 } }
+    private let recreated = Mutex<StorageRecreator.Summary?>(nil)
 
-    public init(path: String) throws {
+    public init(path: String, recreation: RecreationBudget = .standard) throws {
         self.path = path
+        self.recreation = recreation
         folder = try Syscalls.openFolder(path)
         writers = SharedFolderLock(folder: folder)
     }
@@ -42,6 +53,11 @@ public final class DiskStorageFolder: StorageFolder {
         return try read(name, offset: 0, count: Format.fileSize)
     }
 
+    /// Reads take no flock, only writes do (`SharedFolderLock`): a re-creation (FORMAT.md §11.3)
+    /// renames over a name only a copy it checked holds that name's bytes, so a read opens the
+    /// old file or the copy and gets the same bytes from either, and a file opened before the
+    /// rename stays readable after it. A writer needs the lock because its bytes must not land
+    /// in the old file once the copy is made; a reader changes nothing that the copy could miss.
     public func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] {
         precondition(offset >= 0 && count >= 0 && offset + count <= Format.fileSize, "read outside a storage file")
         let fd = try openStorageFile(name, O_RDONLY)
@@ -52,6 +68,7 @@ public final class DiskStorageFolder: StorageFolder {
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
         try writers.withShared { try createUnlocked(name, contents: contents, durable: durable) }
+        _ = written.withLock { $0.insert(name) }
     }
 
     private func createUnlocked(_ name: String, contents: [UInt8], durable: Bool) throws {
@@ -84,6 +101,7 @@ public final class DiskStorageFolder: StorageFolder {
             defer { Syscalls.close(fd) }
             try Syscalls.writeFully(fd, bytes, offset: offset)
         }
+        _ = written.withLock { $0.insert(name) }
     }
 
     public func sync(_ names: [String]) throws {
@@ -104,6 +122,17 @@ public final class DiskStorageFolder: StorageFolder {
             throw StoreError.unusableFile(name)
         }
         try writers.withShared { try Syscalls.unlink(folder, name) }
+        _ = written.withLock { $0.remove(name) }
+    }
+
+    public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
+
+    public func recreateAtLock(random: any RandomSource) throws {
+        let names = written.withLock { $0 }
+        guard !names.isEmpty else { return }
+        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: names, budget: recreation, random: random)
+        written.withLock { $0.removeAll() }
+        recreated.withLock { $0 = summary }
     }
 
     public func capacity() throws -> (total: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }

@@ -29,9 +29,9 @@ public enum Storage {
     }
 
     /// Opens a folder that must be a storage: at least 64 files of the storage's form.
-    public static func open(at path: String) throws -> DiskStorageFolder {
+    public static func open(at path: String, recreation: RecreationBudget = .standard) throws -> DiskStorageFolder {
         let folder: DiskStorageFolder
-        do { folder = try DiskStorageFolder(path: path) } catch let error as StoreError {
+        do { folder = try DiskStorageFolder(path: path, recreation: recreation) } catch let error as StoreError {
             throw StoreError.notAStorage("\(path) cannot be opened as a folder (\(error))")
         }
         try validate(folder, path: path)

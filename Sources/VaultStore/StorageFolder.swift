@@ -1,3 +1,5 @@
+import VaultCrypto
+
 /// The storage folder as the vault sees it: same-size files addressed by name. Implementations:
 /// `DiskStorageFolder` (the real folder), `SimulatedStorageFolder` (memory, with power loss and
 /// crashes for tests) and `CountingStorageFolder` (counts what each operation does).
@@ -31,4 +33,16 @@ public protocol StorageFolder: AnyObject, Sendable {
     func remove(_ name: String) throws
     /// Bytes of the backing file system: total and available.
     func capacity() throws -> (total: UInt64, available: UInt64)
+    /// At the open of a vault that writes: removes the copies an interrupted re-creation left
+    /// (docs/FORMAT.md §11.3).
+    func removeRecreationLeftovers() throws
+    /// At lock, after the last commit (§11.2–§11.3): when this session wrote anything,
+    /// re-creates the files it created or wrote and a random share of all others.
+    func recreateAtLock(random: any RandomSource) throws
+}
+
+/// Folders with no metadata to hide (memory, tests) re-create nothing.
+extension StorageFolder {
+    public func removeRecreationLeftovers() throws {}
+    public func recreateAtLock(random: any RandomSource) throws {}
 }

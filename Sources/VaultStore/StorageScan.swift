@@ -19,7 +19,8 @@ public struct StorageScan: Sendable {
     public var fileSystemType: UInt64
 
     /// Scans the folder at `path`; refuses a folder that is not a storage (fewer than 64 files).
-    public static func scan(_ path: String) throws -> StorageScan {
+    /// `progress` is told (done, total) after each entry of the folder.
+    public static func scan(_ path: String, progress: ((Int, Int) -> Void)? = nil) throws -> StorageScan {
         let folder: Int32
         do { folder = try Syscalls.openFolderWithoutAccessTime(path) } catch let error as StoreError {
             throw StoreError.notAStorage("\(path) cannot be opened as a folder (\(error))")
@@ -27,7 +28,9 @@ public struct StorageScan: Sendable {
         defer { Syscalls.close(folder) }
         var files: [File] = []
         var others = 0
-        for name in try Syscalls.listNames(folder) {
+        let names = try Syscalls.listNames(folder)
+        for (index, name) in names.enumerated() {
+            defer { progress?(index + 1, names.count) }
             guard FileName.isWellFormed(name), let metadata = try Syscalls.metadata(folder, name),
                   metadata.isRegular, metadata.size == Int64(Format.fileSize) else {
                 others += 1

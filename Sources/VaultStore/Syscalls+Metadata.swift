@@ -91,3 +91,18 @@ extension Syscalls {
         _ = try retrying("utimensat") { utimensat(folder, name, &times, AT_SYMLINK_NOFOLLOW) }
     }
 }
+
+extension Syscalls {
+    /// A new open of the folder `folder` is open on (not a dup: flock belongs to an open, and
+    /// the re-creation's exclusive lock must not be the writers' shared one).
+    static func reopenFolder(_ folder: Int32) throws -> Int32 {
+        try retrying("open .") { openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    }
+
+    /// The real-time clock in nanoseconds since the epoch: the times a re-creation sets.
+    static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}

@@ -59,21 +59,27 @@ import Testing
         stray ones removed. An index that does not open is never repaired: fsck
         then writes nothing.
 
-        USAGE: dotsafe fsck [--pattern P] [--pattern-stdin] [--repair] STORAGE
+        USAGE: dotsafe fsck [--pattern P] [--pattern-stdin] [--pattern-file FILE]
+                            [--pattern-command CMD] [--repair] STORAGE
 
         ARGUMENTS:
-          STORAGE          The storage folder (made by 'dotsafe init').
+          STORAGE               The storage folder (made by 'dotsafe init').
 
         OPTIONS:
-          --pattern P      The pattern, like b2-c2-d3-d4-c4-b4-a5.
-          --pattern-stdin  Read the pattern as one line from standard input.
-          --repair         Drop what cannot be read, then commit.
-          -h, --help       Show help.
+          --pattern P           The pattern, like b2-c2-d3-d4-c4-b4-a5.
+          --pattern-stdin       Read the pattern as one line from standard input.
+          --pattern-file FILE   Read the pattern from the first line of FILE (mode 600,
+                                yours).
+          --pattern-command CMD
+                                Run CMD with /bin/sh and read the pattern from its
+                                output.
+          --repair              Drop what cannot be read, then commit.
+          -h, --help            Show help.
 
         GLOBAL OPTIONS:
-          --keyring PATH   Use the keyring file at PATH, or the desktop's Secret Service
-                           with 'secret-service' (default: $DOTSAFE_KEYRING if set, else
-                           the keyring under $XDG_DATA_HOME/dotsafe/).
+          --keyring PATH        Use the keyring file at PATH, or the desktop's Secret
+                                Service with 'secret-service' (default: $DOTSAFE_KEYRING
+                                if set, else the keyring under $XDG_DATA_HOME/dotsafe/).
 
         """
 

@@ -101,7 +101,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: folder) }
 
         #expect(try Self.bashCompletes(["dotsafe", "mo"], in: folder) == ["mount"])
-        #expect(try Self.bashCompletes(["dotsafe", "mount", "--pat"], in: folder) == ["--pattern", "--pattern-stdin"])
+        #expect(try Self.bashCompletes(["dotsafe", "mount", "--pat"], in: folder) == ["--pattern", "--pattern-command", "--pattern-file", "--pattern-stdin"])
         #expect(try Self.bashCompletes(["dotsafe", "keyring", ""], in: folder) == ["export", "import", "move", "show"])
         #expect(try Self.bashCompletes(["dotsafe", "keyring", "export", "sa"], in: folder) == ["salt.export"])
         #expect(try Self.bashCompletes(["dotsafe", "--keyring", "sa"], in: folder) == ["salt.export"])

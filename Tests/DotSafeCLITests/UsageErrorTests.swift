@@ -26,6 +26,8 @@ import Testing
         Case(["status", "--all"], "unknown option '--all'", hint: "Try 'dotsafe help status'."),
         Case(["mount", "S", "M", "--idle", "5x"], "--idle needs a time such as 90s, 5m or 2h, not '5x'", hint: "Try 'dotsafe help mount'."),
         Case(["mount", "S", "M", "--idle", "0s"], "--idle needs a time such as 90s, 5m or 2h, not '0s'", hint: "Try 'dotsafe help mount'."),
+        Case(["mount", "S", "M", "--recreate-budget", "4000"], "--recreate-budget needs seconds per GiB from 0 to 3600, not '4000'", hint: "Try 'dotsafe help mount'."),
+        Case(["mount", "S", "M", "--recreate-budget", "fast"], "--recreate-budget needs seconds per GiB from 0 to 3600, not 'fast'", hint: "Try 'dotsafe help mount'."),
         Case(["--frob"], "unknown option '--frob'"),
         Case(["--frob=1", "version"], "unknown option '--frob'"),
         Case(["-x"], "unknown option '-x'"),

@@ -78,6 +78,43 @@ import Testing
         #expect(first.intersection(again).isSubset(of: other), "A's lock inodes \(first) came back \(again), B had \(other)")
     }
 
+    /// With no XDG_RUNTIME_DIR (as on these machines) the runtime folder is in memory, and what
+    /// a daemon killed with -9 leaves there (its record, its guard) is removed by the next mount:
+    /// nothing of the vault outlives the boot or that mount.
+    @Test func aKilledDaemonLeavesNothingOnDiskAndItsTracesGoAtTheNextMount() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        var environment = h.environment
+        environment["XDG_RUNTIME_DIR"] = nil
+        let folder = try #require(RuntimeFolderLocation.path(environment))
+        if !FileManager.default.fileExists(atPath: "/run/user/\(getuid())") { #expect(folder == "/dev/shm/dotsafe-\(getuid())") }
+        let vault = try h.mountPoint()
+        let run = { (arguments: [String], input: String?) in
+            h.run("/usr/bin/env", ["-u", "XDG_RUNTIME_DIR", MountHarness.binary] + arguments, input: input)
+        }
+        try #require(run(["mount", h.storage, vault, "--pattern-stdin"], Self.pattern + "\n").status == 0)
+        #expect(h.sh("stat -f -c %T \(folder)").output == "tmpfs\n", "the runtime folder is not on a tmpfs")
+        // Files of the folder that name this mount (its record, its guard's note).
+        func traces() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { name in
+                let text = FileManager.default.contents(atPath: folder + "/" + name).map { String(decoding: $0, as: UTF8.self) }
+                // A record is JSON, which writes "/" as "\\/".
+                return text?.contains(vault) == true || text?.contains(vault.replacingOccurrences(of: "/", with: "\\/")) == true
+            }
+        }
+        let guards = traces().filter { $0.hasPrefix("guard-") }
+        #expect(guards.count == 1 && guards.allSatisfy { $0.count == 6 + 32 + 5 }, "\(traces())")
+        let pid = try #require(MountHarness.daemonPID(for: vault))
+        kill(pid, SIGKILL)
+        #expect(MountHarness.waitUntil(mounted: false, vault))
+        #expect(traces().count == 2, "a killed daemon leaves its record and its guard: \(traces())")
+        // Stale only after a while (a new one may be between its open and its flock).
+        for name in traces() { h.sh("touch -d '1 minute ago' '\(folder)/\(name)'") }
+        try #require(run(["mount", h.storage, vault, "--pattern-stdin"], Self.pattern + "\n").status == 0)
+        #expect(run(["lock", vault], nil).status == 0)
+        #expect(traces().isEmpty, "\(traces())")
+    }
+
     @Test func aSilentClientDoesNotDelayLock() throws {
         let h = try MountHarness()
         defer { h.finish() }
@@ -203,6 +240,7 @@ enum RuntimeFolderLocation {
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isPrivate(runtime) { return runtime + "/dotsafe" }
         if isPrivate("/run/user/\(getuid())") { return "/run/user/\(getuid())/dotsafe" }
+        if FileManager.default.fileExists(atPath: "/dev/shm") { return "/dev/shm/dotsafe-\(getuid())" }
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/dotsafe/run" }
         return environment["HOME"].map { $0 + "/.local/state/dotsafe/run" }
     }

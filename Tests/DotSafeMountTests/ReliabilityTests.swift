@@ -41,6 +41,13 @@ import Testing
         script("tools/crash-trials", ["50"])
     }
 
+    /// Two vaults mounted at once; one is killed with SIGKILL during its lock (commit,
+    /// re-creation, times) while the other writes: nothing of either is lost, init's covers keep
+    /// their bytes, the count stays whole. tools/recreation-crash-trials runs 100.
+    @Test func killNineDuringTheLocksRecreationLosesNothingOfEitherVault() {
+        script("tools/recreation-crash-trials", ["4"])
+    }
+
     /// ENOSPC reaches the writer; committed data survives; a delete commits on the full disk.
     @Test func aFullDiskFailsWritesCleanlyAndRecovers() {
         script("tools/reliability/full-disk.sh")

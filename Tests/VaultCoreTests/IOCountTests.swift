@@ -67,6 +67,39 @@ import VaultStore
         #expect(fixture.storage.current.reads + fixture.storage.current.partialReads == 1)
     }
 
+    /// The benchmark's read-all (`find -exec cat` of many small files), cold: per file one
+    /// member decrypt and one storage read of exactly its sealed bytes, nothing written.
+    @Test func readingEverySmallFileReadsEachMemberOnce() throws {
+        var fixture = try Fixture()
+        let folder = try fixture.vault.create(.folder, in: Vault.rootID, named: Array("tree".utf8), mode: 0o755)
+        let sizes = (0..<200).map { 100 + 97 * $0 }   // 100 B to 19 KiB: many members per pack
+        var ids: [UInt64] = []
+        for (i, size) in sizes.enumerated() {
+            ids.append(try fixture.vault.makeFile("f\(i)", TestVaults.content(size, seed: UInt64(i)), in: folder))
+        }
+        try fixture.reopen()
+
+        var contents: [[UInt8]] = []
+        let d = try fixture.delta {
+            for (i, id) in ids.enumerated() {
+                // As the kernel asks: a 128 KiB request, then one at the end.
+                contents.append(try fixture.vault.read(id, offset: 0, count: 128 << 10))
+                contents.append(try fixture.vault.read(id, offset: UInt64(sizes[i]), count: 128 << 10))
+            }
+        }
+        for (i, size) in sizes.enumerated() {
+            #expect(contents[2 * i] == TestVaults.content(size, seed: UInt64(i)))
+            #expect(contents[2 * i + 1].isEmpty)
+        }
+        #expect(d.memberDecrypts == sizes.count)
+        #expect(d.chunkDecrypts == 0)
+        let counts = fixture.storage.current
+        #expect(counts.partialReads == sizes.count)
+        #expect(counts.reads == 0)
+        #expect(counts.bytesRead == sizes.reduce(0) { $0 + $1 + Format.tagSize })
+        #expect(counts.writes + counts.creates + counts.removes + counts.syncs == 0)
+    }
+
     @Test func attributesAndListingsTouchNoBlock() throws {
         var fixture = try Fixture()
         let folder = try fixture.vault.create(.folder, in: Vault.rootID, named: Array("d".utf8), mode: 0o755)

@@ -47,14 +47,71 @@ import VaultFormat
         }
     }
 
-    @Test func keepsTimesWhenNoneIsGiven() throws {
+    /// Without a given time, the time is taken once the folder is locked: never older than the
+    /// last write before it (a changed file never keeps an old modification time).
+    @Test func takesTheTimeOfTheLock() throws {
         let path = try Self.storage()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let file = try StorageScan.scan(path).files[0]
+        let folder = try Storage.open(at: path)
+        try folder.write(file.name, offset: 0, bytes: [9])
+        let written = try #require(try StorageScan.scan(path).files.first { $0.name == file.name })
         #expect(try StorageRecreator(path: path).recreate([file.name]) == [file.name])
         let now = try #require(try StorageScan.scan(path).files.first { $0.name == file.name })
-        #expect(now.metadata.modification == file.metadata.modification && now.metadata.access == file.metadata.access)
-        #expect(now.metadata.inode != file.metadata.inode)
+        #expect(now.metadata.modification >= written.metadata.modification && now.metadata.modification > file.metadata.modification)
+        #expect(now.metadata.access == now.metadata.modification)
+        #expect(now.metadata.inode != file.metadata.inode && now.metadata.mode == file.metadata.mode)
+    }
+
+    /// The lock's re-creation: every file the session wrote, and the share of the others.
+    @Test func atLockEveryWrittenFileAndAShareOfTheOthers() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let before = try StorageScan.scan(path).files
+        let written = Set(before.prefix(40).map(\.name))
+        let budget = RecreationBudget(share: 0.5, secondsPerGiB: 3600)
+        let summary = try StorageRecreator(path: path).recreateAtLock(written: written, budget: budget, random: SystemRandom())
+        let after = Dictionary(uniqueKeysWithValues: try StorageScan.scan(path).files.map { ($0.name, $0.metadata) })
+        let renewed = Set(before.filter { after[$0.name]?.inode != $0.metadata.inode }.map(\.name))
+        #expect(written.isSubset(of: renewed))
+        #expect(renewed.count - 40 == Int((0.5 * Double(before.count - 40)).rounded()))
+        #expect(summary == StorageRecreator.Summary(recreated: renewed.count, written: 40, files: before.count, seconds: summary.seconds))
+        #expect(after.count == before.count)
+    }
+
+    /// A budget of 0 re-creates the written files only; a budget that runs out at once drops
+    /// the others' share but never a written file.
+    @Test(arguments: [0.0, 1e-9])
+    func aBudgetThatRunsOutKeepsTheWrittenFiles(secondsPerGiB: Double) throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let before = try StorageScan.scan(path).files
+        let written = Set(before.suffix(40).map(\.name))
+        let budget = RecreationBudget(share: 1, secondsPerGiB: secondsPerGiB, minimumSeconds: 0)
+        let summary = try StorageRecreator(path: path, batchSize: 8).recreateAtLock(written: written, budget: budget, random: SystemRandom())
+        let after = Dictionary(uniqueKeysWithValues: try StorageScan.scan(path).files.map { ($0.name, $0.metadata) })
+        let renewed = Set(before.filter { after[$0.name]?.inode != $0.metadata.inode }.map(\.name))
+        #expect(written.isSubset(of: renewed) && summary.written == 40)
+        // With no budget at all, nothing else; with one that is gone after the first batch, at
+        // most that batch's others.
+        #expect(renewed.count - 40 <= (secondsPerGiB == 0 ? 0 : 8), "\(renewed.count)")
+    }
+
+    /// The storage folder remembers what this process wrote and re-creates it at lock.
+    @Test func theFolderRecreatesWhatItWrote() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try Storage.open(at: path, recreation: RecreationBudget(share: 0, secondsPerGiB: 1))
+        let files = try folder.listFiles()
+        try folder.recreateAtLock(random: SystemRandom())
+        #expect(folder.lastRecreation == nil, "a session that wrote nothing re-creates nothing")
+        let new = FileName.encode([UInt8](repeating: 3, count: 16))
+        try folder.create(new, contents: [UInt8](repeating: 1, count: Format.fileSize), durable: true)
+        try folder.write(files[0], offset: 5, bytes: [1])
+        try folder.write(files[1], offset: 5, bytes: [1])
+        try folder.remove(files[1])
+        try folder.recreateAtLock(random: SystemRandom())
+        #expect(folder.lastRecreation?.recreated == 2 && folder.lastRecreation?.written == 2)
     }
 
     @Test func touchesNothingButRegularFilesOfTheStorageForm() throws {
@@ -94,6 +151,8 @@ import VaultFormat
         #expect(scan.files.count == count && scan.otherEntries == 1)
         #expect(try Storage.open(at: path).listFiles().count == count)
         #expect(try StorageRecreator(path: path).removeLeftovers() == 1)
+        #expect(FileManager.default.createFile(atPath: copy, contents: Data(count: 7)))
+        try Storage.open(at: path).removeRecreationLeftovers()
         #expect(!FileManager.default.fileExists(atPath: copy))
         #expect(try StorageScan.scan(path).otherEntries == 0)
     }
@@ -144,6 +203,25 @@ import VaultFormat
             _ = try? folder.write(name, offset: 16 * index, bytes: [UInt8](repeating: UInt8(index), count: 16))
         }
         #expect(flock(recreation, LOCK_EX | LOCK_NB) == 0, "the last writer left the folder unlocked")
+    }
+
+    /// Reads take no part in the lock (`DiskStorageFolder.read` says why): one during a
+    /// re-creation returns at once, with the file's bytes.
+    @Test func readersDoNotWaitForARecreation() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try Storage.open(at: path)
+        let name = try folder.listFiles()[0]
+        let expected = try #require(FileManager.default.contents(atPath: path + "/" + name))
+        let recreation = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(recreation) }
+        #expect(flock(recreation, LOCK_EX) == 0)
+        defer { flock(recreation, LOCK_UN) }
+        let read = Atomic<[UInt8]?>(nil)
+        let thread = Thread { read.store(try? folder.read(name, offset: 0, count: Format.fileSize)) }
+        thread.start()
+        for _ in 0..<100 where read.load() == nil { usleep(20_000) }
+        #expect(read.load() == Array(expected), "a read waited for the re-creation's lock")
     }
 }
 

@@ -28,7 +28,13 @@ struct AuditCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        let audit = MetadataAudit(scan: try StorageScan.scan(storagePath))
+        let progress = ProgressReporter("audit", unit: "files", to: context.standardError)
+        let scan: StorageScan
+        do {
+            defer { progress.finish() }
+            scan = try StorageScan.scan(storagePath) { progress.update(done: $0, total: $1) }
+        }
+        let audit = MetadataAudit(scan: scan)
         let report = AuditReport(storage: storagePath, audit: audit)
         context.standardOutput.write(asJSON ? try report.json() : report.text())
         return 0

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultCrypto
 import VaultStore
 
 /// `dotsafe fsck STORAGE`: opens the vault a pattern finds read-only, opens every index page,
@@ -41,6 +42,9 @@ struct FsckCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
+        // Keys and every decrypted page and chunk pass through this process, as in the mount
+        // daemon: no core dump, no ptrace or /proc/PID/mem for other processes of the user.
+        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make fsck non-dumpable: \(error)") }
         let out = context.standardOutput
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
@@ -68,7 +72,7 @@ struct FsckCommand: Command {
         if vault.isNew {
             throw CLIError.failure("no vault opens with this pattern in \(storagePath): nothing is at its index names")
         }
-        var report = try vault.check()
+        var report = try Self.check(vault, context)
         Self.print(report, to: out)
         guard repairs, !report.isClean else { return report.isClean ? 0 : 1 }
 
@@ -85,12 +89,19 @@ struct FsckCommand: Command {
         for number in report.strayFileNumbers { out.writeLine("  stray file \(number) of the vault: removed") }
         try vault.repair(report)
         out.writeLine("Repaired and committed (generation \(vault.generation)). Checking again:")
-        report = try vault.check()
+        report = try Self.check(vault, context)
         Self.print(report, to: out)
         return report.isClean ? 0 : 1
     }
 
     static let chunk = Vault.Limits.payloadSize
+
+    /// The check, with its progress on standard error when that is a terminal.
+    static func check(_ vault: Vault, _ context: CommandContext) throws -> VaultCheckReport {
+        let progress = ProgressReporter("fsck", unit: "chunks", to: context.standardError)
+        defer { progress.finish() }
+        return try vault.check { progress.update(done: $0, total: $1) }
+    }
 
     /// One line per damage, then a summary.
     static func print(_ report: VaultCheckReport, to out: any TextOutput) {

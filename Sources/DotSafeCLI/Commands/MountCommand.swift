@@ -14,6 +14,13 @@ struct MountCommand: Command {
         pattern opens a vault: one never used before opens a new, empty one, which is
         written to the storage at its first change. Lock with 'dotsafe lock MOUNTPOINT'
         (or fusermount3 -u, umount, SIGTERM, or the idle timeout).
+
+        From /etc/fstab (through mount.fuse3, which runs 'dotsafe STORAGE MOUNTPOINT
+        -o OPTIONS'): STORAGE MOUNTPOINT fuse.dotsafe
+        noauto,pattern_file=FILE,keyring=PATH 0 0. Mount options: allow_other, ro,
+        noexec, pattern_file=FILE, pattern_command=CMD, keyring=PATH, idle=TIME;
+        the options of mount(8) and systemd (noauto, user, nofail, _netdev,
+        x-systemd.*, nodev, nosuid, ...) are accepted and ignored.
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
@@ -22,25 +29,40 @@ struct MountCommand: Command {
     static let idle = OptionSpec.value("idle", placeholder: "TIME", help: "Lock after this long without use: 90s, 5m, 2h.")
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
-                                              help: "Mount options: allow_other, ro (comma-separated).")
+                                              help: "Mount options, comma-separated: allow_other, ro, pattern_file=FILE, ...")
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
-    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, fuseOptions, quiet],
+    static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
+                                                 help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 2; 0: only the files this session wrote).")
+    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
     let patternReader: PatternReader
+    /// `-o keyring=PATH`: an fstab line cannot give `--keyring`.
+    let keyringOption: String?
     let foreground: Bool
     let quiet: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         let storage = try arguments.required(Self.storage)
         let mountPoint = try arguments.required(Self.mountPoint)
-        patternReader = try PatternReader(parsing: arguments)
+        let list = try MountOptionList(arguments.values(Self.fuseOptions))
+        var patternReader = try PatternReader(parsing: arguments)
+        if let source = list.patternFile.map(PatternReader.Source.file) ?? list.patternCommand.map(PatternReader.Source.command) {
+            guard patternReader.source == .prompt else {
+                throw CLIError.usage("a pattern option and the mount option pattern_file or pattern_command exclude each other")
+            }
+            patternReader = PatternReader(source: source)
+        }
+        self.patternReader = patternReader
+        keyringOption = list.keyring
         foreground = arguments.flag(Self.foreground)
         quiet = arguments.flag(Self.quiet)
         var options = MountOptions(storage: storage, mountPoint: mountPoint)
-        options.readOnly = arguments.flag(Self.readOnly)
-        if let text = arguments.value(Self.idle) {
+        options.readOnly = arguments.flag(Self.readOnly) || list.readOnly
+        options.allowOther = list.allowOther
+        options.noExec = list.noExec
+        if let text = arguments.value(Self.idle) ?? list.idle {
             guard let seconds = DurationText.seconds(text) else { throw CLIError.usage("--idle needs a time such as 90s, 5m or 2h, not '\(text)'") }
             options.idleSeconds = seconds
         }
@@ -48,15 +70,11 @@ struct MountCommand: Command {
             guard let mebibytes = Int(text), (4...65536).contains(mebibytes) else { throw CLIError.usage("--cache-size needs MiB from 4 to 65536, not '\(text)'") }
             options.cacheMebibytes = mebibytes
         }
-        for list in arguments.values(Self.fuseOptions) {
-            for option in list.split(separator: ",").map(String.init) {
-                switch option {
-                case "allow_other": options.allowOther = true
-                case "ro": options.readOnly = true
-                case "rw", "default_permissions": break
-                default: throw CLIError.usage("unsupported mount option '\(option)': use allow_other or ro")
-                }
+        if let text = arguments.value(Self.recreateBudget) {
+            guard let seconds = Double(text), seconds.isFinite, (0...3600).contains(seconds) else {
+                throw CLIError.usage("--recreate-budget needs seconds per GiB from 0 to 3600, not '\(text)'")
             }
+            options.recreateSecondsPerGiB = seconds
         }
         self.options = options
     }
@@ -68,7 +86,7 @@ struct MountCommand: Command {
             // Absolute paths: messages, the lock channel and /proc/mounts all name the same place.
             options.mountPoint = MountTable.canonical(options.mountPoint)
             options.storage = MountTable.canonical(options.storage)
-            options.keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
+            options.keyringPath = FileKeyringBackend.path(option: keyringOption ?? context.globalOptions.keyringPath, environment: context.environment)
             try options.checkMountPoint()
             let storage = try options.openStorage()
             let keyring = try Keyring(option: options.keyringPath, environment: context.environment)
@@ -79,6 +97,7 @@ struct MountCommand: Command {
                                                                                  detached: daemonChild)
             }
             try MountDaemon.spawn(options: options, pattern: pattern, context: context)
+            if context.isMountHelper { return 0 }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
             if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }
             return 0
@@ -98,7 +117,10 @@ struct MountOptions: Sendable {
     var readOnly = false
     var idleSeconds: Double?
     var cacheMebibytes = 256
+    /// Seconds per GiB of storage a lock may spend re-creating files (docs/FORMAT.md §11.3).
+    var recreateSecondsPerGiB = RecreationBudget.standard.secondsPerGiB
     var allowOther = false
+    var noExec = false
     var keyringPath = ""
 
     /// An existing, empty folder that is not mounted on already.
@@ -113,15 +135,20 @@ struct MountOptions: Sendable {
         guard entries.isEmpty else { throw CLIError.failure("mount point \(mountPoint) is not empty") }
     }
 
-    func openStorage() throws -> DiskStorageFolder { try Storage.open(at: storage) }
+    func openStorage() throws -> DiskStorageFolder {
+        var budget = RecreationBudget.standard
+        budget.secondsPerGiB = recreateSecondsPerGiB
+        return try Storage.open(at: storage, recreation: budget)
+    }
 
     /// What the daemon child is told on its command line (the pattern goes through a pipe).
     var childArguments: [String] {
         var arguments = ["--keyring", keyringPath, "mount", storage, mountPoint, "--pattern-stdin", "--foreground",
-                         "--cache-size", String(cacheMebibytes)]
+                         "--cache-size", String(cacheMebibytes), "--recreate-budget", String(recreateSecondsPerGiB)]
         if readOnly { arguments.append("--read-only") }
         if let idleSeconds { arguments += ["--idle", String(idleSeconds)] }
         if allowOther { arguments += ["-o", "allow_other"] }
+        if noExec { arguments += ["-o", "noexec"] }
         return arguments
     }
 }

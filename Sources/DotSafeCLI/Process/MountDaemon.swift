@@ -27,6 +27,7 @@ struct MountDaemon {
         ProcessCalls.limitMallocArenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let folder = try RuntimeFolder.open(environment: context.environment)
+        folder.removeStaleLocks()
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
@@ -46,12 +47,14 @@ struct MountDaemon {
             secrets.wipe()
             throw error
         }
+        let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
         let storageFolder = storage
-        let fileSystem = FileSystem(vault: vault, capacity: { try storageFolder.capacity() })
+        let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: log.commitEnded),
+                                    capacity: { try storageFolder.capacity() })
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
-                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly,
+                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly, noExec: options.noExec,
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
@@ -64,12 +67,17 @@ struct MountDaemon {
             try? mount.waitUntilUnmounted()
             throw error
         }
+        let note = Self.cacheLockNote(vault.cacheLocking)
         if detached {
-            Self.reportReady(failure: nil)
+            Self.reportReady(failure: nil, note: note)
             ProcessCalls.detachStandardStreams()
         } else {
+            if let note { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
+        // Only in the foreground: a detached child is not the process a service manager started.
+        let notifier = ServiceNotifier(environment: detached ? [:] : context.environment)
+        notifier.ready()
         let signals = Self.lockOnSignals(mount)
         let idleSeconds = options.idleSeconds
         channel.serve(mount) {
@@ -83,8 +91,10 @@ struct MountDaemon {
         do { try mount.waitUntilUnmounted() } catch {
             outcome = "failed: \(error)"
             status = 1
+            if case .closeFailed(let failure) = error { log.lockFailed(failure) } else { log.lockFailed(nil) }
         }
         signals.forEach { $0.cancel() }
+        notifier.stopping()
         if !detached { context.standardOutput.writeLine(status == 0 ? "Locked \(options.mountPoint)." : "dotsafe: \(outcome)") }
         // The vault is closed: nothing of this mount stays findable, and the guards go (their
         // files removed while still locked, so the next mount makes new ones).
@@ -119,7 +129,11 @@ struct MountDaemon {
         try? pattern.withCanonicalBytes { try SystemCall.writeAll(pipe, $0) }
         try? newline.withUnsafeBytes { try SystemCall.writeAll(pipe, $0) }
         try? input.fileHandleForWriting.close()
-        let answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        while answer.hasPrefix("note: "), let end = answer.firstIndex(of: "\n") {
+            context.standardError.writeLine("dotsafe: " + answer[..<end])
+            answer = String(answer[answer.index(after: end)...])
+        }
         if answer.hasPrefix("ready") { return }
         process.waitUntilExit()
         if answer.hasPrefix("error: ") {
@@ -128,9 +142,20 @@ struct MountDaemon {
         throw CLIError.failure("the mount daemon ended before the mount was ready (status \(process.terminationStatus))")
     }
 
-    /// The daemon child's one message to its parent, on standard output.
-    static func reportReady(failure message: String?) {
-        FileDescriptorOutput.standardOutput.write(message.map { "error: \($0)\n" } ?? "ready\n")
+    /// The daemon child's one message to its parent, on standard output: "ready" or an error,
+    /// after a note the parent prints on its standard error.
+    static func reportReady(failure message: String?, note: String? = nil) {
+        let noteLine = note.map { "note: \($0)\n" } ?? ""
+        FileDescriptorOutput.standardOutput.write(noteLine + (message.map { "error: \($0)\n" } ?? "ready\n"))
+    }
+
+    /// What `mount` says when RLIMIT_MEMLOCK does not let the whole chunk cache be locked in RAM
+    /// (R-SEC-5): not an error, the rest may be swapped out. Nil when all of it can be locked.
+    static func cacheLockNote(_ locking: (lockable: Int, limit: Int)) -> String? {
+        guard locking.lockable < locking.limit else { return nil }
+        func mebibytes(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1048576) }
+        let limit = MemoryLockLimit.limit.map { " (RLIMIT_MEMLOCK \(mebibytes($0)))" } ?? ""
+        return "\(mebibytes(locking.lockable)) of the \(mebibytes(locking.limit)) chunk cache can be locked in memory\(limit); the rest may be swapped out"
     }
 
     // MARK: Ways to lock

@@ -6,7 +6,7 @@ import VaultStore
 
 /// One process per vault at a time (R-FS-3): `mount` and `fsck` hold an exclusive `flock` on a
 /// file in the user's private runtime folder, named from the vault's locator and the storage
-/// folder's identity. Only its owner can list that folder; the lock shows in /proc/locks as an
+/// folder's identity, keyed with the boot's key (`RuntimeFolder.lockName`). Only its owner can list that folder; the lock shows in /proc/locks as an
 /// inode that is new at every mount (`LockFile`), and nothing is locked in the storage itself.
 /// Another user's mount of the same storage is not seen: their runtime folder is their own.
 enum MountGuard {
@@ -30,7 +30,8 @@ enum MountGuard {
         let path: String
         do {
             let identity = try storage.identity()
-            path = folder.file(try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode) + ".lock")
+            let vaultName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
+            path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8)))
             if let held = try LockFile.take(path) {
                 held.note(holder.note)
                 return held
@@ -45,9 +46,8 @@ enum MountGuard {
 
     /// One daemon per mount point: a lock file named from the mount point (in the private folder).
     static func takeMountPoint(_ mountPoint: String, folder: RuntimeFolder) throws -> LockFile {
-        let digest = SHA256.hash(Array(mountPoint.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
         let held: LockFile?
-        do { held = try LockFile.take(folder.file("point-" + digest + ".lock")) } catch {
+        do { held = try LockFile.take(folder.file(try folder.lockName("point-", for: Array(mountPoint.utf8)))) } catch {
             throw CLIError.failure("cannot take the mount point's lock: \(error)")
         }
         guard let held else { throw CLIError.failure("mount point \(mountPoint) is served by another dotsafe") }

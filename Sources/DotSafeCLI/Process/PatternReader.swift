@@ -3,14 +3,19 @@ import VaultCrypto
 
 /// The pattern options that `mount` and `fsck` share, and reading the pattern they choose
 /// (R-PAT-4): from argv (already taken out of it, in locked memory), from one line of standard
-/// input, or by asking on the terminal (`PatternPrompt`). Prints the hints of a weak pattern
+/// input, from a file or a command (`UnattendedPattern`), or by asking on the terminal
+/// (`PatternPrompt`). Prints the hints of a weak pattern
 /// (R-PAT-3). The bytes are parsed once, straight into the `Pattern`'s locked memory.
 struct PatternReader {
-    enum Source: Equatable { case argument(String), standardInput, prompt }
+    enum Source: Equatable { case argument(String), standardInput, file(String), command(String), prompt }
 
     static let pattern = OptionSpec.value("pattern", placeholder: "P", help: "The pattern, like b2-c2-d3-d4-c4-b4-a5.")
     static let patternStdin = OptionSpec.flag("pattern-stdin", help: "Read the pattern as one line from standard input.")
-    static let options = [pattern, patternStdin]
+    static let patternFile = OptionSpec.value("pattern-file", placeholder: "FILE",
+                                              help: "Read the pattern from the first line of FILE (mode 600, yours).")
+    static let patternCommand = OptionSpec.value("pattern-command", placeholder: "CMD",
+                                                 help: "Run CMD with /bin/sh and read the pattern from its output.")
+    static let options = [pattern, patternStdin, patternFile, patternCommand]
 
     let source: Source
 
@@ -18,9 +23,16 @@ struct PatternReader {
 
     /// The source the command line chose; neither option means asking on the terminal.
     init(parsing arguments: ParsedArguments) throws {
+        let given = Self.options.filter { arguments.flag($0) }
+        guard given.count <= 1 else {
+            throw CLIError.usage(given.map(\.displayName).joined(separator: " and ") + " exclude each other")
+        }
         if let value = arguments.value(Self.pattern) {
-            guard !arguments.flag(Self.patternStdin) else { throw CLIError.usage("--pattern and --pattern-stdin exclude each other") }
             source = .argument(value)
+        } else if let path = arguments.value(Self.patternFile) {
+            source = .file(path)
+        } else if let command = arguments.value(Self.patternCommand) {
+            source = .command(command)
         } else {
             source = arguments.flag(Self.patternStdin) ? .standardInput : .prompt
         }
@@ -41,6 +53,10 @@ struct PatternReader {
             }
             defer { line.wipe() }
             pattern = try Self.parse { try Pattern(parsing: line) }
+        case .file(let path):
+            pattern = try UnattendedPattern.read(file: path)
+        case .command(let command):
+            pattern = try UnattendedPattern.read(command: command)
         case .prompt:
             pattern = try PatternPrompt.ask()
         }

@@ -4,9 +4,10 @@ import SystemCalls
 /// lock channels and the registry of open mounts (`MountRecord`). Mode 0700 and ours, so no
 /// other user can list it, take a name in it or connect to a socket in it (R-DEN-4).
 ///
-/// Where: `$XDG_RUNTIME_DIR/dotsafe`; else `/run/user/UID/dotsafe` when that folder exists and
-/// is ours; else `${XDG_STATE_HOME:-~/.local/state}/dotsafe/run` (on disk, so a mount's record
-/// stays there until it is locked).
+/// Where, in memory (tmpfs) whenever the system has one, so that nothing of a mount outlives
+/// a power cut: `$XDG_RUNTIME_DIR/dotsafe`; else `/run/user/UID/dotsafe` when that folder exists
+/// and is ours; else `/dev/shm/dotsafe-UID` (made 0700; refused if someone else made it); only
+/// where there is no /dev/shm, `${XDG_STATE_HOME:-~/.local/state}/dotsafe/run` on disk.
 struct RuntimeFolder {
     let path: String
 
@@ -42,10 +43,14 @@ struct RuntimeFolder {
         }
         let userFolder = "/run/user/\(SystemCall.userID)"
         if isPrivate(userFolder) { return userFolder + "/dotsafe" }
+        if (try? SystemCall.status(sharedMemory))??.isFolder == true { return sharedMemory + "/dotsafe-\(SystemCall.userID)" }
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/dotsafe/run" }
         if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/dotsafe/run" }
         return nil
     }
+
+    /// The system's tmpfs that every user may make a folder in (sticky, like /tmp).
+    static let sharedMemory = "/dev/shm"
 
     private static func isPrivate(_ path: String) -> Bool {
         guard let status = try? SystemCall.status(path) else { return false }

@@ -1,0 +1,25 @@
+import VaultFormat
+
+/// How much a lock re-creates (docs/FORMAT.md §11.3): a share of the storage files the session
+/// did not write, within a time budget per GiB of storage. The files the session wrote are
+/// re-created whatever the budget.
+public struct RecreationBudget: Equatable, Sendable {
+    /// Share of the other files re-created when the budget allows it.
+    public var share: Double
+    /// Seconds a lock may spend per GiB of storage; 0 re-creates only the session's own files.
+    public var secondsPerGiB: Double
+    /// What any lock may spend however small the storage (a storage of 64 files is 16 MiB).
+    public var minimumSeconds: Double
+
+    public static let standard = RecreationBudget(share: 0.7, secondsPerGiB: 2, minimumSeconds: 0.5)
+
+    public init(share: Double, secondsPerGiB: Double, minimumSeconds: Double = 0.5) {
+        self.share = share; self.secondsPerGiB = secondsPerGiB; self.minimumSeconds = minimumSeconds
+    }
+
+    /// The budget of a lock of a storage of `files` files; 0 when only the session's files go.
+    func seconds(forFiles files: Int) -> Double {
+        guard secondsPerGiB > 0 else { return 0 }
+        return max(minimumSeconds, secondsPerGiB * Double(files) * Double(Format.fileSize) / Double(1 << 30))
+    }
+}

@@ -1,0 +1,75 @@
+import DotSafeTestSupport
+import Glibc
+import Testing
+import VaultCrypto
+
+/// The chunk cache's memory (R-SEC-5): blocks of the right sizes in no-dump regions, locked
+/// within the budget, zeroed when freed, moved and zeroed when a buffer grows, all zeroed by
+/// `wipeAll`.
+@Suite struct PlaintextPoolTests {
+    static func allZero(_ bytes: [UInt8]) -> Bool { bytes.allSatisfy { $0 == 0 } }
+
+    @Test func blocksArePowersOfTwoFromFourKiBToOneChunk() {
+        #expect(PlaintextPool.blockSize(for: 0) == 4096)
+        #expect(PlaintextPool.blockSize(for: 4096) == 4096)
+        #expect(PlaintextPool.blockSize(for: 4097) == 8192)
+        #expect(PlaintextPool.blockSize(for: 100_000) == 131_072)
+        #expect(PlaintextPool.blockSize(for: 262_144) == 262_144)
+    }
+
+    @Test func aFreedBlockIsZeroAndItsFrameIsReused() {
+        let pool = PlaintextPool(lockBudget: nil)
+        var buffer: PlaintextBuffer? = PlaintextBuffer(pool: pool, copying: [UInt8](repeating: 0xA5, count: 200_000))
+        let block = buffer!.currentBlock
+        #expect(block.size == 262_144)
+        #expect(pool.currentBytes(of: block).prefix(200_000).allSatisfy { $0 == 0xA5 })
+        buffer = nil
+        #expect(Self.allZero(pool.currentBytes(of: block)), "a freed block keeps plaintext")
+        #expect(pool.inUseByteCount == 0)
+        let mapped = pool.mappedByteCount
+        let again = (0..<4).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
+        #expect(pool.mappedByteCount == mapped, "four chunks fit the first region again")
+        withExtendedLifetime(again) {}
+    }
+
+    @Test func growingMovesToALargerBlockAndZeroesTheOld() {
+        let pool = PlaintextPool(lockBudget: nil)
+        let buffer = PlaintextBuffer(pool: pool, copying: [1, 2, 3])
+        let small = buffer.currentBlock
+        #expect(small.size == 4096)
+        buffer.write([UInt8](repeating: 9, count: 10_000)[...], at: 5000)
+        #expect(buffer.currentBlock.size == 16_384)
+        #expect(Self.allZero(pool.currentBytes(of: small)), "the old block keeps plaintext")
+        #expect(buffer.count == 15_000)
+        #expect(buffer.bytes(0..<5) == [1, 2, 3, 0, 0], "a gap reads as zeros")
+        buffer.truncate(to: 2)
+        #expect(buffer.allBytes == [1, 2])
+        #expect(Self.allZero(Array(pool.currentBytes(of: buffer.currentBlock)[2...])), "a cut keeps plaintext")
+    }
+
+    @Test func wipeAllZeroesBlocksInUse() {
+        let pool = PlaintextPool(lockBudget: nil)
+        let buffers = (0..<3).map { PlaintextBuffer(pool: pool, copying: [UInt8](repeating: UInt8($0 + 1), count: 70_000)) }
+        pool.wipeAll()
+        for buffer in buffers { #expect(Self.allZero(pool.currentBytes(of: buffer.currentBlock))) }
+    }
+
+    /// Every region is excluded from core dumps and wiped in a forked child; the first
+    /// `lockBudget` bytes are locked, the rest not (as root, whom no RLIMIT_MEMLOCK holds back).
+    @Test func regionsAreNoDumpAndLockedWithinTheBudget() throws {
+        let pool = PlaintextPool(lockBudget: 3 << 20)
+        let buffers = (0..<20).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
+        #expect(pool.mappedByteCount == 5 << 20)
+        try pool.withRegionAddresses { regions in
+            #expect(regions.count == 5)
+            for (index, region) in regions.enumerated() {
+                let flags = try vmFlags(containing: region)
+                #expect(flags.contains("dd"), "region \(index) is in core dumps: \(flags.sorted())")
+                #expect(flags.contains("wf"), "region \(index) is copied into a forked child: \(flags.sorted())")
+                if isRoot { #expect(flags.contains("lo") == (index < 3), "region \(index): \(flags.sorted())") }
+            }
+        }
+        if isRoot { #expect(pool.lockedByteCount == 3 << 20) }
+        withExtendedLifetime(buffers) {}
+    }
+}
