@@ -18,6 +18,13 @@ struct FileAllocator {
     private(set) var unwritten: Set<UInt64> = []
     /// Groups made since the last commit, in the order they were made.
     private var groupsSinceCommit: [UInt64] = []
+    /// Files to refill with random bytes after the next commit point (§9.2 step 6): freed by the
+    /// last commit (the other slot's root may still reference them until then), or never
+    /// referenced by a root at all. Empty at open: the last session's lock refilled what it freed
+    /// (a session that changes nothing writes nothing).
+    private var refillAtNextCommit: Set<UInt64> = []
+    /// Due now, taken by `takeRefill`.
+    private var refillNow: [UInt64] = []
 
     /// A new vault: group 0 is made at its first commit.
     init(newVaultWithCovers coverCount: UInt8) {
@@ -96,15 +103,37 @@ struct FileAllocator {
     mutating func markMissing(_ number: UInt64) { unwritten.insert(number) }
 
     mutating func release(_ number: UInt64) {
-        if allocatedSinceCommit.remove(number) != nil { insertFree(number) } else { pendingFree.append(number) }
+        if allocatedSinceCommit.remove(number) != nil {
+            // Written since the commit (a chunk of a committed item, say) and dropped before it.
+            insertFree(number)
+            refillAtNextCommit.insert(number)
+        } else {
+            pendingFree.append(number)
+        }
     }
 
     /// After a commit: what the old root referenced and the new one does not becomes free.
     mutating func didCommit() {
+        // Neither slot's root references a file that was free before this commit and still is.
+        let freeNow = Set(free)
+        refillNow = refillAtNextCommit.filter { freeNow.contains($0) && !unwritten.contains($0) }.sorted()
+        refillAtNextCommit = Set(pendingFree)
         for number in pendingFree { insertFree(number) }
         pendingFree = []
         allocatedSinceCommit = []
         groupsSinceCommit = []
+    }
+
+    /// Whether a free file waits for its refill at the next commit.
+    var hasRefillDue: Bool {
+        let freeNow = Set(free)
+        return refillAtNextCommit.contains { freeNow.contains($0) && !unwritten.contains($0) }
+    }
+
+    /// The free files the commit just made due for refilling (once each).
+    mutating func takeRefill() -> [UInt64] {
+        defer { refillNow = [] }
+        return refillNow
     }
 
     /// Gives back the groups made since the last commit, from the highest down, into which

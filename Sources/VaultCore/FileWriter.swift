@@ -28,6 +28,10 @@ struct FileWriter {
     /// are still referenced by the committed root).
     static let reservedFiles = 4
 
+    /// Whether freed files get random bytes (§9.2 step 6); off only in a test that shows what
+    /// format 1's keys alone leave readable.
+    var refillsFreedFiles = true
+
     init(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, allocator: FileAllocator) {
         self.storage = storage
         self.secrets = secrets
@@ -36,6 +40,21 @@ struct FileWriter {
     }
 
     func name(_ number: UInt64) throws -> String { try secrets.fileName(number) }
+
+    /// Writes `random(F)` over each free file the commit made due (§9.2 step 6), in place and
+    /// without a sync: best effort, so a file that cannot be written is left for nobody. Returns
+    /// how many it wrote.
+    mutating func refillFreedFiles() -> Int {
+        let numbers = allocator.takeRefill()
+        guard refillsFreedFiles else { return 0 }
+        var count = 0
+        for number in numbers {
+            guard let name = try? name(number), let bytes = try? random.bytes(Format.fileSize),
+                  (try? storage.write(name, offset: 0, bytes: bytes)) != nil else { continue }
+            count += 1
+        }
+        return count
+    }
 
     var hasUnsyncedFiles: Bool { !unsynced.isEmpty }
 

@@ -72,18 +72,18 @@ enum Sealer {
     // MARK: Envelopes (§4)
 
     /// A whole storage file: nonce, then the sealed inner block.
-    static func sealEnvelope(kind: InnerBlock.Kind, body: ArraySlice<UInt8>, key: Key, seal: SealContext,
-                             random: any RandomSource) throws -> (nonce: [UInt8], file: [UInt8]) {
+    static func sealEnvelope(kind: InnerBlock.Kind, version: UInt8 = Format.version, body: ArraySlice<UInt8>, key: Key,
+                             seal: SealContext, random: any RandomSource) throws -> (nonce: [UInt8], file: [UInt8]) {
         let padding = try random.bytes(Format.payloadSize - body.count)
         let oneTime = try OneTimeKey(key, random: random)
         defer { oneTime.subkey.wipe() }
-        return (oneTime.nonce, try sealEnvelope(kind: kind, body: body, padding: padding, with: oneTime, seal: seal))
+        return (oneTime.nonce, try sealEnvelope(kind: kind, version: version, body: body, padding: padding, with: oneTime, seal: seal))
     }
 
     /// The same with padding and key drawn beforehand (under the vault's lock); runs anywhere.
-    static func sealEnvelope(kind: InnerBlock.Kind, body: ArraySlice<UInt8>, padding: [UInt8], with oneTime: OneTimeKey,
-                             seal: SealContext) throws -> [UInt8] {
-        var inner = InnerBlock.encode(kind: kind, body: body, padding: { _ in padding })
+    static func sealEnvelope(kind: InnerBlock.Kind, version: UInt8 = Format.version, body: ArraySlice<UInt8>, padding: [UInt8],
+                             with oneTime: OneTimeKey, seal: SealContext) throws -> [UInt8] {
+        var inner = InnerBlock.encode(kind: kind, version: version, body: body, padding: { _ in padding })
         defer { wipe(&inner) }
         var file = oneTime.nonce
         try AESGCM.seal(inner, key: oneTime.subkey, nonce: Array(oneTime.nonce[12...]), aad: seal.associatedData, appendingTo: &file)
@@ -92,23 +92,23 @@ enum Sealer {
 
     /// Opens a storage file. When `expectedNonce` is given (the index recorded it), a file with
     /// another nonce is refused: it is an older or a foreign version.
-    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, key: Key,
-                             seal: SealContext) throws -> [UInt8] {
+    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, version: UInt8 = Format.version,
+                             key: Key, seal: SealContext) throws -> [UInt8] {
         guard file.count == Format.fileSize else { throw CryptoError.authenticationFailed }
         let oneTime = try OneTimeKey(key, nonce: Array(file[0..<Format.sealNonceSize]))
         defer { oneTime.subkey.wipe() }
-        return try openEnvelope(file, expectedNonce: expectedNonce, kind: kind, with: oneTime, seal: seal)
+        return try openEnvelope(file, expectedNonce: expectedNonce, kind: kind, version: version, with: oneTime, seal: seal)
     }
 
     /// The same with the key taken beforehand (under the vault's lock, from the recorded nonce).
-    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, with oneTime: OneTimeKey,
-                             seal: SealContext) throws -> [UInt8] {
+    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, version: UInt8 = Format.version,
+                             with oneTime: OneTimeKey, seal: SealContext) throws -> [UInt8] {
         guard file.count == Format.fileSize, Array(file[0..<Format.sealNonceSize]) == oneTime.nonce else {
             throw CryptoError.authenticationFailed
         }
         if let expectedNonce, oneTime.nonce != expectedNonce { throw CryptoError.authenticationFailed }
         let inner = try oneTime.open(file[Format.ciphertextOffset...], seal)
-        return Array(try InnerBlock.decode(inner, expecting: kind))
+        return Array(try InnerBlock.decode(inner, expecting: kind, version: version))
     }
 
     static func wipe(_ bytes: inout [UInt8]) { bytes.wipe() }

@@ -17,7 +17,8 @@ extension VaultState {
         if hasChanges { try compactPacks() }
         try packs.writeOpenPack(writer: &writer)
         let changed = hasChanges || writer.hasUnsyncedFiles
-        guard changed || (final && committer.committedSinceCoverRefresh) else { return }
+        let refillDue = writer.refillsFreedFiles && writer.allocator.hasRefillDue
+        guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = self.arena
@@ -26,7 +27,10 @@ extension VaultState {
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()
         try writer.syncData()
-        let refresh = !isNew && (final || committer.coversAreDue(now: clock.now()))
+        // A lock that writes only the refill's root (nothing saved since the covers' last
+        // refresh) leaves the covers alone (R-COV-3).
+        let saved = changed || committer.committedSinceCoverRefresh
+        let refresh = !isNew && saved && (final || committer.coversAreDue(now: clock.now()))
         if refresh {
             try committer.refreshCovers(writer: writer, now: clock.now)
             statistics.coverRefreshes += 1
@@ -34,6 +38,10 @@ extension VaultState {
             committer.coversAreNew(now: clock.now())
         }
         if changed { try writeRoot(coversRefreshed: refresh) }
+        // At lock, the files the last commit freed are still referenced by the other slot's
+        // root, and no later commit of this session will refill them: a second root of the same
+        // index takes that slot over, then they are refilled (§9.2 step 6).
+        if final && writer.refillsFreedFiles && writer.allocator.hasRefillDue { try writeRoot(coversRefreshed: true) }
     }
 
     /// Seals every dirty chunk in key order. The keys are sorted once, not once per chunk (a
@@ -113,6 +121,7 @@ extension VaultState {
         tree.didCommit()
         statistics.commits += 1
         try committer.createOtherSlot(writer: &writer)
+        statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
     }
 }

@@ -11,6 +11,8 @@ public struct VaultStatistics: Equatable, Sendable {
     public var pageWrites = 0
     public var commits = 0
     public var coverRefreshes = 0
+    /// Freed files written over with random bytes (docs/FORMAT.md §9.2 step 6).
+    public var refilledFiles = 0
     public init() {}
 }
 

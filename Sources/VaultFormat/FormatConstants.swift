@@ -3,6 +3,10 @@
 public enum Format {
     /// The format version written into every envelope and record.
     public static let version: UInt8 = 1
+    /// Format 2 (§13): keys per seal, unlock records, devices. Its envelopes and records carry 2.
+    public static let versionTwo: UInt8 = 2
+    /// The newest version this DotSafe reads; anything above is "made by a newer DotSafe".
+    public static let newestVersion: UInt8 = versionTwo
     /// Plaintext payload of one storage file: one chunk of an item.
     public static let payloadSize = 262_144
     /// The seal nonce: 12 bytes pick the one-time subkey, 12 are the GCM nonce.

@@ -16,6 +16,20 @@ public struct GroupRange: Hashable, Sendable {
     public var count: UInt64
     public init(first: UInt64, count: UInt64) { self.first = first; self.count = count }
     public var end: UInt64 { first + count }
+
+    /// §5.1's rules for owned groups (format 2's device entries share them): group 0 owned,
+    /// sorted, disjoint, not adjacent, all below `nextFileNumber`.
+    public static func validate(_ groups: [GroupRange], below nextFileNumber: UInt64, context: String) throws {
+        guard let first = groups.first, first.first == 0 else { throw FormatError.invalid("\(context): group 0 not owned") }
+        var end: UInt64 = 0
+        for (i, range) in groups.enumerated() {
+            // first ≤ max/16 before the subtraction: a hostile first would overflow it (fuzz finding).
+            guard range.count > 0, range.first <= UInt64.max / 16, range.count <= UInt64.max / 16 - range.first,
+                  i == 0 || range.first > end else { throw FormatError.invalid("\(context) owned groups") }
+            end = range.end
+        }
+        guard end <= nextFileNumber / UInt64(Format.groupSize) else { throw FormatError.invalid("\(context): groups beyond nextFileNumber") }
+    }
 }
 
 /// The index root of a vault (docs/FORMAT.md §5.1). It holds the vault key; callers wipe the
@@ -94,15 +108,7 @@ public struct IndexRoot: Sendable {
         guard nextFileNumber % UInt64(Format.groupSize) == 0 else { throw FormatError.invalid("index root nextFileNumber") }
         guard nextItemID > Format.rootItemID else { throw FormatError.invalid("index root nextItemID") }
         guard Format.coverRange.contains(Int(coverCount)) else { throw FormatError.invalid("index root cover count \(coverCount)") }
-        guard let first = ownedGroups.first, first.first == 0 else { throw FormatError.invalid("index root: group 0 not owned") }
-        var end: UInt64 = 0
-        for (i, range) in ownedGroups.enumerated() {
-            // first ≤ max/16 before the subtraction: a hostile first would overflow it (fuzz finding).
-            guard range.count > 0, range.first <= UInt64.max / 16, range.count <= UInt64.max / 16 - range.first,
-                  i == 0 || range.first > end else { throw FormatError.invalid("index root owned groups") }
-            end = range.end
-        }
-        guard end <= nextFileNumber / UInt64(Format.groupSize) else { throw FormatError.invalid("index root: groups beyond nextFileNumber") }
+        try GroupRange.validate(ownedGroups, below: nextFileNumber, context: "index root")
         let reserved = Format.indexSlotCount + UInt64(coverCount)
         var seen = Set<UInt64>()
         for page in pages {

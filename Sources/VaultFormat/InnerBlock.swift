@@ -1,13 +1,14 @@
 /// The encrypted inner block of an envelope (docs/FORMAT.md §4): a small header, then `length`
 /// bytes of body and random padding up to `Format.payloadSize`.
 public struct InnerBlock: Sendable {
-    public enum Kind: UInt8, Sendable { case indexRoot = 1, indexPage = 2, chunk = 3 }
+    public enum Kind: UInt8, Sendable { case indexRoot = 1, indexPage = 2, chunk = 3, unlockRecord = 4 }
 
     /// Builds the plaintext of an inner block. `padding` supplies the random bytes after the body.
-    public static func encode(kind: Kind, body: ArraySlice<UInt8>, padding: (Int) throws -> [UInt8]) rethrows -> [UInt8] {
+    public static func encode(kind: Kind, version: UInt8 = Format.version, body: ArraySlice<UInt8>,
+                              padding: (Int) throws -> [UInt8]) rethrows -> [UInt8] {
         precondition(body.count <= Format.payloadSize, "inner block body too large")
         var writer = ByteWriter(capacity: Format.innerBlockSize)
-        writer.u8(Format.version)
+        writer.u8(version)
         writer.u8(kind.rawValue)
         writer.u16(0)
         writer.u32(UInt32(body.count))
@@ -18,13 +19,14 @@ public struct InnerBlock: Sendable {
         return bytes
     }
 
-    /// Checks the header of an opened inner block and returns its body.
-    public static func decode(_ plaintext: [UInt8], expecting kind: Kind) throws -> ArraySlice<UInt8> {
+    /// Checks the header of an opened inner block and returns its body. Format 1 and format 2
+    /// envelopes differ only in this version byte (§13.2).
+    public static func decode(_ plaintext: [UInt8], expecting kind: Kind, version expected: UInt8 = Format.version) throws -> ArraySlice<UInt8> {
         guard plaintext.count == Format.innerBlockSize else { throw FormatError.truncated("inner block") }
         var reader = ByteReader(plaintext, context: "inner block")
         let version = try reader.u8()
-        if version > Format.version { throw FormatError.newerVersion(found: version) }
-        guard version == Format.version else { throw FormatError.invalid("inner block version \(version)") }
+        if version > Format.newestVersion { throw FormatError.newerVersion(found: version) }
+        guard version == expected else { throw FormatError.invalid("inner block version \(version)") }
         let found = try reader.u8()
         guard found == kind.rawValue else { throw FormatError.invalid("inner block kind \(found), expected \(kind.rawValue)") }
         guard try reader.u16() == 0 else { throw FormatError.invalid("inner block reserved bytes") }

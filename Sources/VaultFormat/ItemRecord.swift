@@ -1,4 +1,5 @@
-/// An item's record (docs/FORMAT.md §6.1): one file, folder, link, FIFO, device or socket.
+/// An item's record (docs/FORMAT.md §6.1, and §13.8 for record version 2): one file, folder,
+/// link, FIFO, device or socket.
 /// Decoding applies every rule that needs only the record; rules across records (duplicate
 /// names, reachability, file numbers used twice) belong to whoever holds the whole index.
 public struct ItemRecord: Equatable, Sendable {
@@ -14,12 +15,19 @@ public struct ItemRecord: Equatable, Sendable {
         public var fileNumber: UInt64
         public var offset: UInt32
         public var sealedLength: UInt32
+        /// Format 1 (and layout 3 of format 2): the seal nonce; the member is opened with the ITK.
         public var nonce: [UInt8]
+        /// Format 2: the member's own key; its nonce is in the pack, in front of the ciphertext.
+        public var key: [UInt8]
         public init(fileNumber: UInt64, offset: UInt32, sealedLength: UInt32, nonce: [UInt8]) {
-            self.fileNumber = fileNumber; self.offset = offset; self.sealedLength = sealedLength; self.nonce = nonce
+            self.fileNumber = fileNumber; self.offset = offset; self.sealedLength = sealedLength; self.nonce = nonce; key = []
+        }
+        /// A format-2 member: `fileNumber` is a FileRef's raw value.
+        public init(file: FileRef, offset: UInt32, sealedLength: UInt32, key: [UInt8]) {
+            fileNumber = file.raw; self.offset = offset; self.sealedLength = sealedLength; nonce = []; self.key = key
         }
         /// Bytes of content it holds.
-        public var contentLength: Int { Int(sealedLength) - Format.tagSize }
+        public var contentLength: Int { Int(sealedLength) - Format.tagSize - (key.isEmpty ? 0 : Format.sealNonceSize) }
     }
 
     public enum Layout: Equatable, Sendable {
@@ -30,6 +38,8 @@ public struct ItemRecord: Equatable, Sendable {
         case chunked
     }
 
+    /// 1 or 2: the layout `encode` writes and `decode` found.
+    public var recordVersion: UInt8 = Format.version
     public var type: ItemType
     public var mode: UInt32
     public var uid: UInt32
@@ -39,6 +49,9 @@ public struct ItemRecord: Equatable, Sendable {
     public var mtime: Int64
     public var ctime: Int64
     public var size: UInt64
+    /// Record version 2: +1 at every commit that changes the item, and the device that did.
+    public var version: UInt64 = 0
+    public var changedBy: UInt16 = 0
     public var links: [Link]
     public var xattrs: [(name: [UInt8], value: [UInt8])]
     /// Regular files only: the item key (wiped by the owner once it is in locked memory).
@@ -57,7 +70,7 @@ public struct ItemRecord: Equatable, Sendable {
     }
 
     public static func == (a: ItemRecord, b: ItemRecord) -> Bool {
-        a.type == b.type && a.mode == b.mode && a.uid == b.uid && a.gid == b.gid && a.rdev == b.rdev
+        a.recordVersion == b.recordVersion && a.version == b.version && a.changedBy == b.changedBy && a.type == b.type && a.mode == b.mode && a.uid == b.uid && a.gid == b.gid && a.rdev == b.rdev
             && a.atime == b.atime && a.mtime == b.mtime && a.ctime == b.ctime && a.size == b.size
             && a.links == b.links && a.itemKey == b.itemKey && a.layout == b.layout && a.target == b.target
             && a.xattrs.map(\.name) == b.xattrs.map(\.name) && a.xattrs.map(\.value) == b.xattrs.map(\.value)
@@ -65,7 +78,7 @@ public struct ItemRecord: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var writer = ByteWriter(capacity: 96 + links.reduce(0) { $0 + $1.name.count + 9 })
-        writer.u8(Format.version)
+        writer.u8(recordVersion)
         writer.u8(type.rawValue)
         writer.u32(mode)
         writer.u32(uid)
@@ -75,11 +88,13 @@ public struct ItemRecord: Equatable, Sendable {
         writer.i64(mtime)
         writer.i64(ctime)
         writer.u64(size)
+        if recordVersion >= 2 { writer.u64(version); writer.u16(changedBy) }
         writer.u16(UInt16(links.count))
         for link in links { writer.u64(link.parentID); writer.lp8(link.name) }
         writer.u16(UInt16(xattrs.count))
         for xattr in xattrs { writer.lp8(xattr.name); writer.lp32(xattr.value) }
         switch type {
+        case .file where recordVersion >= 2: encodeFileContentV2(into: &writer)
         case .file:
             writer.raw(itemKey)
             switch layout {
@@ -101,8 +116,8 @@ public struct ItemRecord: Equatable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> ItemRecord {
         var reader = ByteReader(bytes, context: "item record")
         let version = try reader.u8()
-        if version > Format.version { throw FormatError.newerVersion(found: version) }
-        guard version == Format.version else { throw FormatError.invalid("item record version \(version)") }
+        if version > Format.newestVersion { throw FormatError.newerVersion(found: version) }
+        guard version >= Format.version else { throw FormatError.invalid("item record version \(version)") }
         let rawType = try reader.u8()
         guard let type = ItemType(rawValue: rawType) else { throw FormatError.invalid("item type \(rawType)") }
         let mode = try reader.u32()
@@ -110,6 +125,8 @@ public struct ItemRecord: Equatable, Sendable {
         var record = ItemRecord(type: type, mode: mode, uid: try reader.u32(), gid: try reader.u32(),
                                 rdev: try reader.u64(), atime: try reader.i64(), mtime: try reader.i64(),
                                 ctime: try reader.i64(), size: try reader.u64())
+        record.recordVersion = version
+        if version >= 2 { record.version = try reader.u64(); record.changedBy = try reader.u16() }
         // Duplicates are found with sets: a linear search per entry made a page of 65,535 tiny
         // entries cost billions of comparisons.
         let linkCount = Int(try reader.u16())
@@ -129,6 +146,7 @@ public struct ItemRecord: Equatable, Sendable {
             record.xattrs.append((name, try reader.lp32()))
         }
         switch type {
+        case .file where version >= 2: try record.decodeFileContentV2(from: &reader)
         case .file:
             record.itemKey = try reader.raw(Format.keySize)
             let layout = try reader.u8()
@@ -137,11 +155,7 @@ public struct ItemRecord: Equatable, Sendable {
             case 1:
                 let member = Member(fileNumber: try reader.u64(), offset: try reader.u32(),
                                     sealedLength: try reader.u32(), nonce: try reader.raw(Format.sealNonceSize))
-                let content = member.contentLength
-                guard content >= 1, UInt64(content) <= record.size, record.size < UInt64(Format.payloadSize),
-                      Int(member.offset) + Int(member.sealedLength) <= Format.fileSize else {
-                    throw FormatError.invalid("packed member")
-                }
+                try record.checkMember(member)
                 record.layout = .packed(member)
             case 2: record.layout = .chunked
             default: throw FormatError.invalid("file layout \(layout)")

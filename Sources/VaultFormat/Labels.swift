@@ -19,5 +19,15 @@ public enum Label {
     public static let sealMember = bytes("DotSafe v1 member")
     public static let sealKeyringExport = bytes("DotSafe v1 keyring export")
 
+    // Format 2 (§13.1). The subkey, index-name and file-name derivations keep their format-1
+    // labels: same purpose, and an upgraded vault's files keep their names.
+    public static let unlockName = bytes("DotSafe v2 unlock name")
+    public static let rootKey = bytes("DotSafe v2 root key")
+    public static let sealUnlock = bytes("DotSafe v2 unlock")
+    public static let sealIndexRootV2 = bytes("DotSafe v2 index root")
+    public static let sealIndexPageV2 = bytes("DotSafe v2 index page")
+    public static let sealChunkV2 = bytes("DotSafe v2 chunk")
+    public static let sealMemberV2 = bytes("DotSafe v2 member")
+
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 }

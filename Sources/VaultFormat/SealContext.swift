@@ -30,6 +30,27 @@ public struct SealContext: Sendable {
         return SealContext(label: Label.sealMember, context: writer.bytes)
     }
 
+    /// Format 2 (§13.2): the owner's unlock record at `location`, context `lp8(location)`.
+    public static func unlock(location: [UInt8]) -> SealContext {
+        SealContext(label: Label.sealUnlock, context: [UInt8(location.count)] + location)
+    }
+
+    /// Format 2: a root in slot `slot`, sealed with RK.
+    public static func indexRootV2(slot: UInt64) -> SealContext { SealContext(label: Label.sealIndexRootV2, context: [UInt8(slot)]) }
+
+    /// Format 2: a page of level `level`, sealed with its own page key.
+    public static func indexPageV2(level: UInt8) -> SealContext { SealContext(label: Label.sealIndexPageV2, context: [level]) }
+
+    /// Format 2: chunk `index`, sealed with its own chunk key (no item ID: §13.4).
+    public static func chunkV2(index: Int) -> SealContext {
+        var writer = ByteWriter(capacity: 8)
+        writer.u64(UInt64(index))
+        return SealContext(label: Label.sealChunkV2, context: writer.bytes)
+    }
+
+    /// Format 2: a pack member, sealed with its own member key; no context.
+    public static let memberV2 = SealContext(label: Label.sealMemberV2, context: [])
+
     /// A keyring export (§8.2): no context.
     public static let keyringExport = SealContext(label: Label.sealKeyringExport, context: [])
 }

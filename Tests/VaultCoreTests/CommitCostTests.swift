@@ -1,5 +1,5 @@
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultFormat
 import VaultStore
 
@@ -9,6 +9,8 @@ import VaultStore
     /// names of its covers, found as the files that a lock right after a commit rewrites.
     static func vault(_ storage: SimulatedStorageFolder) throws -> Set<String> {
         let vault = try TestVaults.open(storage)
+        // No refill (§9.2 step 6): the lock then rewrites the covers and nothing else.
+        vault.state.withLock { $0.writer.refillsFreedFiles = false }
         for i in 0..<5 { try vault.makeFile("small-\(i)", TestVaults.content(300 + i, seed: UInt64(i))) }
         try vault.makeFile("big", streamContent(Format.payloadSize + 1, seed: 1))
         try vault.commit()

@@ -1,5 +1,5 @@
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultFormat
 import VaultStore
 
@@ -10,6 +10,8 @@ import VaultStore
         let storage = try TestVaults.storage()
         let clock = ManualClock()
         let setup = try TestVaults.open(storage, clock: clock)
+        // No refill (§9.2 step 6): this lock then rewrites the covers and nothing else.
+        setup.state.withLock { $0.writer.refillsFreedFiles = false }
         try setup.makeFile("a", [1])
         try setup.commit()
         try setup.setAttributes(Vault.rootID, mtime: 1)

@@ -1,5 +1,5 @@
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultFormat
 import VaultStore
 
@@ -20,6 +20,9 @@ import VaultStore
             storage = try TestVaults.storage()
             numbers = try FileNumbers(count: 64)
             let vault = try TestVaults.open(storage)
+            // Without the refill, the lock after a commit that freed files writes no second root
+            // (§9.2 step 6): generation 1 stays in the other slot, which these tests damage.
+            vault.state.withLock { $0.writer.refillsFreedFiles = false }
             try vault.makeFile("a", TestVaults.content(1000, seed: 1))
             try vault.makeFile("big", streamContent(Format.payloadSize + 100, seed: 2))
             try vault.commit()
@@ -56,6 +59,8 @@ import VaultStore
         expectUnchanged(storage, since: damaged, "read-only open")
 
         let vault = try TestVaults.open(storage)
+        // Without the refill this lock writes one root, not two (§9.2 step 6).
+        vault.state.withLock { $0.writer.refillsFreedFiles = false }
         #expect(vault.generation == 1)
         expectSame(try vault.tree(), fixture.first, "generation 1")
         try vault.makeFile("c", [3])
@@ -79,6 +84,8 @@ import VaultStore
         // 60 chunks span four groups or more, whatever the cover count: deleting them frees at
         // least two, and all but one are released.
         let vault = try TestVaults.open(storage)
+        // As in TwoGenerations: no second root at lock, so generation 1 stays in the other slot.
+        vault.state.withLock { $0.writer.refillsFreedFiles = false }
         let big = streamContent(60 * Format.payloadSize, seed: 8)
         try vault.makeFile("big", big)
         try vault.makeFile("small", [1, 2])
@@ -178,6 +185,8 @@ import VaultStore
         let storage = try TestVaults.storage()
         let numbers = try FileNumbers()
         let vault = try TestVaults.open(storage)
+        // Counted page writes: no refilled files among them (§9.2 step 6).
+        vault.state.withLock { $0.writer.refillsFreedFiles = false }
         try vault.makeFile("a", [1, 2, 3])
         try vault.makeFile("big", streamContent(Format.payloadSize, seed: 4))
         try vault.commit()

@@ -29,7 +29,7 @@ import VaultFormat
         let expected: FormatError
         switch rule {
         case .olderVersion: block[0] = 0; expected = .invalid("inner block version 0")
-        case .newerVersion: block[0] = 2; expected = .newerVersion(found: 2)
+        case .newerVersion: block[0] = 3; expected = .newerVersion(found: 3)
         case .otherKind: block[1] = 3; expected = .invalid("inner block kind 3, expected 2")
         case .reservedBytes: block[3] = 1; expected = .invalid("inner block reserved bytes")
         case .lengthBeyondPayload: block.replaceSubrange(4..<8, with: le32(Format.payloadSize + 1))

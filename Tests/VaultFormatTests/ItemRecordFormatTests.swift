@@ -67,7 +67,7 @@ import VaultFormat
         case .memberEmpty: record.layout = member(sealed: 16); expected = .invalid("packed member")
         case .memberLongerThanSize: record.layout = member(sealed: 117); expected = .invalid("packed member")
         case .packedSizeOfAChunk: record.size = UInt64(Format.payloadSize); record.layout = member(sealed: 116); expected = .invalid("packed member")
-        case .newerVersion: bytes = record.encode(); bytes![0] = 2; expected = .newerVersion(found: 2)
+        case .newerVersion: bytes = record.encode(); bytes![0] = 3; expected = .newerVersion(found: 3)
         case .olderVersion: bytes = record.encode(); bytes![0] = 0; expected = .invalid("item record version 0")
         case .emptyTarget: symlink.target = []; bytes = symlink.encode(); expected = .invalid("symbolic link target")
         case .targetTooLong: symlink.target = Array(repeating: 0x78, count: 4096); bytes = symlink.encode(); expected = .invalid("symbolic link target")

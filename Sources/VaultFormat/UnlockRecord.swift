@@ -1,0 +1,76 @@
+/// An unlock record (docs/FORMAT.md §13.3): carries the vault key VK and the root locator RL to
+/// one holder. The owner's is sealed with the pattern's index key IK; grants come with sharing.
+public struct UnlockRecord: Equatable, Sendable {
+    public enum Role: UInt8, Sendable { case owner = 1, grant = 2 }
+
+    public enum Tag {
+        public static let vaultKey: UInt16 = 1
+        public static let rootLocator: UInt16 = 2
+        public static let ownFile: UInt16 = 3
+        public static let identityKey: UInt16 = 16
+    }
+
+    public var role: Role
+    /// VK and RL (wiped by the owner after use).
+    public var vaultKey: [UInt8]
+    public var rootLocator: [UInt8]
+    /// The vault's file that holds this record.
+    public var ownFile: FileRef
+    /// The vault's X25519 identity private key (owner only; empty when not made yet).
+    public var identityKey: [UInt8]
+    /// Tags from 1024 up, kept as they are.
+    public var optional: [IndexRootV2.Extension]
+
+    public init(role: Role = .owner, vaultKey: [UInt8], rootLocator: [UInt8], ownFile: FileRef, identityKey: [UInt8] = [],
+                optional: [IndexRootV2.Extension] = []) {
+        self.role = role; self.vaultKey = vaultKey; self.rootLocator = rootLocator; self.ownFile = ownFile
+        self.identityKey = identityKey; self.optional = optional
+    }
+
+    public func encode() -> [UInt8] {
+        var entries: [IndexRootV2.Extension] = [.init(tag: Tag.vaultKey, value: vaultKey), .init(tag: Tag.rootLocator, value: rootLocator)]
+        var file = ByteWriter(capacity: 8)
+        file.u64(ownFile.raw)
+        entries.append(.init(tag: Tag.ownFile, value: file.bytes))
+        if !identityKey.isEmpty { entries.append(.init(tag: Tag.identityKey, value: identityKey)) }
+        entries += optional
+        var writer = ByteWriter(capacity: 160)
+        writer.u8(role.rawValue)
+        writer.u16(UInt16(entries.count))
+        for entry in entries { writer.u16(entry.tag); writer.lp32(entry.value) }
+        return writer.bytes
+    }
+
+    public static func decode(_ body: ArraySlice<UInt8>) throws -> UnlockRecord {
+        var reader = ByteReader(body, context: "unlock record")
+        let rawRole = try reader.u8()
+        // Grants come with sharing: until then a grant is a record this release cannot use.
+        guard rawRole == Role.owner.rawValue else { throw FormatError.invalid("unlock record role \(rawRole)") }
+        let count = Int(try reader.u16())
+        var values: [UInt16: [UInt8]] = [:], optional: [IndexRootV2.Extension] = []
+        var last: UInt16?
+        for _ in 0..<count {
+            let tag = try reader.u16()
+            if let last, tag <= last { throw FormatError.invalid("unlock record: tags out of order") }
+            last = tag
+            let value = try reader.lp32()
+            switch tag {
+            case Tag.vaultKey, Tag.rootLocator, Tag.identityKey:
+                guard value.count == Format.keySize else { throw FormatError.invalid("unlock record: tag \(tag) length") }
+                values[tag] = value
+            case Tag.ownFile:
+                guard value.count == 8 else { throw FormatError.invalid("unlock record: tag \(tag) length") }
+                values[tag] = value
+            case IndexRootV2.firstOptionalTag...: optional.append(.init(tag: tag, value: value))
+            default: throw FormatError.invalid("unlock record: tag \(tag) is unknown (made by a newer DotSafe?)")
+            }
+        }
+        try reader.expectEnd()
+        guard let vaultKey = values[Tag.vaultKey], let rootLocator = values[Tag.rootLocator], let file = values[Tag.ownFile] else {
+            throw FormatError.invalid("unlock record: a required tag is missing")
+        }
+        var fileReader = ByteReader(file, context: "unlock record")
+        return UnlockRecord(role: .owner, vaultKey: vaultKey, rootLocator: rootLocator, ownFile: FileRef(raw: try fileReader.u64()),
+                            identityKey: values[Tag.identityKey] ?? [], optional: optional)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+import VaultCore
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// docs/FORMAT.md §9.2 step 6 (issue 11, item 3): a file the index stopped referencing gets
+/// random bytes at the next commit, or at lock, once neither slot's root references it; a
+/// session that changes nothing writes nothing.
+@Suite struct FreedFileRefillTests {
+    static let payload = Format.payloadSize
+
+    /// The chunk files of a 5-chunk file, found as the files its commit added or changed.
+    static func chunkFiles(_ vault: Vault, _ storage: SimulatedStorageFolder) throws -> [String: [UInt8]] {
+        let numbers = try FileNumbers()
+        let before = storage.snapshot
+        try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
+        try vault.commit()
+        let after = storage.snapshot
+        let chunks = numbers.dataFiles(SnapshotDiff(before, after).written).filter {
+            after[$0]!.count == Format.fileSize && before[$0] != after[$0]
+        }
+        #expect(chunks.count >= 5)
+        return Dictionary(uniqueKeysWithValues: chunks.map { ($0, after[$0]!) })
+    }
+
+    @Test func freedFilesAreRefilledOneCommitLater() throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage)
+        try vault.makeFile("kept", TestVaults.content(700, seed: 1))
+        try vault.commit()
+        let written = try Self.chunkFiles(vault, storage)
+
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.commit()
+        // The other slot's root still lists them: they keep their bytes for one commit.
+        let unchanged = written.filter { storage.snapshot[$0.key] == $0.value }
+        #expect(unchanged.count >= 5, "\(unchanged.count) chunk files kept until the next commit")
+        let refilledBefore = vault.statistics.refilledFiles
+
+        try vault.setAttributes(Vault.rootID, mtime: 7)
+        try vault.commit()
+        let stillOld = written.filter { storage.snapshot[$0.key] == $0.value }
+        #expect(stillOld.isEmpty, "\(stillOld.count) freed files keep their old bytes after two commits")
+        #expect(vault.statistics.refilledFiles - refilledBefore >= 5)
+        // Once each: the next commit refills nothing more.
+        let count = vault.statistics.refilledFiles
+        try vault.setAttributes(Vault.rootID, mtime: 8)
+        try vault.commit()
+        #expect(vault.statistics.refilledFiles == count)
+        try vault.lock()
+
+        let again = try TestVaults.open(storage)
+        expectSame(try again.readAll("kept"), TestVaults.content(700, seed: 1), "kept file")
+        try again.lock()
+        try checkStorageInvariants(storage)
+    }
+
+    /// A delete followed by a lock: the lock writes the root once more, so that both slots hold
+    /// it, and refills at once. The forensic coercer finds the deleted content before the lock
+    /// and not after it.
+    @Test func lockRefillsWhatTheLastCommitFreed() throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage)
+        try vault.makeFile("big", ForensicRecoveryTests.marked(7, count: 5 * Self.payload))
+        try vault.commit()
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.commit()
+        let generation = vault.generation
+        func found() throws -> Bool {
+            try Coercer(files: storage.snapshot, patternKey: [UInt8](repeating: 1, count: 32)).recover().plaintexts
+                .contains { $0.contains(ForensicRecoveryTests.marked(7, count: 40)) }
+        }
+        #expect(try found(), "the other slot's root still lists the freed files")
+        try vault.lock()
+        #expect(try !found(), "refilled at lock")
+
+        let again = try TestVaults.open(storage, readOnly: true)
+        #expect(again.generation == generation + 1)
+        #expect(try again.tree().isEmpty)
+        try again.lock()
+        try checkStorageInvariants(storage)
+    }
+
+    /// Opening, reading and locking writes nothing, refills included.
+    @Test func aSessionThatChangesNothingRefillsNothing() throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage)
+        _ = try Self.chunkFiles(vault, storage)
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.makeFile("small", [1, 2, 3])
+        try vault.lock()
+        let before = storage.snapshot
+        let again = try TestVaults.open(storage)
+        #expect(try again.readAll("small") == [1, 2, 3])
+        try again.lock()
+        let diff = SnapshotDiff(before, storage.snapshot)
+        #expect(diff.written.isEmpty && diff.removed.isEmpty)
+    }
+
+    /// The cost of item 3, on disk: deleting a 64 MiB file (256 chunk files) and committing
+    /// twice. Groups left wholly free are removed (released), the rest of the freed files are
+    /// refilled by the second commit. Prints the figures (docs/PERFORMANCE.md quotes them).
+    @Test func refillCostOnDisk() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("dotsafe-test-refill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try Storage.initialize(at: folder.path, random: SystemRandom())
+        let storage = try Storage.open(at: folder.path)
+        let vault = try TestVaults.open(storage, cacheBytes: 64 << 20)
+        let chunk = TestVaults.content(Self.payload, seed: 5)
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+        for i in 0..<256 { try vault.write(id, offset: UInt64(i * Self.payload), bytes: chunk) }
+        try vault.commit()
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        let start1 = ContinuousClock.now
+        try vault.commit()
+        let deleteCommit = ContinuousClock.now - start1
+        let before = vault.statistics.refilledFiles
+        try vault.setAttributes(Vault.rootID, mtime: 9)
+        let start2 = ContinuousClock.now
+        try vault.commit()
+        let refillCommit = ContinuousClock.now - start2
+        let refilled = vault.statistics.refilledFiles - before
+        #expect(refilled > 0)
+        let files = try storage.listFiles().count
+        print("refill cost: commit after deleting 64 MiB \(deleteCommit); next commit, refilling \(refilled) files (\(refilled * Format.fileSize) bytes) \(refillCommit); \(files) storage files left")
+        try vault.lock()
+    }
+}
