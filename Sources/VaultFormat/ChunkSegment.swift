@@ -22,18 +22,25 @@ public enum ChunkSegment {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> [Entry] {
+        try decodeEntries(bytes) { reader, index in
+            Entry(indexInSegment: index, ref: SealedRef(fileNumber: try reader.u64(), nonce: try reader.raw(Format.sealNonceSize)))
+        }
+    }
+
+    /// The frame both format versions share: a count of 1…1024 entries, each starting with its
+    /// index in the segment, strictly increasing; `entry` reads the rest of one entry.
+    static func decodeEntries<Entry>(_ bytes: [UInt8], _ entry: (inout ByteReader, Int) throws -> Entry) throws -> [Entry] {
         var reader = ByteReader(bytes, context: "chunk segment")
         let count = Int(try reader.u16())
         guard (1...Format.chunksPerSegment).contains(count) else { throw FormatError.invalid("chunk segment count \(count)") }
         var entries: [Entry] = []
         entries.reserveCapacity(count)
+        var previous = -1
         for _ in 0..<count {
             let index = Int(try reader.u16())
-            guard index < Format.chunksPerSegment, index > entries.last.map({ $0.indexInSegment }) ?? -1 else {
-                throw FormatError.invalid("chunk segment index \(index)")
-            }
-            entries.append(Entry(indexInSegment: index,
-                                 ref: SealedRef(fileNumber: try reader.u64(), nonce: try reader.raw(Format.sealNonceSize))))
+            guard index < Format.chunksPerSegment, index > previous else { throw FormatError.invalid("chunk segment index \(index)") }
+            previous = index
+            entries.append(try entry(&reader, index))
         }
         try reader.expectEnd()
         return entries

@@ -34,24 +34,13 @@ public enum ChunkSegmentV2 {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> [Entry] {
-        var reader = ByteReader(bytes, context: "chunk segment")
-        let count = Int(try reader.u16())
-        guard (1...Format.chunksPerSegment).contains(count) else { throw FormatError.invalid("chunk segment count \(count)") }
-        var entries: [Entry] = []
-        entries.reserveCapacity(count)
-        for _ in 0..<count {
-            let index = Int(try reader.u16())
-            guard index < Format.chunksPerSegment, index > entries.last.map({ $0.indexInSegment }) ?? -1 else {
-                throw FormatError.invalid("chunk segment index \(index)")
-            }
+        try ChunkSegment.decodeEntries(bytes) { reader, index in
             let scheme = try reader.u8(), file = FileRef(raw: try reader.u64())
             switch scheme {
-            case 1: entries.append(Entry(indexInSegment: index, file: file, seal: .formatOne(nonce: try reader.raw(Format.sealNonceSize))))
-            case 2: entries.append(Entry(indexInSegment: index, file: file, seal: .key(try reader.raw(Format.keySize))))
+            case 1: return Entry(indexInSegment: index, file: file, seal: .formatOne(nonce: try reader.raw(Format.sealNonceSize)))
+            case 2: return Entry(indexInSegment: index, file: file, seal: .key(try reader.raw(Format.keySize)))
             default: throw FormatError.invalid("chunk segment scheme \(scheme)")
             }
         }
-        try reader.expectEnd()
-        return entries
     }
 }
