@@ -14,7 +14,9 @@ public final class DiskStorageFolder: StorageFolder {
     public let recreation: RecreationBudget
     /// Names this process created or wrote since it opened the folder: the session's files,
     /// which the lock re-creates.
-    private let written = Mutex(Set<String>())
+    /// The files this session wrote or created, each with its modification time before the
+    /// session's first write (0 for a file it created): the lock gives each a later whole second.
+    private let written = Mutex([String: Int64]())
     /// What the last re-creation did (for the daemon's report and the tests).
     public var lastRecreation: StorageRecreator.Summary? { recreated.withLock { $0 } }
     private let recreated = Mutex<StorageRecreator.Summary?>(nil)
@@ -60,7 +62,7 @@ public final class DiskStorageFolder: StorageFolder {
     /// in the old file once the copy is made; a reader changes nothing that the copy could miss.
     public func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] {
         precondition(offset >= 0 && count >= 0 && offset + count <= Format.fileSize, "read outside a storage file")
-        let fd = try openStorageFile(name, O_RDONLY)
+        let (fd, _) = try openStorageFile(name, O_RDONLY)
         defer { Syscalls.close(fd) }
         return try Syscalls.readFully(fd, count: count, offset: offset)
     }
@@ -68,7 +70,7 @@ public final class DiskStorageFolder: StorageFolder {
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
         try writers.withShared { try createUnlocked(name, contents: contents, durable: durable) }
-        _ = written.withLock { $0.insert(name) }
+        written.withLock { $0[name] = $0[name] ?? 0 }
     }
 
     private func createUnlocked(_ name: String, contents: [UInt8], durable: Bool) throws {
@@ -97,18 +99,18 @@ public final class DiskStorageFolder: StorageFolder {
     public func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
         precondition(offset >= 0 && offset + bytes.count <= Format.fileSize, "write outside a storage file")
         try writers.withShared {
-            let fd = try openStorageFile(name, O_WRONLY)
+            let (fd, status) = try openStorageFile(name, O_WRONLY)
             defer { Syscalls.close(fd) }
+            written.withLock { $0[name] = $0[name] ?? status.modification }
             try Syscalls.writeFully(fd, bytes, offset: offset)
         }
-        _ = written.withLock { $0.insert(name) }
     }
 
     public func sync(_ names: [String]) throws {
         // One syncfs is cheaper than many fsyncs once a commit has written more than a few files.
         if names.count > 8 { return try Syscalls.syncfs(folder) }
         for name in names {
-            let fd = try openStorageFile(name, O_RDONLY)
+            let (fd, _) = try openStorageFile(name, O_RDONLY)
             defer { Syscalls.close(fd) }
             try Syscalls.fdatasync(fd)
         }
@@ -122,15 +124,16 @@ public final class DiskStorageFolder: StorageFolder {
             throw StoreError.unusableFile(name)
         }
         try writers.withShared { try Syscalls.unlink(folder, name) }
-        _ = written.withLock { $0.remove(name) }
+        _ = written.withLock { $0.removeValue(forKey: name) }
     }
 
     public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
 
     public func recreateAtLock(random: any RandomSource) throws {
-        let names = written.withLock { $0 }
-        guard !names.isEmpty else { return }
-        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: names, budget: recreation, random: random)
+        let earlier = written.withLock { $0 }
+        guard !earlier.isEmpty else { return }
+        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: Set(earlier.keys), earlierTimes: earlier,
+                                                                          budget: recreation, random: random)
         written.withLock { $0.removeAll() }
         recreated.withLock { $0 = summary }
     }
@@ -140,7 +143,7 @@ public final class DiskStorageFolder: StorageFolder {
     /// Bytes the file system has allocated for a file: sparse files would show fewer.
     public func allocatedBytes(_ name: String) throws -> Int? { try Syscalls.status(folder, name)?.allocatedBytes }
 
-    private func openStorageFile(_ name: String, _ flags: Int32) throws -> Int32 {
+    private func openStorageFile(_ name: String, _ flags: Int32) throws -> (Int32, Syscalls.FileStatus) {
         let fd: Int32
         // Nothing there, a link, a FIFO without a writer, a folder opened for writing: all are
         // a damaged file (EIO), never a system error that would name the cause.
@@ -153,6 +156,6 @@ public final class DiskStorageFolder: StorageFolder {
             Syscalls.close(fd)
             throw StoreError.unusableFile(name)
         }
-        return fd
+        return (fd, status)
     }
 }

@@ -67,8 +67,10 @@ public final class StorageRecreator {
     /// The re-creation at lock (§11.2–§11.3): every file of `written` and a random share of all
     /// the other storage files, in one random order; the share shrinks as the budget runs out,
     /// the written files are always re-created. Each gets its batch's time as access and
-    /// modification time.
-    public func recreateAtLock(written: Set<String>, budget: RecreationBudget, random: any RandomSource) throws -> Summary {
+    /// modification time, and a written file at least the whole second after its time in
+    /// `earlierTimes` (its time before the session wrote it).
+    public func recreateAtLock(written: Set<String>, earlierTimes: [String: Int64] = [:], budget: RecreationBudget,
+                               random: any RandomSource) throws -> Summary {
         let start = Syscalls.now()
         try removeLeftovers()
         let files = try storageFiles()
@@ -79,7 +81,7 @@ public final class StorageRecreator {
         while !order.isEmpty {
             let batch = Array(order.prefix(batchSize))
             order.removeFirst(batch.count)
-            let done = try recreate(batch, time: nil)
+            let done = try recreateBatch(batch, time: nil, earlierTimes: earlierTimes)
             summary.recreated += done.count
             summary.written += done.filter(written.contains).count
             processed += batch.count
@@ -105,7 +107,7 @@ public final class StorageRecreator {
     public func recreate(_ names: [String], time: Int64? = nil) throws -> [String] {
         var done: [String] = []
         for start in stride(from: 0, to: names.count, by: batchSize) {
-            done += try recreateBatch(Array(names[start..<min(start + batchSize, names.count)]), time: time)
+            done += try recreateBatch(Array(names[start..<min(start + batchSize, names.count)]), time: time, earlierTimes: [:])
         }
         return done
     }
@@ -141,7 +143,7 @@ public final class StorageRecreator {
         var temporary: String { name + StorageRecreator.temporarySuffix }
     }
 
-    private func recreateBatch(_ names: [String], time: Int64?) throws -> [String] {
+    private func recreateBatch(_ names: [String], time: Int64?, earlierTimes: [String: Int64]) throws -> [String] {
         try Syscalls.lockFolder(folder, exclusive: true)
         defer { Syscalls.unlockFolder(folder) }
         // Taken under the lock: every write that came before is older, so a changed file's
@@ -156,7 +158,9 @@ public final class StorageRecreator {
             guard !copies.isEmpty else { return [] }
             try Syscalls.syncfs(folder)
             while let copy = copies.first {
-                if try swap(copy, time: time) { swapped.append(copy.name) }
+                if try swap(copy, time: Self.time(for: copy.name, batch: time, earlierTimes: earlierTimes)) {
+                    swapped.append(copy.name)
+                }
                 copies.removeFirst()
             }
             try Syscalls.fsync(folder)
@@ -165,6 +169,15 @@ public final class StorageRecreator {
             throw error
         }
         return swapped
+    }
+
+    /// The batch's time, or for a file written this session the whole second after its earlier
+    /// time when that is later: `rsync -a` and other copy tools compare times in whole seconds,
+    /// and a lock in the same second as the last one would otherwise leave a changed file with
+    /// the second a copy saw (§11.2). At most a second ahead of the clock per lock that second.
+    static func time(for name: String, batch: Int64, earlierTimes: [String: Int64]) -> Int64 {
+        guard let earlier = earlierTimes[name] else { return batch }
+        return max(batch, (earlier / 1_000_000_000 + 1) * 1_000_000_000)
     }
 
     /// Reads `name` and writes its copy at the temporary name; nil for a name that is not a

@@ -21,7 +21,11 @@ enum Syscalls {
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
-    struct FileStatus { var isRegular: Bool; var size: Int; var allocatedBytes: Int; var isFolder: Bool }
+    struct FileStatus {
+        var isRegular: Bool; var size: Int; var allocatedBytes: Int; var isFolder: Bool
+        /// Modification time, nanoseconds since the epoch.
+        var modification: Int64
+    }
 
     static func status(_ fd: Int32) throws -> FileStatus {
         var info = stat()
@@ -107,7 +111,8 @@ extension Syscalls.FileStatus {
     init(_ info: stat) {
         let type = info.st_mode & S_IFMT
         self.init(isRegular: type == S_IFREG, size: Int(info.st_size),
-                  allocatedBytes: Int(info.st_blocks) * 512, isFolder: type == S_IFDIR)
+                  allocatedBytes: Int(info.st_blocks) * 512, isFolder: type == S_IFDIR,
+                  modification: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 }
 
