@@ -15,8 +15,12 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         .systemLibrary(name: "CSecret", pkgConfig: "libsecret-1",
                        providers: [.apt(["libsecret-1-dev"])]),
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1",
+                       providers: [.apt(["libdbus-1-dev"])]),
         // The one layer of raw system calls (EINTR, errno): sockets, lock files, processes, the terminal.
         .target(name: "SystemCalls", dependencies: ["CSystem"]),
+        // A D-Bus connection (libdbus-1) with calls and signals as Swift values: the system bus.
+        .target(name: "SystemBus", dependencies: ["CDBus"]),
         .target(name: "VaultCrypto", dependencies: ["CLibCrypto", "CSystem"]),
         .target(name: "VaultFormat"),
         .target(name: "VaultStore", dependencies: ["CSystem", "SystemCalls", "VaultCrypto", "VaultFormat"]),
@@ -25,7 +29,7 @@ let package = Package(
         // Sync: the merge of item trees (pure) and the remote storage that rclone reaches.
         .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
-        .target(name: "DotSafeCLI", dependencies: ["SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         // Fuzzing (tools/fuzz): one function per decoder of bytes from disk, and a driver that
         // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.

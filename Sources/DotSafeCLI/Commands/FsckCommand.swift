@@ -58,6 +58,7 @@ struct FsckCommand: Command {
             secrets.wipe()
             throw error
         }
+        defer { folder.leave() }
         let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .fsck) { "this vault is \($0): lock it first" }
         // Held until fsck ends, so that no mount starts meanwhile.
         defer { vaultLock.release() }

@@ -13,12 +13,16 @@ struct MountCommand: Command {
         Without a pattern option, the pattern is asked for on the terminal. Any valid
         pattern opens a vault: one never used before opens a new, empty one, which is
         written to the storage at its first change. Lock with 'dotsafe lock MOUNTPOINT'
-        (or fusermount3 -u, umount, SIGTERM, or the idle timeout).
+        (or fusermount3 -u, umount, SIGTERM, the idle timeout, or with
+        --lock-on-suspend a suspend or a locked session). --lock-on-suspend
+        believes only signals from the owner of org.freedesktop.login1, and refuses
+        to mount when the system bus or logind cannot be reached.
 
         From /etc/fstab (through mount.fuse3, which runs 'dotsafe STORAGE MOUNTPOINT
         -o OPTIONS'): STORAGE MOUNTPOINT fuse.dotsafe
         noauto,pattern_file=FILE,keyring=PATH 0 0. Mount options: allow_other, ro,
-        noexec, pattern_file=FILE, pattern_command=CMD, keyring=PATH, idle=TIME;
+        noexec, pattern_file=FILE, pattern_command=CMD, keyring=PATH, idle=TIME,
+        lock_on_suspend;
         the options of mount(8) and systemd (noauto, user, nofail, _netdev,
         x-systemd.*, nodev, nosuid, ...) are accepted and ignored.
         """
@@ -30,10 +34,12 @@ struct MountCommand: Command {
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let fuseOptions = OptionSpec.value(nil, short: "o", placeholder: "OPTIONS", repeatable: true,
                                               help: "Mount options, comma-separated: allow_other, ro, pattern_file=FILE, ...")
+    static let lockOnSuspend = OptionSpec.flag("lock-on-suspend",
+                                               help: "Lock when the system suspends or this login session locks (logind, on the system bus).")
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
     static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
                                                  help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 2; 0: only the files this session wrote).")
-    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, fuseOptions, quiet],
+    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, lockOnSuspend, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
@@ -62,6 +68,7 @@ struct MountCommand: Command {
         options.readOnly = arguments.flag(Self.readOnly) || list.readOnly
         options.allowOther = list.allowOther
         options.noExec = list.noExec
+        options.lockOnSuspend = arguments.flag(Self.lockOnSuspend) || list.lockOnSuspend
         if let text = arguments.value(Self.idle) ?? list.idle {
             guard let seconds = DurationText.seconds(text) else { throw CLIError.usage("--idle needs a time such as 90s, 5m or 2h, not '\(text)'") }
             options.idleSeconds = seconds
@@ -121,6 +128,7 @@ struct MountOptions: Sendable {
     var recreateSecondsPerGiB = RecreationBudget.standard.secondsPerGiB
     var allowOther = false
     var noExec = false
+    var lockOnSuspend = false
     var keyringPath = ""
 
     /// An existing, empty folder that is not mounted on already.
@@ -149,6 +157,7 @@ struct MountOptions: Sendable {
         if let idleSeconds { arguments += ["--idle", String(idleSeconds)] }
         if allowOther { arguments += ["-o", "allow_other"] }
         if noExec { arguments += ["-o", "noexec"] }
+        if lockOnSuspend { arguments.append("--lock-on-suspend") }
         return arguments
     }
 }

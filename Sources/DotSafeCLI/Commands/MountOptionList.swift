@@ -2,7 +2,7 @@
 /// mount.fuse3 pass them from an fstab line (`dotsafe STORAGE MOUNTPOINT -o rw,nodev,...`).
 ///
 /// DotSafe's own: `allow_other`, `ro`, `noexec`, `pattern_file=FILE`, `pattern_command=CMD`,
-/// `keyring=PATH`, `idle=TIME`. What mount(8), mount.fuse3 and systemd add for their own use
+/// `keyring=PATH`, `idle=TIME`, `lock_on_suspend`. What mount(8), mount.fuse3 and systemd add for their own use
 /// (`noauto`, `user`, `nofail`, `_netdev`, `x-systemd.*`, `rw`, `dev`, `suid`, the atime
 /// options, ...) is accepted and ignored: it means nothing to a FUSE daemon, and refusing it
 /// would break an fstab line. `nodev` and `nosuid` are what a FUSE mount always has, so `dev`
@@ -11,6 +11,7 @@ struct MountOptionList {
     var allowOther = false
     var readOnly = false
     var noExec = false
+    var lockOnSuspend = false
     var patternFile: String?
     var patternCommand: String?
     var keyring: String?
@@ -60,6 +61,7 @@ struct MountOptionList {
         case "allow_other": allowOther = true
         case "ro": readOnly = true
         case "noexec": noExec = true
+        case "lock_on_suspend": lockOnSuspend = true
         case _ where Self.ignored.contains(option): break
         case _ where Self.ignoredPrefixes.contains(where: option.hasPrefix): break
         default:

@@ -27,7 +27,10 @@ struct MountDaemon {
         ProcessCalls.limitMallocArenas(2)
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let folder = try RuntimeFolder.open(environment: context.environment)
+        defer { folder.leave() }
         folder.removeStaleLocks()
+        // Before any key exists: a protection asked for that cannot work stops the mount here.
+        let watcher = options.lockOnSuspend ? try LogindWatcher.start(environment: context.environment) : nil
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
@@ -67,12 +70,15 @@ struct MountDaemon {
             try? mount.waitUntilUnmounted()
             throw error
         }
-        let note = Self.cacheLockNote(vault.cacheLocking)
+        var notes = [Self.cacheLockNote(vault.cacheLocking)].compactMap { $0 }
+        if let watcher, watcher.sessionPath == nil {
+            notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
+        }
         if detached {
-            Self.reportReady(failure: nil, note: note)
+            Self.reportReady(failure: nil, notes: notes)
             ProcessCalls.detachStandardStreams()
         } else {
-            if let note { context.standardError.writeLine("dotsafe: note: \(note)") }
+            for note in notes { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
         // Only in the foreground: a detached child is not the process a service manager started.
@@ -86,6 +92,11 @@ struct MountDaemon {
                               idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds)
         }
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
+        watcher?.watch(while: { mount.isServing }) { event in
+            if event == .busLost { log.write(.warning, "the system bus went away: locking, as --lock-on-suspend can no longer see a suspend") }
+            // Lazily, as for SIGTERM: the machine is about to sleep.
+            try? mount.unmount(lazy: true)
+        }
         var outcome = "locked"
         var status: Int32 = 0
         do { try mount.waitUntilUnmounted() } catch {
@@ -101,6 +112,7 @@ struct MountDaemon {
         channel.unregister()
         vaultLock.release()
         pointLock.release()
+        folder.leave()
         channel.answerAll(outcome)
         // Exit with the waiting `dotsafe lock` connections still open: the kernel closes them
         // only as the process ends, so `lock` returns after the daemon is gone.
@@ -143,10 +155,10 @@ struct MountDaemon {
     }
 
     /// The daemon child's one message to its parent, on standard output: "ready" or an error,
-    /// after a note the parent prints on its standard error.
-    static func reportReady(failure message: String?, note: String? = nil) {
-        let noteLine = note.map { "note: \($0)\n" } ?? ""
-        FileDescriptorOutput.standardOutput.write(noteLine + (message.map { "error: \($0)\n" } ?? "ready\n"))
+    /// after notes the parent prints on its standard error.
+    static func reportReady(failure message: String?, notes: [String] = []) {
+        let noteLines = notes.map { "note: \($0)\n" }.joined()
+        FileDescriptorOutput.standardOutput.write(noteLines + (message.map { "error: \($0)\n" } ?? "ready\n"))
     }
 
     /// What `mount` says when RLIMIT_MEMLOCK does not let the whole chunk cache be locked in RAM

@@ -1,3 +1,4 @@
+import Glibc
 import SystemCalls
 
 /// The user's private folder for running mounts: the mount guards' lock files, the daemons'
@@ -8,14 +9,98 @@ import SystemCalls
 /// a power cut: `$XDG_RUNTIME_DIR/dotsafe`; else `/run/user/UID/dotsafe` when that folder exists
 /// and is ours; else `/dev/shm/dotsafe-UID` (made 0700; refused if someone else made it); only
 /// where there is no /dev/shm, `${XDG_STATE_HOME:-~/.local/state}/dotsafe/run` on disk.
+///
+/// On disk, what a mount writes there (its record with the storage path and start time, lock
+/// files, the boot key) would outlive it, so each process that uses the folder holds it with a
+/// shared `FolderLock`, and the last one out (`leave`), or the first one in after a killed
+/// daemon, empties it and removes it (and `dotsafe`, its parent, when that is empty).
 struct RuntimeFolder {
     let path: String
+    /// This process's hold on a folder on disk; nil for a folder in memory.
+    let diskUse: FolderLock?
 
-    /// The folder, made if missing; a folder that is not private to us is refused.
-    static func open(environment: [String: String]) throws -> RuntimeFolder {
-        guard let path = location(environment) else {
+    init(path: String, diskUse: FolderLock? = nil) {
+        self.path = path
+        self.diskUse = diskUse
+    }
+
+    /// The folders that the choice looks at besides the environment (the tests' own).
+    struct Places {
+        var runUser = "/run/user/\(SystemCall.userID)"
+        /// The system's tmpfs that every user may make a folder in (sticky, like /tmp).
+        var sharedMemory = "/dev/shm"
+    }
+
+    struct Location: Equatable {
+        var path: String
+        var onDisk: Bool
+    }
+
+    /// The folder, made if missing; a folder that is not private to us is refused. Call `leave`
+    /// when done with it.
+    static func open(environment: [String: String], places: Places = Places()) throws -> RuntimeFolder {
+        guard let location = location(environment, places: places) else {
             throw CLIError.failure("no folder for running mounts: set XDG_RUNTIME_DIR or HOME")
         }
+        guard location.onDisk else {
+            try make(location.path)
+            return RuntimeFolder(path: location.path)
+        }
+        do {
+            // A last user may remove the folder between our making it and our lock: again.
+            for _ in 0..<10 {
+                try make(location.path)
+                guard let use = try FolderLock.share(location.path) else { continue }
+                // Nobody else uses it: what is in it was left by a process that was killed.
+                if use.takeAlone() { removeContents(location.path) }
+                // Alone or not, the lock is to be shared again (a failed takeAlone dropped it).
+                guard try use.shareAgain() else { use.release(); continue }
+                return RuntimeFolder(path: location.path, diskUse: use)
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError.failure("cannot use the folder for running mounts \(location.path): \(error)")
+        }
+        throw CLIError.failure("cannot use the folder for running mounts \(location.path): it keeps being removed")
+    }
+
+    /// The folder if it exists and is private to us; nil otherwise (then nothing of ours runs).
+    static func existing(environment: [String: String], places: Places = Places()) -> RuntimeFolder? {
+        guard let path = location(environment, places: places)?.path, (try? checkPrivate(path)) != nil else { return nil }
+        return RuntimeFolder(path: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// Done with the folder. On disk, the last process out empties and removes it, so nothing
+    /// of a mount stays on the disk after it; in memory nothing happens (a reboot clears it).
+    func leave() {
+        guard let diskUse else { return }
+        if diskUse.takeAlone() {
+            Self.removeContents(path)
+            _ = rmdir(path)
+            // `dotsafe` under the state folder holds nothing else of ours; gone when empty.
+            _ = rmdir(String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]))
+        }
+        diskUse.release()
+    }
+
+    static func location(_ environment: [String: String], places: Places = Places()) -> Location? {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isPrivate(runtime) {
+            return Location(path: runtime + "/dotsafe", onDisk: false)
+        }
+        if isPrivate(places.runUser) { return Location(path: places.runUser + "/dotsafe", onDisk: false) }
+        if (try? SystemCall.status(places.sharedMemory))??.isFolder == true {
+            return Location(path: places.sharedMemory + "/dotsafe-\(SystemCall.userID)", onDisk: false)
+        }
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return Location(path: state + "/dotsafe/run", onDisk: true) }
+        if let home = environment["HOME"], home.hasPrefix("/") { return Location(path: home + "/.local/state/dotsafe/run", onDisk: true) }
+        return nil
+    }
+
+    /// Makes the folder and any missing parents (0700), and checks that it is private to us.
+    private static func make(_ path: String) throws {
         do {
             var prefix = ""
             for component in path.split(separator: "/") {
@@ -26,31 +111,12 @@ struct RuntimeFolder {
             throw CLIError.failure("cannot make the folder for running mounts: \(error)")
         }
         try checkPrivate(path)
-        return RuntimeFolder(path: path)
     }
 
-    /// The folder if it exists and is private to us; nil otherwise (then nothing of ours runs).
-    static func existing(environment: [String: String]) -> RuntimeFolder? {
-        guard let path = location(environment), (try? checkPrivate(path)) != nil else { return nil }
-        return RuntimeFolder(path: path)
+    /// Removes every file in the folder (records, sockets, lock files, the boot key).
+    private static func removeContents(_ path: String) {
+        for name in (try? SystemCall.listFolder(path)) ?? [] { try? SystemCall.unlink(path + "/" + name) }
     }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    static func location(_ environment: [String: String]) -> String? {
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/"), isPrivate(runtime) {
-            return runtime + "/dotsafe"
-        }
-        let userFolder = "/run/user/\(SystemCall.userID)"
-        if isPrivate(userFolder) { return userFolder + "/dotsafe" }
-        if (try? SystemCall.status(sharedMemory))??.isFolder == true { return sharedMemory + "/dotsafe-\(SystemCall.userID)" }
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/dotsafe/run" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/dotsafe/run" }
-        return nil
-    }
-
-    /// The system's tmpfs that every user may make a folder in (sticky, like /tmp).
-    static let sharedMemory = "/dev/shm"
 
     private static func isPrivate(_ path: String) -> Bool {
         guard let status = try? SystemCall.status(path) else { return false }
