@@ -1,5 +1,8 @@
 import CDBus
+import Dispatch
+import Foundation
 import Glibc
+import Synchronization
 
 /// A private connection to a D-Bus bus through libdbus-1: method calls with a deadline, and the
 /// signals that arrive. The one file that touches libdbus's C; callers see `BusValue`s.
@@ -28,6 +31,24 @@ public final class BusConnection: @unchecked Sendable {
     /// and says hello, all within `timeoutMilliseconds`: a bus that accepts and never answers
     /// is as unreachable as one that is not there.
     public static func open(address: String, timeoutMilliseconds: Int32 = 3000) throws(BusError) -> BusConnection {
+        // libdbus waits without a deadline while it authenticates (a call's timeout starts only
+        // after that), so the whole opening runs on a thread of its own; one that never ends is
+        // left behind with its connection, to go when the process does.
+        let outcome = Mutex<Result<BusConnection, BusError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let opened = Result { () throws(BusError) in try openWaiting(address: address, timeoutMilliseconds: timeoutMilliseconds) }
+            outcome.withLock { $0 = opened }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .milliseconds(Int(timeoutMilliseconds))) == .success,
+              let opened = outcome.withLock({ $0 }) else {
+            throw .unreachable("the bus at \(address) did not answer within \(timeoutMilliseconds / 1000) seconds")
+        }
+        return try opened.get()
+    }
+
+    private static func openWaiting(address: String, timeoutMilliseconds: Int32) throws(BusError) -> BusConnection {
         _ = dbus_threads_init_default()
         var error = DBusError()
         dbus_error_init(&error)

@@ -12,8 +12,8 @@ import SystemCalls
 ///
 /// On disk, what a mount writes there (its record with the storage path and start time, lock
 /// files, the boot key) would outlive it, so each process that uses the folder holds it with a
-/// shared `FolderLock`, and the last one out (`leave`), or the first one in after a killed
-/// daemon, empties it and removes it (and `dotsafe`, its parent, when that is empty).
+/// shared `FolderLock`: the last one out (`leave`) empties and removes it (and `dotsafe`, its
+/// parent, when that is empty), and the first one in after a killed daemon empties it.
 struct RuntimeFolder {
     let path: String
     /// This process's hold on a folder on disk; nil for a folder in memory.
