@@ -155,8 +155,15 @@ import Testing
             tell lock-other
             sleep 1
             mounted mnt && echo "still mounted: $(cat mnt/note.txt)"
+            # A file held open: the unmount is lazy (as for SIGTERM), the daemon serves it until it is
+            # closed, and logind's delay waits for that.
+            exec 7<mnt/note.txt
             tell sleep
             wait_unmounted mnt && echo "unmounted at sleep"
+            sleep 0.5
+            kill -0 $daemon && echo "still serving the open file: $(cat <&7)"
+            grep -qx released events || echo "inhibitor held while the file is open"
+            exec 7<&-
             wait $daemon; echo "daemon exit status: $?"
             expect_event released && echo "inhibitor released"
             cat mount.out mount.err
@@ -182,6 +189,8 @@ import Testing
             "mounted",
             "still mounted: written before sleep",
             "unmounted at sleep",
+            "still serving the open file: written before sleep",
+            "inhibitor held while the file is open",
             "daemon exit status: 0",
             "inhibitor released",
             "Mounted the vault at \(h.base)/mnt; Ctrl-C or 'dotsafe lock \(h.base)/mnt' locks it.",
