@@ -49,6 +49,24 @@ public enum SystemCall {
         return done
     }
 
+    /// Every byte of a file, read until the end. For /proc files, which report size 0 and give a
+    /// page per read: Foundation's `String(contentsOfFile:)` stops after the first 4 KiB of them.
+    public static func readAll(_ path: String) throws(SystemError) -> [UInt8] {
+        let descriptor = try open(path, O_RDONLY)
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let (count, code) = chunk.withUnsafeMutableBytes { buffer in (Glibc.read(descriptor, buffer.baseAddress, buffer.count), errno) }
+            if count < 0 {
+                if code == EINTR { continue }
+                throw SystemError("read \(path)", code)
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+        }
+    }
+
     /// Opens a path (never creating it unless `flags` says so); the descriptor is close-on-exec.
     public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws(SystemError) -> Int32 {
         try retrying("open \(path)") { Glibc.open(path, flags | O_CLOEXEC, mode) }

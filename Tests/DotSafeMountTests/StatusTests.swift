@@ -102,4 +102,26 @@ import Testing
         #expect(again.status == 1 && again.error == "dotsafe: this vault is already mounted at \(first)\n")
         #expect(s.dotsafe(["lock", "--all"]).status == 0)
     }
+
+    /// /proc/mounts gives a page per read: a mount point listed past the first 4 KiB must still be
+    /// seen (Foundation's String(contentsOfFile:) stopped there). In a mount namespace of the
+    /// test's own, 80 tmpfs mounts come first, then one on the mount point.
+    @Test(.enabled(if: getuid() == 0, "mounting tmpfs needs root")) func aMountPointFarDownTheMountTableIsSeen() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let result = h.sh("""
+            mkdir -p many target
+            unshare -m --propagation private bash -euo pipefail -c '
+                for i in $(seq 1 80); do mkdir -p many/$i && mount -t tmpfs -o size=64k tmpfs many/$i; done
+                mount -t tmpfs -o size=64k tmpfs target
+                echo "table: $(wc -c </proc/mounts)"
+                echo "\(Self.patterns[0])" | "\(MountHarness.binary)" mount storage target --pattern-stdin || echo "status $?"
+            '
+            """, expectFailure: true)
+        let size = result.output.split(separator: "\n").first { $0.hasPrefix("table: ") }.flatMap { Int($0.dropFirst(7)) } ?? 0
+        #expect(size > 8192, "the table is not past the first page: \(result)")
+        #expect(result.error == "dotsafe: mount point \(h.base)/target is mounted on already\n", "\(result)")
+        #expect(result.output.hasSuffix("status 1\n"), "\(result)")
+        #expect(!MountHarness.isMounted(h.base + "/target"))
+    }
 }

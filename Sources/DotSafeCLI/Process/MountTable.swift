@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// /proc/mounts, read for mount points (paths there escape space, tab, newline and backslash
 /// as octal).
@@ -15,7 +16,7 @@ enum MountTable {
     }
 
     static func entries() -> [Entry] {
-        let text = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        let text = String(decoding: (try? SystemCall.readAll("/proc/mounts")) ?? [], as: UTF8.self)
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
             guard fields.count >= 4 else { return nil }
