@@ -13,9 +13,18 @@ public enum AESGCM {
     public static let nonceSize = 12
     public static let tagSize = 16
 
+    /// The key length. DotSafe seals with AES-256 only; AES-128 is here because RFC 9180's
+    /// X25519 vectors use it, and HPKE's code is the same for both (`HPKE.AEAD`).
+    public enum Strength: Sendable {
+        case aes128, aes256
+        public var keySize: Int { self == .aes128 ? 16 : 32 }
+        fileprivate var cipher: FetchedCipher { self == .aes128 ? aes128GCM : aes256GCM }
+    }
+
     /// Returns ciphertext || tag (tag appended).
-    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
-        try plaintext.withUnsafeBytes { try sealedArray(plaintext: $0, key: key, nonce: nonce, aad: aad) }
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                            strength: Strength = .aes256) throws -> [UInt8] {
+        try plaintext.withUnsafeBytes { try sealedArray(plaintext: $0, key: key, nonce: nonce, aad: aad, strength: strength) }
     }
 
     /// As `seal(_:key:nonce:aad:)`, for plaintext that is a piece of a larger buffer.
@@ -39,8 +48,9 @@ public enum AESGCM {
     /// Takes ciphertext || tag. Verifies the tag (EVP_DecryptFinal_ex) before returning anything; on
     /// failure wipes any partial plaintext and throws .authenticationFailed. Input shorter than
     /// tagSize -> authenticationFailed.
-    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
-        try sealed.withUnsafeBytes { try openedArray(sealed: $0, key: key, nonce: nonce, aad: aad) }
+    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], aad: [UInt8],
+                            strength: Strength = .aes256) throws -> [UInt8] {
+        try sealed.withUnsafeBytes { try openedArray(sealed: $0, key: key, nonce: nonce, aad: aad, strength: strength) }
     }
 
     /// As `open(_:key:nonce:aad:)`, without copying the sealed bytes out of a larger buffer (a whole
@@ -52,11 +62,11 @@ public enum AESGCM {
     // MARK: - Buffer management
 
     private static func sealedArray(plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8],
-                                    aad: [UInt8]) throws -> [UInt8] {
+                                    aad: [UInt8], strength: Strength = .aes256) throws -> [UInt8] {
         let sealedCount = plaintext.count + tagSize
         // Uninitialised capacity: the cipher writes every byte, so zero-filling first would be waste.
         return try [UInt8](unsafeUninitializedCapacity: sealedCount) { buffer, initialized in
-            try encrypt(plaintext, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer))
+            try encrypt(plaintext, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer), strength: strength)
             initialized = sealedCount
         }
     }
@@ -81,30 +91,31 @@ public enum AESGCM {
     }
 
     private static func openedArray(sealed: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8],
-                                    aad: [UInt8]) throws -> [UInt8] {
+                                    aad: [UInt8], strength: Strength = .aes256) throws -> [UInt8] {
         guard sealed.count >= tagSize else {
-            try checkSizes(key: key, nonce: nonce)
+            try checkSizes(key: key, nonce: nonce, strength: strength)
             throw CryptoError.authenticationFailed
         }
         let plaintextCount = sealed.count - tagSize
         return try [UInt8](unsafeUninitializedCapacity: plaintextCount) { buffer, initialized in
-            try decrypt(sealed, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer))
+            try decrypt(sealed, key: key, nonce: nonce, aad: aad, into: UnsafeMutableRawBufferPointer(buffer), strength: strength)
             initialized = plaintextCount
         }
     }
 
     // MARK: - OpenSSL
 
-    private static func checkSizes(key: SecretBytes, nonce: [UInt8]) throws {
-        guard key.count == keySize else { throw CryptoError.invalidKeySize(expected: keySize, actual: key.count) }
+    private static func checkSizes(key: SecretBytes, nonce: [UInt8], strength: Strength) throws {
+        guard key.count == strength.keySize else { throw CryptoError.invalidKeySize(expected: strength.keySize, actual: key.count) }
         guard nonce.count == nonceSize else {
             throw CryptoError.invalidInput("AES-GCM nonce must be \(nonceSize) bytes, got \(nonce.count)")
         }
     }
 
     /// Sets cipher, nonce length and then key and nonce on a fresh context.
-    private static func start(_ context: OpaquePointer, encrypting: Bool, key: SecretBytes, nonce: [UInt8]) throws {
-        let cipher = try aes256GCM.cipher()
+    private static func start(_ context: OpaquePointer, encrypting: Bool, key: SecretBytes, nonce: [UInt8],
+                              strength: Strength) throws {
+        let cipher = try strength.cipher.cipher()
         let mode: Int32 = encrypting ? 1 : 0
         try OpenSSLCall.check(EVP_CipherInit_ex(context, cipher, nil, nil, nil, mode), "EVP_CipherInit_ex")
         try OpenSSLCall.check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceSize), nil),
@@ -144,12 +155,12 @@ public enum AESGCM {
     }
 
     private static func encrypt(_ plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
-                                into sealed: UnsafeMutableRawBufferPointer) throws {
-        try checkSizes(key: key, nonce: nonce)
+                                into sealed: UnsafeMutableRawBufferPointer, strength: Strength = .aes256) throws {
+        try checkSizes(key: key, nonce: nonce, strength: strength)
         precondition(sealed.count == plaintext.count + tagSize)
         let context = try OpenSSLCall.check(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
         defer { EVP_CIPHER_CTX_free(context) }  // the provider clears its key schedule on free
-        try start(context, encrypting: true, key: key, nonce: nonce)
+        try start(context, encrypting: true, key: key, nonce: nonce, strength: strength)
         try authenticate(context, aad: aad)
         try update(context, input: plaintext, output: sealed.baseAddress)
         let tag = sealed.baseAddress! + plaintext.count
@@ -163,13 +174,13 @@ public enum AESGCM {
 
     /// Decrypts into `plaintext` and verifies the tag; on any failure the output is zeroed first.
     private static func decrypt(_ sealed: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8],
-                                into plaintext: UnsafeMutableRawBufferPointer) throws {
-        try checkSizes(key: key, nonce: nonce)
+                                into plaintext: UnsafeMutableRawBufferPointer, strength: Strength = .aes256) throws {
+        try checkSizes(key: key, nonce: nonce, strength: strength)
         precondition(sealed.count == plaintext.count + tagSize)
         let context = try OpenSSLCall.check(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
         defer { EVP_CIPHER_CTX_free(context) }
         do {
-            try start(context, encrypting: false, key: key, nonce: nonce)
+            try start(context, encrypting: false, key: key, nonce: nonce, strength: strength)
             try authenticate(context, aad: aad)
             try update(context, input: UnsafeRawBufferPointer(rebasing: sealed[..<plaintext.count]),
                        output: plaintext.baseAddress)
@@ -195,6 +206,7 @@ public enum AESGCM {
 /// The AES-256-GCM implementation, fetched from the default provider once: an implicit fetch
 /// on every `EVP_CipherInit_ex` costs a name lookup under a lock per chunk.
 private let aes256GCM = FetchedCipher(name: "AES-256-GCM")
+private let aes128GCM = FetchedCipher(name: "AES-128-GCM")
 
 /// `@unchecked Sendable` holds because a fetched `EVP_CIPHER` is immutable and reference counted,
 /// and OpenSSL documents fetched algorithm objects as safe to share between threads.
