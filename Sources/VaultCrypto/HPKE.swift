@@ -164,8 +164,9 @@ public enum HPKE {
     static func labeledExpand(suite: [UInt8], prk: SecretBytes, label: String, info: [UInt8], count: Int) throws -> SecretBytes {
         guard count <= Int(UInt16.max) else { throw CryptoError.invalidInput("HPKE output of \(count) bytes") }
         let labeledInfo = bigEndian(UInt16(count)) + versionLabel + suite + Array(label.utf8) + info
+        let noSalt = UnsafeRawBufferPointer(start: nil, count: 0)
         return try prk.withUnsafeBytes { prk in
-            try labeledInfo.withUnsafeBytes { try HKDF.step(.expandOnly, key: prk, salt: UnsafeRawBufferPointer(start: nil, count: 0), info: $0, count: count) }
+            try labeledInfo.withUnsafeBytes { try HKDF.step(.expandOnly, key: prk, salt: noSalt, info: $0, count: count) }
         }
     }
 

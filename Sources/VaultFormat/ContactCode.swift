@@ -34,7 +34,8 @@ public struct ContactCode: Equatable, Sendable {
             case .notAContactCode:
                 "this is not a DotSafe contact code (a contact code starts with \(prefix))"
             case .notACharacter(let position, let character):
-                "contact code: '\(character)' (character \(position)) is not a character of a contact code (letters except b, i, o; digits except 1)"
+                "contact code: '\(character)' (character \(position)) is not a character of a contact code"
+                    + " (letters except b, i, o; digits except 1)"
             case .wrongLength(let characters):
                 "a contact code has \(length) characters (\(prefix) and \(dataLength) more); this has \(characters)"
             case .typo:
