@@ -18,7 +18,7 @@ import Testing
         let folder = try #require(RuntimeFolderLocation.path(h.environment))
         let inodes = Self.socketInodes(of: pid)
         #expect(!inodes.isEmpty, "the daemon holds no socket: the test would see nothing")
-        let table = try readProcFile("/proc/net/unix")
+        let table = try readProcFile("/proc/net/unix")  // all of it: Foundation stops after one page
         // The names the old code used: the lock channel from the mount point, the guard's prefix.
         let oldChannel = "dotsafe-lock-" + h.sh("printf %s '\(vault)' | sha256sum | cut -c1-32").output
             .trimmingCharacters(in: .whitespacesAndNewlines)
