@@ -80,8 +80,16 @@ public final class Vault: Sendable {
     /// Format 2: why a root the vault committed is not in its slots (missing, damaged, older),
     /// naming the generation opened; nil when the slots are as commits and crashes leave them.
     public var rollbackWarning: String? { state.withLock { $0.rollbackWarning } }
-    /// The name of the vault's file `number` in its storage (tests and tools that look at files).
-    public func storageName(ofFile number: UInt64) throws -> String { try state.withLock { try $0.name(number) } }
+    /// The name of the vault's file `number` in its storage (tests and tools that look at files);
+    /// format 2's unlock record has the name the pattern gives it.
+    public func storageName(ofFile number: UInt64) throws -> String {
+        try state.withLock { state in
+            if let special = state.committer.formatTwo?.specialFiles.first(where: { $0.file.raw == number }) {
+                return FileName.encode(special.name)
+            }
+            return try state.name(number)
+        }
+    }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
     public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
     public var isReadOnly: Bool { state.withLock { $0.readOnly } }

@@ -68,10 +68,13 @@ struct MountDaemon {
             throw error
         }
         let note = Self.cacheLockNote(vault.cacheLocking)
+        // A root the vault committed is not in its slots (docs/FORMAT-2-DESIGN.md §E): said once.
+        let warning = vault.rollbackWarning
         if detached {
-            Self.reportReady(failure: nil, note: note)
+            Self.reportReady(failure: nil, note: note, warning: warning)
             ProcessCalls.detachStandardStreams()
         } else {
+            if let warning { context.standardError.writeLine("dotsafe: warning: \(warning)") }
             if let note { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
@@ -130,7 +133,7 @@ struct MountDaemon {
         try? newline.withUnsafeBytes { try SystemCall.writeAll(pipe, $0) }
         try? input.fileHandleForWriting.close()
         var answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        while answer.hasPrefix("note: "), let end = answer.firstIndex(of: "\n") {
+        while answer.hasPrefix("note: ") || answer.hasPrefix("warning: "), let end = answer.firstIndex(of: "\n") {
             context.standardError.writeLine("dotsafe: " + answer[..<end])
             answer = String(answer[answer.index(after: end)...])
         }
@@ -143,10 +146,10 @@ struct MountDaemon {
     }
 
     /// The daemon child's one message to its parent, on standard output: "ready" or an error,
-    /// after a note the parent prints on its standard error.
-    static func reportReady(failure message: String?, note: String? = nil) {
-        let noteLine = note.map { "note: \($0)\n" } ?? ""
-        FileDescriptorOutput.standardOutput.write(noteLine + (message.map { "error: \($0)\n" } ?? "ready\n"))
+    /// after a warning and a note the parent prints on its standard error.
+    static func reportReady(failure message: String?, note: String? = nil, warning: String? = nil) {
+        let lines = (warning.map { "warning: \($0)\n" } ?? "") + (note.map { "note: \($0)\n" } ?? "")
+        FileDescriptorOutput.standardOutput.write(lines + (message.map { "error: \($0)\n" } ?? "ready\n"))
     }
 
     /// What `mount` says when RLIMIT_MEMLOCK does not let the whole chunk cache be locked in RAM
