@@ -119,6 +119,19 @@ import VaultStore
         #expect(try again.readAll("later") == [7])
     }
 
+    /// The rollback table of docs/FORMAT-2-DESIGN.md §E. Generation 5 belongs in slot 1 (its
+    /// original); slot 0 holds its copy. nil: no file; .some(nil): a file that does not open.
+    @Test func theSlotsAgainstTheRollbackTable() {
+        let quiet: [[UInt64??]] = [[5, 5], [4, 5], [.some(nil), 5], [nil, 1], [.some(nil), 1], [0 + 4, 5]]
+        for slots in quiet { #expect(FormatTwoVault.rollbackWarning(slots) == nil, "\(slots)") }
+        let said: [[UInt64??]] = [[nil, 5], [3, 5], [5, .some(nil)], [5, nil], [5, 3], [5, 4]]
+        for slots in said {
+            let warning = FormatTwoVault.rollbackWarning(slots)
+            #expect(warning?.hasSuffix("generation 5") == true || warning?.contains("opened generation 5") == true, "\(slots): \(warning ?? "nil")")
+        }
+        #expect(FormatTwoVault.rollbackWarning([nil, nil]) == nil)
+    }
+
     @Test func itemsCountTheirVersions() throws {
         let storage = try TestVaults.storage()
         let vault = try TestVaults.open(storage)
