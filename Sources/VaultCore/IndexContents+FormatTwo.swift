@@ -44,7 +44,7 @@ extension IndexContents {
             }
         }
         try visit(root.top, level: root.topLevel, upper: nil)
-        try addSegments(segments)
+        try addSegments(segments, format: .two)
         try buildFolders()
         var special: [UInt64] = []
         for file in root.specialFiles.map(\.file) {

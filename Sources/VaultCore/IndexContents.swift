@@ -28,7 +28,7 @@ struct IndexContents {
             defer { for record in records { record.value.wipeStorage() } }
             try addLeaf(StoredRef(ref), records, format: .one, isValidID: { $0 < root.nextItemID }, keepKey: keepKey, segments: &segments)
         }
-        try addSegments(segments)
+        try addSegments(segments, format: .one)
         try buildFolders()
         let reserved = Format.indexSlotCount + UInt64(root.coverCount)
         try checkFileNumbers(pages: root.pages.map(\.fileNumber), special: [],
@@ -84,7 +84,7 @@ struct IndexContents {
     }
 
     /// The chunks of the segments, on items that are chunked files of a size that has them.
-    mutating func addSegments(_ segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])]) throws {
+    mutating func addSegments(_ segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])], format: StorageFormat) throws {
         for (key, entries) in segments {
             guard let item = items[key.itemID], item.isFile, item.record.layout == .chunked else {
                 throw VaultError.damagedIndex("chunk map of item \(key.itemID), which is not a chunked file")
@@ -93,8 +93,8 @@ struct IndexContents {
             for entry in entries {
                 let index = base + entry.index
                 guard index < item.chunkCount else { throw VaultError.damagedIndex("chunk \(index) beyond the size of item \(key.itemID)") }
-                // A format-1 chunk of an upgraded item opens with the item's key only.
-                guard entry.ref.key != nil || item.key != nil else { throw VaultError.damagedIndex("format-1 chunk of item \(key.itemID) without an item key") }
+                // A format-1 chunk in a format-2 index (an upgraded item) opens with the item's key only.
+                guard format == .one || entry.ref.key != nil || item.key != nil else { throw VaultError.damagedIndex("format-1 chunk of item \(key.itemID) without an item key") }
                 items[key.itemID]!.chunks[index] = entry.ref
             }
         }

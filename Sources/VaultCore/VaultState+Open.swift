@@ -16,6 +16,8 @@ extension VaultState {
     /// its index names. Anything there that does not open is damage, never an empty vault.
     static func open(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource,
                      clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        // Copies a re-creation cut short left (§11.3); they are no vault's files.
+        if !options.readOnly { try storage.removeRecreationLeftovers() }
         if let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets) {
             return try openFormatTwo(unlock, storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }
@@ -37,8 +39,6 @@ extension VaultState {
                 continue
             }
         }
-        // Copies a re-creation cut short left (§11.3); they are no vault's files.
-        if !options.readOnly { try storage.removeRecreationLeftovers() }
         if present.isEmpty {
             return try newVault(storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }

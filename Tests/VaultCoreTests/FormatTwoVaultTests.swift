@@ -132,6 +132,26 @@ import VaultStore
         #expect(FormatTwoVault.rollbackWarning([nil, nil]) == nil)
     }
 
+    /// Format 2's per-seal keys cost bytes in the index (43-byte chunk entries for 34, 52-byte
+    /// page refs, 32-byte member keys) and 24 bytes per member (its nonce moves into the pack):
+    /// the same tree takes at most one group more than in format 1.
+    @Test func theStorageGrowsLittleOverFormatOne() throws {
+        func files(_ format: StorageFormat) throws -> (files: Int, pages: Int) {
+            let storage = try TestVaults.storage(random: DeterministicRandom(seed: [UInt8](repeating: 3, count: 32)))
+            let start = storage.snapshot.count
+            let vault = try TestVaults.open(storage, random: DeterministicRandom(seed: [UInt8](repeating: 4, count: 32)), format: format)
+            let folder = try vault.create(.folder, in: Vault.rootID, named: Array("tree".utf8), mode: 0o755)
+            for i in 0..<2000 { try vault.makeFile("file-\(i)", TestVaults.content(100 + (i * 37) % 4000, seed: UInt64(i)), in: folder) }
+            try vault.makeFile("big", streamContent(40 * Self.payload + 5, seed: 5))
+            try vault.lock()
+            let pages = vault.statistics.pageWrites
+            return (storage.snapshot.count - start, pages)
+        }
+        let one = try files(.one), two = try files(.two)
+        print("storage files for 2,000 small files and a 10 MiB one: format 1 \(one.files) (\(one.pages) pages), format 2 \(two.files) (\(two.pages) pages)")
+        #expect(two.files <= one.files + 16)
+    }
+
     @Test func itemsCountTheirVersions() throws {
         let storage = try TestVaults.storage()
         let vault = try TestVaults.open(storage)
