@@ -152,6 +152,21 @@ import VaultStore
         #expect(two.files <= one.files + 16)
     }
 
+    /// Something at the pattern's unlock name that does not open (a foreign entry, another
+    /// file of the storage size) is damage, never a new vault: nothing is written over it.
+    @Test func somethingElseAtTheUnlockNameIsDamage() throws {
+        for foreign in [true, false] {
+            let storage = try TestVaults.storage()
+            let name = try FormatTwoKeys.unlockName(locator: try TestVaults.secrets().locator)
+            if foreign { storage.plantForeign(name) } else { storage.tamper(name, with: try SystemRandom().bytes(Format.fileSize)) }
+            let before = storage.snapshot
+            for readOnly in [true, false] {
+                expectDamagedIndex("foreign: \(foreign), read-only: \(readOnly)") { _ = try TestVaults.open(storage, readOnly: readOnly) }
+            }
+            expectUnchanged(storage, since: before, "failed opens")
+        }
+    }
+
     @Test func itemsCountTheirVersions() throws {
         let storage = try TestVaults.storage()
         let vault = try TestVaults.open(storage)
