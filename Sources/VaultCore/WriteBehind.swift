@@ -19,7 +19,8 @@ struct ChunkWrite: Sendable {
     let name: String
     /// The number's file does not exist yet (a new group's): it is created whole.
     let create: Bool
-    let body: [UInt8]
+    /// The chunk's buffer, shared with the cache: nothing changes it while this runs.
+    let body: PlaintextBuffer
     let padding: [UInt8]
     let oneTime: Sealer.OneTimeKey
     let format: StorageFormat
@@ -30,7 +31,7 @@ struct ChunkWrite: Sendable {
     func run(_ storage: any StorageFolder) throws {
         defer { oneTime.subkey.wipe() }
         let seal: SealContext = format == .one ? .chunk(item: key.item, index: key.index) : .chunkV2(index: key.index)
-        let file = try Sealer.sealEnvelope(kind: .chunk, version: format.envelopeVersion, body: body[...], padding: padding,
+        let file = try Sealer.sealEnvelope(kind: .chunk, version: format.envelopeVersion, body: body, padding: padding,
                                            with: oneTime, seal: seal)
         if create {
             try storage.create(name, contents: file, durable: false)
@@ -87,7 +88,7 @@ extension VaultState {
         var writes: [ChunkWrite] = []
         for index in indexes {
             let key = ChunkCache.Key(item: id, index: index)
-            guard chunks.isDirty(key), let body = chunks.get(key) else { continue }
+            guard chunks.isDirty(key), let count = chunks.storedCount(key) else { continue }
             do {
                 let number = try writer.allocateUsable(data: true)
                 // Everything that can fail comes before the flight is registered: a commit waits
@@ -96,7 +97,7 @@ extension VaultState {
                 var sealKey: SecretArena.Slot?
                 do {
                     fileName = try name(number)
-                    padding = try random.bytes(Self.payload - body.count)
+                    padding = try random.bytes(Self.payload - count)
                     if format == .two { sealKey = try arena.allocateRandom(using: random) }
                     oneTime = try Sealer.OneTimeKey(.arena(sealKey ?? item.key!, arena), random: random)
                 } catch {
@@ -104,7 +105,7 @@ extension VaultState {
                     if let sealKey { arena.free(sealKey) }
                     throw error
                 }
-                let token = chunks.startFlight(key, bytes: body)
+                let (token, body) = chunks.startFlight(key)!
                 tree.update(id) { $0.layout = .chunked }
                 statistics.chunkEncrypts += 1
                 writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
@@ -124,14 +125,14 @@ extension VaultState {
         if stored { writer.didStoreBehind(write.number, created: write.create) }
         let ref = write.sealKey.map { StoredRef(fileNumber: write.number, key: $0) }
             ?? StoredRef(fileNumber: write.number, nonce: write.oneTime.nonce)
-        guard let bytes = chunks.finishFlight(write.key, token: write.token) else {
+        guard let body = chunks.finishFlight(write.key, token: write.token) else {
             release(ref)
             return
         }
         let (id, index) = (write.key.item, write.key.index)
         guard stored, tree.items[id] != nil else {
             release(ref)
-            if tree.items[id] != nil { chunks.put(write.key, bytes: bytes, dirty: true) }
+            if tree.items[id] != nil { chunks.failedFlight(write.key, body) }
             return
         }
         if let old = tree.setChunk(id, index, ref) { release(old) }
