@@ -10,18 +10,41 @@ import VaultStore
 /// into a block of the cache's pool, which the cache then keeps: no copy, and no plaintext in
 /// ordinary memory.
 struct ChunkLoad: Sendable {
+    /// What opens the chunk, taken under the lock: format 1's one-time key from the item key and
+    /// the recorded nonce; format 2's chunk key, copied out of the arena (the nonce is in the file).
+    enum Opener: Sendable {
+        case formatOne(Sealer.OneTimeKey)
+        case formatTwo(SecretBytes)
+    }
+
     let key: ChunkCache.Key
-    let ref: SealedRef
+    let ref: StoredRef
     let name: String
-    let oneTime: Sealer.OneTimeKey
+    let opener: Opener
     let pool: PlaintextPool
 
     func run(_ storage: any StorageFolder) throws -> PlaintextBuffer {
-        defer { oneTime.subkey.wipe() }
+        var recorded: Sealer.OneTimeKey?, chunkKey: SecretBytes?
+        switch opener {
+        case .formatOne(let oneTime): recorded = oneTime
+        case .formatTwo(let key): chunkKey = key
+        }
+        defer {
+            recorded?.subkey.wipe()
+            chunkKey?.wipe()
+        }
         guard let file = try storage.read(name) else { throw StoreError.unusableFile("chunk") }
         let body = PlaintextBuffer(pool: pool, capacity: ChunkOffsets.chunkSize)
-        try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime,
-                                seal: .chunk(item: key.item, index: key.index), into: body)
+        guard let chunkKey else {
+            try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: recorded!,
+                                    seal: .chunk(item: key.item, index: key.index), into: body)
+            return body
+        }
+        guard file.count == Format.fileSize else { throw CryptoError.authenticationFailed }
+        let oneTime = try Sealer.OneTimeKey(.secret(chunkKey), nonce: Array(file[0..<Format.sealNonceSize]))
+        defer { oneTime.subkey.wipe() }
+        try Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion, with: oneTime,
+                                seal: .chunkV2(index: key.index), into: body)
         return body
     }
 }
@@ -78,10 +101,18 @@ extension VaultState {
 
     /// A load of a stored chunk; nil for a hole.
     mutating func makeLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
-        guard let item = tree.items[key.item], let slot = item.key, let ref = item.chunks[key.index] else { return nil }
-        let oneTime = try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce)
+        guard let item = tree.items[key.item], let ref = item.chunks[key.index] else { return nil }
+        let opener: ChunkLoad.Opener
+        if let slot = ref.key {
+            var bytes = arena.bytes(slot)
+            defer { Sealer.wipe(&bytes) }
+            opener = .formatTwo(try SecretBytes(copying: bytes))
+        } else {
+            guard let slot = item.key else { return nil }
+            opener = .formatOne(try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce))
+        }
         statistics.chunkDecrypts += 1
-        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), oneTime: oneTime, pool: chunks.cache.pool)
+        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), opener: opener, pool: chunks.cache.pool)
     }
 
     /// Where a read of `offset..<offset + count` ends (at the file's end at most), and whether

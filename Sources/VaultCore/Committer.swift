@@ -11,22 +11,30 @@ struct Committer {
     let pageKey: SecretBytes
     private(set) var pageTable: PageTable
     /// The committed generation; 0 while the vault has never been written.
-    private(set) var generation: UInt64
+    var generation: UInt64
+    /// Format 2's root: nil for a format-1 vault (`Committer+FormatTwo.swift`).
+    var formatTwo: FormatTwoRoot?
+    /// Format 2: the root just committed, sealed for the other slot (written after the commit point).
+    var pendingCopy: [UInt8]?
     /// A slot whose file is missing though the other opens: made again at the next change.
     var missingSlot: UInt64?
     /// When the covers last got new bytes in this session, and whether a commit came since.
     private var coversRefreshedAt: Int64?
-    private(set) var committedSinceCoverRefresh = false
+    var committedSinceCoverRefresh = false
 
     /// At most one refresh of the covers per this many nanoseconds (R-COV-3), and one at lock.
     static let coverRefreshInterval: Int64 = 30_000_000_000
 
-    init(vaultKey: SecretBytes, generation: UInt64, pageTable: PageTable = PageTable()) throws {
+    init(vaultKey: SecretBytes, generation: UInt64, pageTable: PageTable = PageTable(), formatTwo: FormatTwoRoot? = nil) throws {
         self.vaultKey = vaultKey
+        // Format 2 has a key per page version; its pages never use this one.
         pageKey = try HKDF.deriveKey(from: vaultKey, salt: [], info: Label.pageKey, count: Format.keySize)
         self.generation = generation
         self.pageTable = pageTable
+        self.formatTwo = formatTwo
     }
+
+    var format: StorageFormat { formatTwo == nil ? .one : .two }
 
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
@@ -58,10 +66,10 @@ struct Committer {
     /// Writes every changed page again from its records (`encode`), split where a page would
     /// outgrow its body: records in key order, a new page when the next record does not fit.
     /// Returns how many pages it wrote.
-    mutating func writeDirtyPages(writer: inout FileWriter, encode: (RecordKey) -> [UInt8]) throws -> Int {
-        var written: [Int: [(ref: SealedRef, keys: [RecordKey])]] = [:]
+    mutating func writeDirtyPages(writer: inout FileWriter, arena: SecretArena, encode: (RecordKey) -> [UInt8]) throws -> Int {
+        var written: [Int: [(ref: StoredRef, keys: [RecordKey])]] = [:]
         var count = 0
-        let limit = Format.payloadSize - IndexPage.headerSize
+        let limit = Format.payloadSize - (format == .one ? IndexPage.headerSize : IndexPageV2.headerSize)
         for (i, page) in pageTable.pages.enumerated() where page.dirty {
             var pieces: [[(key: RecordKey, value: [UInt8])]] = [[]]
             defer { for piece in pieces { for record in piece { record.value.wipeStorage() } } }  // item keys, names
@@ -77,17 +85,25 @@ struct Committer {
                 size += cost
             }
             for piece in pieces where !piece.isEmpty {
-                var body = IndexPage.encode(piece)
-                defer { Sealer.wipe(&body) }
-                let (nonce, file) = try Sealer.sealEnvelope(kind: .indexPage, body: body[...], key: .secret(pageKey),
-                                                            seal: .indexPage, random: writer.random)
-                let number = try writer.store(file)
+                let ref = try format == .one ? writePage(piece, writer: &writer) : writePageV2(piece, writer: &writer, arena: arena)
                 count += 1
-                written[i, default: []].append((SealedRef(fileNumber: number, nonce: nonce), piece.map(\.key)))
+                written[i, default: []].append((ref, piece.map(\.key)))
             }
         }
-        for ref in pageTable.replaceDirty(with: written) { writer.release(ref.fileNumber) }
+        for ref in pageTable.replaceDirty(with: written) {
+            writer.release(ref.fileNumber)
+            if let key = ref.key { arena.free(key) }
+        }
         return count
+    }
+
+    /// A format-1 page (§5.2): sealed with the page key, its nonce recorded in the root.
+    private func writePage(_ records: [(key: RecordKey, value: [UInt8])], writer: inout FileWriter) throws -> StoredRef {
+        var body = IndexPage.encode(records)
+        defer { Sealer.wipe(&body) }
+        let (nonce, file) = try Sealer.sealEnvelope(kind: .indexPage, body: body[...], key: .secret(pageKey),
+                                                    seal: .indexPage, random: writer.random)
+        return StoredRef(fileNumber: try writer.store(file), nonce: nonce)
     }
 
     func coversAreDue(now: Int64) -> Bool {
@@ -123,13 +139,18 @@ struct Committer {
 
     /// The commit point: root g+1 into slot (g+1) mod 2, synced (§9.2 step 5). From here on the
     /// state in memory is generation g+1's, whatever the clean-up after it meets.
-    mutating func writeRoot(releasing: [UInt64], nextItemID: UInt64, writer: inout FileWriter, coversRefreshed: Bool) throws {
+    mutating func writeRoot(releasing: [UInt64], nextItemID: UInt64, writer: inout FileWriter, arena: SecretArena,
+                            coversRefreshed: Bool) throws {
+        if let formatTwo {
+            return try writeRootV2(formatTwo, releasing: releasing, nextItemID: nextItemID, writer: &writer, arena: arena,
+                                   coversRefreshed: coversRefreshed)
+        }
         let generation = self.generation + 1
         let slot = generation % Format.indexSlotCount
         let allocator = writer.allocator
         var root = IndexRoot(generation: generation, vaultKey: vaultKey.copyBytes(), nextFileNumber: allocator.nextFileNumber,
                              nextItemID: nextItemID, coverCount: allocator.coverCount, ownedGroups: allocator.ownedGroups,
-                             releasing: releasing, pages: pageTable.pages.map { $0.ref! })
+                             releasing: releasing, pages: pageTable.pages.map { $0.ref!.sealed })
         var body = root.encode()
         Sealer.wipe(&root.vaultKey)
         defer { Sealer.wipe(&body) }
@@ -148,9 +169,11 @@ struct Committer {
         writer.allocator.didCommit()
     }
 
-    /// Group 0's other slot is made only after the first root, so that a crash never leaves a
-    /// slot that does not open beside no slot that does (which would read as damage).
-    func createOtherSlot(writer: inout FileWriter) throws {
+    /// After the commit point, the other slot. Format 1: group 0's other slot is made only after
+    /// the first root, so that a crash never leaves a slot that does not open beside no slot
+    /// that does (which would read as damage). Format 2: the copy of the root just committed.
+    mutating func writeOtherSlot(writer: inout FileWriter) throws {
+        if formatTwo != nil { return try writeCopy(writer: &writer) }
         let other = 1 - generation % Format.indexSlotCount
         if writer.allocator.needsCreate(other) { try writer.createSlot(other, try writer.random.bytes(Format.fileSize)) }
     }
@@ -167,5 +190,6 @@ struct Committer {
     func wipe() {
         vaultKey.wipe()
         pageKey.wipe()
+        formatTwo?.rootKey.wipe()
     }
 }

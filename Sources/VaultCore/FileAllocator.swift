@@ -36,9 +36,18 @@ struct FileAllocator {
 
     /// A vault read from its root; `used` are the numbers its records and pages reference.
     init(root: IndexRoot, used: Set<UInt64>) {
-        coverCount = root.coverCount
-        ownedGroups = root.ownedGroups
-        nextFileNumber = root.nextFileNumber
+        self.init(ownedGroups: root.ownedGroups, nextFileNumber: root.nextFileNumber, coverCount: root.coverCount, used: used)
+    }
+
+    /// A format-2 vault's device entry (docs/FORMAT.md §13.4): the same fields.
+    init(device: DeviceEntry, used: Set<UInt64>) {
+        self.init(ownedGroups: device.ownedGroups, nextFileNumber: device.nextFileNumber, coverCount: device.coverCount, used: used)
+    }
+
+    private init(ownedGroups: [GroupRange], nextFileNumber: UInt64, coverCount: UInt8, used: Set<UInt64>) {
+        self.coverCount = coverCount
+        self.ownedGroups = ownedGroups
+        self.nextFileNumber = nextFileNumber
         for range in ownedGroups.reversed() {
             for number in (range.first * Self.group..<range.end * Self.group).reversed()
             where number >= firstDataNumber && !used.contains(number) {
@@ -113,13 +122,19 @@ struct FileAllocator {
     }
 
     /// After a commit: what the old root referenced and the new one does not becomes free.
-    mutating func didCommit() {
+    /// `refillFreedNow`: format 2, whose other slot gets a copy of the new root, so that what
+    /// this commit freed is referenced by neither slot and is refilled at once.
+    mutating func didCommit(refillFreedNow: Bool = false) {
         // Neither slot's root references a file that was free before this commit and still is.
         let freeNow = Set(free)
         refillNow = refillAtNextCommit.filter { freeNow.contains($0) && !unwritten.contains($0) }.sorted()
         refillAtNextCommit = Set(pendingFree)
         for number in pendingFree { insertFree(number) }
         pendingFree = []
+        if refillFreedNow {
+            refillNow = Set(refillNow).union(refillAtNextCommit.filter { !unwritten.contains($0) }).sorted()
+            refillAtNextCommit = []
+        }
         allocatedSinceCommit = []
         groupsSinceCommit = []
     }

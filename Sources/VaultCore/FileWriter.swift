@@ -32,6 +32,11 @@ struct FileWriter {
     /// format 1's keys alone leave readable.
     var refillsFreedFiles = true
 
+    /// Format 2, a new vault: its owner unlock record (name and sealed file), made before any
+    /// other file of the vault, so that a crash leaves nothing the next open cannot find
+    /// through the pattern (`writeUnlockRecord`).
+    var pendingUnlock: (name: String, file: [UInt8])?
+
     init(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, allocator: FileAllocator) {
         self.storage = storage
         self.secrets = secrets
@@ -77,6 +82,7 @@ struct FileWriter {
     /// (it stays handed out until the session ends). Either way one damaged block does not stop
     /// every later commit.
     mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
+        try writeUnlockRecord()
         while true {
             if data && allocator.freeCount <= Self.reservedFiles {
                 // Data never takes the last free files: a new group is made, whole, first. If
@@ -142,12 +148,20 @@ struct FileWriter {
         unsynced.insert(number)
     }
 
+    /// Creates the pending unlock record (durably, its name synced), once, before anything else.
+    mutating func writeUnlockRecord() throws {
+        guard let unlock = pendingUnlock else { return }
+        try storage.create(unlock.name, contents: unlock.file, durable: true)
+        pendingUnlock = nil
+        try storage.syncFolder()
+    }
+
     // MARK: Write-behind
 
     /// The next group's files, to make outside the lock when free files run short; nil when
     /// one is being made already or there is room.
     mutating func startGroupWrite() -> GroupWrite? {
-        guard !groupBeingMade && allocator.freeCount < Self.reservedFiles + Format.groupSize,
+        guard (try? writeUnlockRecord()) != nil, !groupBeingMade && allocator.freeCount < Self.reservedFiles + Format.groupSize,
               let names = try? allocator.startGroupNames(name) else { return nil }
         groupBeingMade = true
         return GroupWrite(numbers: names.numbers, names: names.names, random: random)
@@ -185,6 +199,7 @@ struct FileWriter {
 
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     mutating func createUnwrittenFiles() throws {
+        try writeUnlockRecord()
         for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount {
             try createRandomFile(number)
         }
@@ -210,6 +225,7 @@ struct FileWriter {
     /// happens next: a commit that goes on after a failed folder sync writes into it rather than
     /// making it again (`exists`), and syncs the folder before its own root.
     mutating func createSlot(_ slot: UInt64, _ file: [UInt8]) throws {
+        try writeUnlockRecord()
         try storage.create(try name(slot), contents: file, durable: true)
         allocator.markCreated(slot)
         createdSinceCommit = true

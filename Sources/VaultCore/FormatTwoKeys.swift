@@ -7,8 +7,17 @@ import VaultFormat
 enum FormatTwoKeys {
     /// base32(HKDF(LOC, "DotSafe v2 unlock name" || lp8(location), 16)).
     static func unlockName(locator: SecretBytes, location: [UInt8] = Label.localLocation) throws -> String {
-        FileName.encode(try HKDF.deriveBytes(from: locator, salt: [], info: Label.unlockName + [UInt8(location.count)] + location,
-                                             count: Format.nameBytes))
+        FileName.encode(try unlockNameBytes(locator: locator, location: location))
+    }
+
+    /// The 16 bytes of that name, as the root's special files list them.
+    static func unlockNameBytes(locator: SecretBytes, location: [UInt8] = Label.localLocation) throws -> [UInt8] {
+        try HKDF.deriveBytes(from: locator, salt: [], info: Label.unlockName + [UInt8(location.count)] + location, count: Format.nameBytes)
+    }
+
+    /// NKd of the device that creates a vault: HKDF(VK, "DotSafe v2 first device names", 32).
+    static func firstDeviceNamesKey(vaultKey: SecretBytes) throws -> SecretBytes {
+        try HKDF.deriveKey(from: vaultKey, salt: [], info: Label.firstDeviceNames, count: Format.keySize)
     }
 
     /// RK = HKDF(VK, "DotSafe v2 root key", 32).

@@ -8,61 +8,101 @@ struct IndexContents {
     var items: [UInt64: Item] = [:]
     /// Folder → name → item, derived from the items' links.
     var children: [UInt64: [[UInt8]: UInt64]] = [:]
-    var pages: [(ref: SealedRef, keys: [RecordKey])] = []
+    var pages: [(ref: StoredRef, keys: [RecordKey])] = []
     var packs: [UInt64: PackInfo] = [:]
     /// Every file number the index uses: pages, chunks, packs.
     var usedFiles: Set<UInt64> = []
+    /// Format 2: interior pages read; the next root lists the leaves directly, so they go free.
+    var interiorPages: [StoredRef] = []
 
     /// `pageBody` returns the opened body of one page of the root (its inner block's body);
     /// `keepKey` takes the item key of a file record (and wipes the array) into locked memory.
     init(root: IndexRoot, pageBody: (SealedRef) throws -> [UInt8],
          keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
-        var segments: [(key: RecordKey, entries: [ChunkSegment.Entry])] = []
-        var lastKey: RecordKey?
+        var segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])] = []
         for ref in root.pages {
             // A page body and its records hold item keys and names: zeroed once decoded.
             let body = try pageBody(ref)
             defer { body.wipeStorage() }
             let records = try IndexPage.decode(body[...])
             defer { for record in records { record.value.wipeStorage() } }
-            if let lastKey, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
-            lastKey = records.last!.key
-            for record in records {
-                if record.key.sub == 0 {
-                    var decoded = try ItemRecord.decode(record.value)
-                    var item = Item(record: decoded)
-                    // `item` shared the key's storage: with it gone, keepKey zeroes the key in place.
-                    item.record.itemKey = []
-                    defer { decoded.itemKey.wipeStorage() }
-                    if decoded.type == .file { item.key = try keepKey(&decoded.itemKey) }
-                    guard record.key.itemID >= Format.rootItemID, record.key.itemID < root.nextItemID else {
-                        throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")
-                    }
-                    items[record.key.itemID] = item
-                } else {
-                    segments.append((record.key, try ChunkSegment.decode(record.value)))
-                }
-            }
-            pages.append((ref, records.map(\.key)))
+            try addLeaf(StoredRef(ref), records, format: .one, isValidID: { $0 < root.nextItemID }, keepKey: keepKey, segments: &segments)
         }
+        try addSegments(segments, format: .one)
+        try buildFolders()
+        let reserved = Format.indexSlotCount + UInt64(root.coverCount)
+        try checkFileNumbers(pages: root.pages.map(\.fileNumber), special: [],
+                             isOwned: { $0 >= reserved && root.owns($0) })
+    }
+
+    /// One leaf page's records: items (with their keys moved into locked memory by `keepKey`)
+    /// and chunk-map segments, kept for `addSegments`.
+    mutating func addLeaf(_ ref: StoredRef, _ records: [(key: RecordKey, value: [UInt8])], format: StorageFormat,
+                          isValidID: (UInt64) -> Bool, keepKey: (inout [UInt8]) throws -> SecretArena.Slot?,
+                          segments: inout [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])]) throws {
+        if let lastKey = pages.last?.keys.last, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
+        for record in records {
+            if record.key.sub == 0 {
+                var decoded = try ItemRecord.decode(record.value)
+                guard decoded.recordVersion == format.envelopeVersion else {
+                    throw VaultError.damagedIndex("item \(record.key.itemID) has a record of version \(decoded.recordVersion)")
+                }
+                var item = Item(record: decoded)
+                // `item` shared the key's storage: with it gone, keepKey zeroes the key in place.
+                item.record.itemKey = []
+                defer { decoded.itemKey.wipeStorage() }
+                if decoded.type == .file && !decoded.itemKey.isEmpty { item.key = try keepKey(&decoded.itemKey) }
+                if case .packed(let member) = decoded.layout, !member.key.isEmpty {
+                    // The record keeps zeros in the key's place (every copy shares the storage).
+                    var key = member.key
+                    defer { member.key.wipeStorage() }
+                    item.memberKey = try keepKey(&key)
+                }
+                guard record.key.itemID >= Format.rootItemID, isValidID(record.key.itemID) else {
+                    throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")
+                }
+                items[record.key.itemID] = item
+            } else if format == .one {
+                segments.append((record.key, try ChunkSegment.decode(record.value).map { ($0.indexInSegment, StoredRef($0.ref)) }))
+            } else {
+                var entries: [(index: Int, ref: StoredRef)] = []
+                for entry in try ChunkSegmentV2.decode(record.value) {
+                    switch entry.seal {
+                    case .formatOne(let nonce):
+                        entries.append((entry.indexInSegment, StoredRef(fileNumber: entry.file.raw, nonce: nonce)))
+                    case .key(var key):
+                        let slot = try keepKey(&key)
+                        key.wipeStorage()
+                        guard let slot else { throw VaultError.damagedIndex("a chunk key was not kept") }
+                        entries.append((entry.indexInSegment, StoredRef(fileNumber: entry.file.raw, key: slot)))
+                    }
+                }
+                segments.append((record.key, entries))
+            }
+        }
+        pages.append((ref, records.map(\.key)))
+    }
+
+    /// The chunks of the segments, on items that are chunked files of a size that has them.
+    mutating func addSegments(_ segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])], format: StorageFormat) throws {
         for (key, entries) in segments {
             guard let item = items[key.itemID], item.isFile, item.record.layout == .chunked else {
                 throw VaultError.damagedIndex("chunk map of item \(key.itemID), which is not a chunked file")
             }
             let base = ChunkOffsets.chunks(inSegment: Int(key.sub - 1)).lowerBound
             for entry in entries {
-                let index = base + entry.indexInSegment
+                let index = base + entry.index
                 guard index < item.chunkCount else { throw VaultError.damagedIndex("chunk \(index) beyond the size of item \(key.itemID)") }
+                // A format-1 chunk in a format-2 index (an upgraded item) opens with the item's key only.
+                guard format == .one || entry.ref.key != nil || item.key != nil else { throw VaultError.damagedIndex("format-1 chunk of item \(key.itemID) without an item key") }
                 items[key.itemID]!.chunks[index] = entry.ref
             }
         }
-        try buildFolders()
-        try checkFileNumbers(root)
     }
 
     /// Folder contents from the links, rejecting duplicate names, non-folder parents, folders with
     /// other than one link, and items not reachable from the root folder (R-SEC-3).
-    private mutating func buildFolders() throws {
+    mutating func buildFolders() throws {
         guard let root = items[Format.rootItemID], root.isFolder, root.record.links.isEmpty else {
             throw VaultError.damagedIndex("the root folder is missing or malformed")
         }
@@ -90,14 +130,15 @@ struct IndexContents {
     }
 
     /// Every file number used once, owned, and not a slot or cover; members of a pack disjoint.
-    private mutating func checkFileNumbers(_ root: IndexRoot) throws {
+    /// `special`: files named otherwise (format 2's unlock record), used but never free.
+    mutating func checkFileNumbers(pages: [UInt64], special: [UInt64], isOwned: (UInt64) -> Bool) throws {
         var used = Set<UInt64>()
-        let reserved = Format.indexSlotCount + UInt64(root.coverCount)
         func use(_ number: UInt64, _ what: String) throws {
-            guard number >= reserved, root.owns(number) else { throw VaultError.damagedIndex("\(what) in file \(number), which is not the vault's") }
+            guard isOwned(number) else { throw VaultError.damagedIndex("\(what) in file \(number), which is not the vault's") }
             guard used.insert(number).inserted else { throw VaultError.damagedIndex("file \(number) used twice") }
         }
-        for page in root.pages { try use(page.fileNumber, "index page") }
+        for number in special { try use(number, "unlock record") }
+        for number in pages { try use(number, "index page") }
         var members: [UInt64: [(offset: Int, end: Int)]] = [:]
         for (id, item) in items {
             for (_, ref) in item.chunks { try use(ref.fileNumber, "chunk") }

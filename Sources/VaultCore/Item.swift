@@ -5,8 +5,11 @@ import VaultFormat
 /// chunked file where each stored chunk lies.
 struct Item {
     var record: ItemRecord
+    /// Format 1 (and a format-1 item of an upgraded vault): the item key ITK.
     var key: SecretArena.Slot?
-    var chunks: [Int: SealedRef] = [:]
+    /// Format 2: the key of the packed member. The record's member holds zeros in its place.
+    var memberKey: SecretArena.Slot?
+    var chunks: [Int: StoredRef] = [:]
     /// Open file handles: an item without links stays readable while held (unlink of an open file).
     var holds = 0
 
@@ -23,12 +26,11 @@ struct Item {
     /// Segment numbers that hold at least one chunk.
     var segmentIndexes: Set<Int> { Set(chunks.keys.map(ChunkOffsets.segment(ofChunk:))) }
 
-    func segmentEntries(_ segment: Int) -> [ChunkSegment.Entry] {
+    /// The stored chunks of a segment, by index within it.
+    func segmentEntries(_ segment: Int) -> [(indexInSegment: Int, ref: StoredRef)] {
         let indexes = ChunkOffsets.chunks(inSegment: segment)
         let base = indexes.lowerBound
-        return indexes.compactMap { index in
-            chunks[index].map { ChunkSegment.Entry(indexInSegment: index - base, ref: $0) }
-        }
+        return indexes.compactMap { index in chunks[index].map { (index - base, $0) } }
     }
 
     /// Every file number this item's content uses.

@@ -26,10 +26,11 @@ struct ItemTree {
     static let maximumRecordSize = 64 << 10
 
     /// A new vault's tree: its root folder only.
-    init(root: ItemRecord) {
+    /// `nextItemID`: format 2 starts at the device's item prefix (docs/FORMAT.md §13.4).
+    init(root: ItemRecord, nextItemID: UInt64 = Format.rootItemID + 1) {
         items = [Format.rootItemID: Item(record: root)]
         children = [Format.rootItemID: [:]]
-        nextItemID = Format.rootItemID + 1
+        self.nextItemID = nextItemID
     }
 
     /// A tree read from an index (`IndexContents` has checked it).
@@ -72,12 +73,14 @@ struct ItemTree {
     /// `makeKey` gives a regular file its item key, once every check has passed.
     mutating func create(_ type: ItemRecord.ItemType, in parent: UInt64, named name: [UInt8], mode: UInt32, uid: UInt32,
                          gid: UInt32, rdev: UInt64, target: [UInt8], now: Int64,
-                         makeKey: () throws -> SecretArena.Slot) throws -> UInt64 {
+                         makeKey: () throws -> SecretArena.Slot?) throws -> UInt64 {
         try Self.checkName(name)
         guard try folder(parent)[name] == nil else { throw VaultError.exists }
         if type == .symlink {
             guard (1...Format.maxSymlinkLength).contains(target.count), !target.contains(0) else { throw VaultError.tooLarge("link target") }
         }
+        // Format 2: the low half of an ID is the device's counter (docs/FORMAT.md §13.4).
+        guard nextItemID & 0xffff_ffff != 0xffff_ffff else { throw VaultError.tooLarge("item count") }
         let id = nextItemID
         nextItemID += 1
         let record = ItemRecord(type: type, mode: mode & 0o7777, uid: uid, gid: gid, rdev: rdev, atime: now, mtime: now, ctime: now,
@@ -231,7 +234,7 @@ struct ItemTree {
 
     /// Sets (or with nil removes) where chunk `index` of `id` is stored; returns where it was.
     @discardableResult
-    mutating func setChunk(_ id: UInt64, _ index: Int, _ ref: SealedRef?) -> SealedRef? {
+    mutating func setChunk(_ id: UInt64, _ index: Int, _ ref: StoredRef?) -> StoredRef? {
         let old = items[id]!.chunks[index]
         items[id]!.chunks[index] = ref
         dirtySegments[id, default: []].insert(ChunkOffsets.segment(ofChunk: index))
@@ -240,12 +243,27 @@ struct ItemTree {
     }
 
     /// Forgets every chunk of `id`; returns them.
-    mutating func removeAllChunks(_ id: UInt64) -> [Int: SealedRef] {
+    mutating func removeAllChunks(_ id: UInt64) -> [Int: StoredRef] {
         let chunks = items[id]!.chunks
         for index in chunks.keys { dirtySegments[id, default: []].insert(ChunkOffsets.segment(ofChunk: index)) }
         items[id]!.chunks = [:]
         dirtyItems.insert(id)
         return chunks
+    }
+
+    /// Format 2: a packed member's key; returns the one it replaces (its owner frees it).
+    mutating func setMemberKey(_ id: UInt64, _ key: SecretArena.Slot?) -> SecretArena.Slot? {
+        let old = items[id]!.memberKey
+        items[id]!.memberKey = key
+        return old
+    }
+
+    /// Format 2: every item this commit writes gets its next version (docs/FORMAT.md §13.8).
+    mutating func countVersions(device: UInt16) {
+        for id in dirtyItems where items[id] != nil {
+            items[id]!.record.version += 1
+            items[id]!.record.changedBy = device
+        }
     }
 
     /// After a commit wrote every change.

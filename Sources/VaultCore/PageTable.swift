@@ -6,20 +6,22 @@ import VaultFormat
 struct PageTable {
     struct Page {
         /// Where the committed version lies; nil for a page not yet written.
-        var ref: SealedRef?
+        var ref: StoredRef?
         var keys: [RecordKey]
         var dirty: Bool
     }
 
     private(set) var pages: [Page] = []
     /// Committed pages that lost their last key: their files are free after the next commit.
-    private var dropped: [SealedRef] = []
+    private var dropped: [StoredRef] = []
 
     init() {}
 
-    /// Pages as read from a root, in key order.
-    init(loaded: [(ref: SealedRef, keys: [RecordKey])]) {
+    /// Pages as read from a root, in key order. `orphaned`: pages read that the next root no
+    /// longer lists (format 2's interior pages: the writer lists the leaves in the root).
+    init(loaded: [(ref: StoredRef, keys: [RecordKey])], orphaned: [StoredRef] = []) {
         pages = loaded.map { Page(ref: $0.ref, keys: $0.keys, dirty: false) }
+        dropped = orphaned
     }
 
     var isDirty: Bool { !dropped.isEmpty || pages.contains { $0.dirty } }
@@ -52,7 +54,7 @@ struct PageTable {
 
     /// Replaces the dirty pages by the pages they were written as (split when too large,
     /// dropped when empty); returns the refs the dirty pages had, which are now free.
-    mutating func replaceDirty(with written: [Int: [(ref: SealedRef, keys: [RecordKey])]]) -> [SealedRef] {
+    mutating func replaceDirty(with written: [Int: [(ref: StoredRef, keys: [RecordKey])]]) -> [StoredRef] {
         var replaced = dropped
         dropped = []
         var result: [Page] = []

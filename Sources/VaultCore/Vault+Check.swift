@@ -124,11 +124,15 @@ extension VaultState {
         let group = UInt64(Format.groupSize)
         var owned = Set<String>()
         let allocator = writer.allocator
+        if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
+        // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
+        var special: [UInt64: String] = [:]
+        for file in committer.formatTwo?.specialFiles ?? [] { special[file.file.raw] = FileName.encode(file.name) }
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
-                let name = try name(number)
+                let name = try special[number] ?? name(number)
                 owned.insert(name)
-                let kind = number < Format.indexSlotCount ? "index slot \(number)"
+                let kind = special[number] != nil ? "unlock record \(number)" : number < Format.indexSlotCount ? "index slot \(number)"
                     : allocator.coverNumbers.contains(number) ? "cover \(number)" : "file \(number)"
                 if !all.contains(name) {
                     // A slot missing next to one that opens is the remains of a cut commit, not damage.
@@ -181,11 +185,12 @@ extension VaultState {
             guard let item = tree.items[damaged.id] else { continue }
             if let member = item.packedMember {
                 releaseMember(damaged.id, member)
+                forgetMemberKey(damaged.id)
                 tree.update(damaged.id) { $0.layout = .empty }
             } else {
                 for index in damaged.unreadableChunks {
                     guard let ref = tree.setChunk(damaged.id, index, nil) else { continue }
-                    writer.release(ref.fileNumber)
+                    release(ref)
                 }
             }
             chunks.removeChunks(of: damaged.id, from: 0)

@@ -15,6 +15,9 @@ public final class Vault: Sendable {
         /// Owner of the root folder of a new vault.
         public var owner: (uid: UInt32, gid: UInt32)
         public var writeBehind: WriteBehind
+        /// The format of a vault created by this open: format 2; format 1 only for tests that
+        /// show what format 1 does (docs/FORMAT.md §13).
+        var newVaultFormat = StorageFormat.two
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -61,7 +64,8 @@ public final class Vault: Sendable {
                             random: any RandomSource = SystemRandom(), clock: any VaultClock = SystemClock()) throws -> Vault {
         do {
             let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
-                                            options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner))
+                                            options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
+                                                           newVaultFormat: options.newVaultFormat))
             return Vault(state, storage: storage, writeBehind: options.writeBehind)
         } catch {
             throw VaultError.wrap(error)
@@ -71,6 +75,21 @@ public final class Vault: Sendable {
     /// True until the first commit: nothing of this vault is on disk.
     public var isNew: Bool { state.withLock { $0.isNew } }
     public var generation: UInt64 { state.withLock { $0.committer.generation } }
+    /// 1 or 2: the format the vault's storage is written in (docs/FORMAT.md §13).
+    public var formatVersion: Int { state.withLock { $0.format == .one ? 1 : 2 } }
+    /// Format 2: why a root the vault committed is not in its slots (missing, damaged, older),
+    /// naming the generation opened; nil when the slots are as commits and crashes leave them.
+    public var rollbackWarning: String? { state.withLock { $0.rollbackWarning } }
+    /// The name of the vault's file `number` in its storage (tests and tools that look at files);
+    /// format 2's unlock record has the name the pattern gives it.
+    public func storageName(ofFile number: UInt64) throws -> String {
+        try state.withLock { state in
+            if let special = state.committer.formatTwo?.specialFiles.first(where: { $0.file.raw == number }) {
+                return FileName.encode(special.name)
+            }
+            return try state.name(number)
+        }
+    }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
     public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
     public var isReadOnly: Bool { state.withLock { $0.readOnly } }

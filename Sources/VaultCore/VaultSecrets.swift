@@ -20,6 +20,15 @@ public final class VaultSecrets: Sendable {
         namesKey = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.namesKey, count: Format.keySize)
     }
 
+    /// Format 2's storage secrets (docs/FORMAT.md §13.1): the root locator RL names the slots,
+    /// the root key RK seals the roots, device 0's NKd names the other files. None of them comes
+    /// from the pattern; they come from the unlock record and the root.
+    init(rootLocator: SecretBytes, rootKey: SecretBytes, namesKey: SecretBytes) {
+        locator = rootLocator
+        indexKey = rootKey
+        self.namesKey = namesKey
+    }
+
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
     /// The pattern's bytes go from its locked memory straight into PBKDF2.
     public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {

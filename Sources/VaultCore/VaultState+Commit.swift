@@ -20,9 +20,12 @@ extension VaultState {
         let refillDue = writer.refillsFreedFiles && writer.allocator.hasRefillDue
         guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
+            if committer.format == .two { tree.countVersions(device: 0) }
             committer.markChangedRecords(&tree)
-            let tree = self.tree, arena = self.arena
-            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer) { key in Self.encodeRecord(key, tree, arena) }
+            let tree = self.tree, arena = self.arena, format = committer.format
+            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
+                format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
+            }
         }
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()
@@ -104,7 +107,9 @@ extension VaultState {
     /// a chunk-map segment.
     private static func encodeRecord(_ key: RecordKey, _ tree: ItemTree, _ arena: SecretArena) -> [UInt8] {
         let item = tree.items[key.itemID]!
-        if let segment = key.segmentIndex { return ChunkSegment.encode(item.segmentEntries(segment)) }
+        if let segment = key.segmentIndex {
+            return ChunkSegment.encode(item.segmentEntries(segment).map { ChunkSegment.Entry(indexInSegment: $0.indexInSegment, ref: $0.ref.sealed) })
+        }
         var record = item.record
         if let slot = item.key { record.itemKey = arena.bytes(slot) }
         defer { Sealer.wipe(&record.itemKey) }
@@ -115,12 +120,13 @@ extension VaultState {
     /// other slot of a first commit is made, and the files the root released go.
     private mutating func writeRoot(coversRefreshed: Bool) throws {
         let releasing = writer.takeReleasing()
-        try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, coversRefreshed: coversRefreshed)
+        try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: arena,
+                                coversRefreshed: coversRefreshed)
         let items = tree.items
         packs.didCommit { items[$0]?.packedMember }
         tree.didCommit()
         statistics.commits += 1
-        try committer.createOtherSlot(writer: &writer)
+        try committer.writeOtherSlot(writer: &writer)
         statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
     }

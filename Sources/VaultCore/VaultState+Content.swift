@@ -44,7 +44,7 @@ extension VaultState {
         if size < item.record.size {
             let keep = ChunkOffsets.chunkCount(forSize: size)
             for (index, ref) in item.chunks where index >= keep {
-                writer.release(ref.fileNumber)
+                release(ref)
                 tree.setChunk(id, index, nil)
             }
             chunks.removeChunks(of: id, from: keep)
@@ -56,6 +56,7 @@ extension VaultState {
                 chunks.truncate(ChunkCache.Key(item: id, index: last), to: cut)
             } else if let member = item.packedMember {
                 releaseMember(id, member)
+                forgetMemberKey(id)
                 tree.update(id) { $0.layout = .empty }
             }
         }
@@ -92,7 +93,7 @@ extension VaultState {
     /// A chunk's stored bytes, decrypted into an array (fsck; packed members).
     mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
         let item = tree.items[id]!
-        guard let slot = item.key else { return [] }
+        guard item.isFile else { return [] }
         do {
             switch item.record.layout {
             case .empty:
@@ -102,7 +103,7 @@ extension VaultState {
                 let sealed = try packs.unwrittenBytes(member)
                     ?? storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
                 statistics.memberDecrypts += 1
-                return try Sealer.open(sealed[...], nonce: member.nonce, key: .arena(slot, arena), seal: .member(item: id))
+                return try openMember(id, item, member, sealed)
             case .chunked:
                 guard let load = try makeLoad(ChunkCache.Key(item: id, index: index)) else { return [] }
                 return try load.run(storage).allBytes
@@ -146,24 +147,28 @@ extension VaultState {
                 chunks.markDirty(ChunkCache.Key(item: id, index: 0))
             }
             releaseMember(id, member)
+            forgetMemberKey(id)
         }
         tree.update(id) { $0.layout = .chunked }
         chunks.dropFlight(ChunkCache.Key(item: id, index: index))  // this write is newer than any behind
+        if format == .two { return try storeChunkV2(id, index, data) }
         let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: data[...], key: .arena(tree.items[id]!.key!, arena),
                                                     seal: .chunk(item: id, index: index), random: random)
         statistics.chunkEncrypts += 1
         let number = try writer.store(file, data: true)
-        if let old = tree.setChunk(id, index, SealedRef(fileNumber: number, nonce: nonce)) { writer.release(old.fileNumber) }
+        if let old = tree.setChunk(id, index, StoredRef(fileNumber: number, nonce: nonce)) { release(old) }
     }
 
     private mutating func storePacked(_ id: UInt64, _ data: [UInt8]) throws {
         chunks.dropFlights(id)
-        for ref in tree.removeAllChunks(id).values { writer.release(ref.fileNumber) }
+        for ref in tree.removeAllChunks(id).values { release(ref) }
         if let member = tree.items[id]!.packedMember { releaseMember(id, member) }
         guard !data.isEmpty else {
+            forgetMemberKey(id)
             tree.update(id) { $0.layout = .empty }
             return
         }
+        if format == .two { return try storePackedV2(id, data) }
         let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(tree.items[id]!.key!, arena), seal: .member(item: id), random: random)
         statistics.memberEncrypts += 1
         let (number, offset) = try packs.place(sealed, writer: &writer)

@@ -10,9 +10,10 @@ extension VaultState {
     mutating func create(_ type: ItemRecord.ItemType, in parent: UInt64, named name: [UInt8], mode: UInt32, uid: UInt32,
                          gid: UInt32, rdev: UInt64, target: [UInt8]) throws -> UInt64 {
         try checkWritable()
-        let arena = self.arena, random = self.random
+        // Format 2 has no item keys: each seal has its own (docs/FORMAT.md §13.1).
+        let arena = self.arena, random = self.random, format = self.format
         return try tree.create(type, in: parent, named: name, mode: mode, uid: uid, gid: gid, rdev: rdev, target: target,
-                               now: clock.now(), makeKey: { try arena.allocateRandom(using: random) })
+                               now: clock.now(), makeKey: { format == .one ? try arena.allocateRandom(using: random) : nil })
     }
 
     mutating func link(_ id: UInt64, into parent: UInt64, named name: [UInt8]) throws {
@@ -47,13 +48,26 @@ extension VaultState {
     /// still uses them), its chunks forgotten, its key erased (R-DEL-1).
     private mutating func free(_ deleted: ItemTree.Deleted?) {
         guard let (id, item) = deleted else { return }
-        for ref in item.chunks.values { writer.release(ref.fileNumber) }
+        for ref in item.chunks.values { release(ref) }
         if let member = item.packedMember { releaseMember(id, member) }
         chunks.forget(id)
         if let slot = item.key { arena.free(slot) }
+        if let slot = item.memberKey { arena.free(slot) }
     }
 
     mutating func releaseMember(_ id: UInt64, _ member: ItemRecord.Member) {
         if let emptied = packs.releaseMember(id, member) { writer.release(emptied) }
+    }
+
+    /// A stored chunk the item no longer uses: its file is free after the next commit, and a
+    /// format-2 chunk's key is erased now (the committed root still holds its own copy).
+    mutating func release(_ ref: StoredRef) {
+        writer.release(ref.fileNumber)
+        if let key = ref.key { arena.free(key) }
+    }
+
+    /// Format 2: the item's packed member is gone, and with it the member's key.
+    mutating func forgetMemberKey(_ id: UInt64) {
+        if let old = tree.setMemberKey(id, nil) { arena.free(old) }
     }
 }

@@ -7,6 +7,8 @@ extension VaultState {
         var readOnly = false
         var cacheBytes = 256 << 20
         var owner: (uid: UInt32, gid: UInt32) = (0, 0)
+        /// The format a new vault is created in; format 1 only for tests of format-1 vaults.
+        var newVaultFormat = StorageFormat.two
     }
 
     /// Opens the vault that these secrets find (docs/FORMAT.md §9.1): its newest root and every
@@ -14,6 +16,11 @@ extension VaultState {
     /// its index names. Anything there that does not open is damage, never an empty vault.
     static func open(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource,
                      clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        // Copies a re-creation cut short left (§11.3); they are no vault's files.
+        if !options.readOnly { try storage.removeRecreationLeftovers() }
+        if let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets) {
+            return try openFormatTwo(unlock, storage: storage, secrets: secrets, random: random, clock: clock, options: options)
+        }
         var present: [UInt64] = []
         var roots: [(slot: UInt64, root: IndexRoot)] = []
         for slot in 0..<Format.indexSlotCount {
@@ -32,13 +39,8 @@ extension VaultState {
                 continue
             }
         }
-        // Copies a re-creation cut short left (§11.3); they are no vault's files.
-        if !options.readOnly { try storage.removeRecreationLeftovers() }
         if present.isEmpty {
-            var state = try VaultState(newVaultIn: storage, secrets: secrets, random: random, clock: clock,
-                                       readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner)
-            if !options.readOnly { try state.removeLeftovers(releasing: []) }
-            return state
+            return try newVault(storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }
         guard let newest = roots.max(by: { $0.root.generation < $1.root.generation }) else {
             throw VaultError.damagedIndex("a file is at the vault's index name but does not open with this pattern")
@@ -68,12 +70,24 @@ extension VaultState {
         }
         committer.useLoaded(PageTable(loaded: contents.pages))
         if present.count < Format.indexSlotCount { committer.missingSlot = 1 - newest.slot }
-        var state = VaultState(storage: storage, secrets: secrets, random: random, clock: clock, readOnly: options.readOnly,
-                               cacheBytes: options.cacheBytes, root: root, committer: committer, contents: contents, arena: arena)
+        var state = VaultState(storage: storage, secrets: secrets, patternSecrets: secrets, random: random, clock: clock,
+                               readOnly: options.readOnly, cacheBytes: options.cacheBytes,
+                               allocator: FileAllocator(root: root, used: contents.usedFiles), nextItemID: root.nextItemID,
+                               committer: committer, contents: contents, arena: arena)
         if !options.readOnly {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)
         }
+        return state
+    }
+
+    /// A new, empty vault: nothing at its names. A format-1 first commit that died left files
+    /// named from the pattern: they go (§9.3).
+    static func newVault(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
+                         options: OpenOptions) throws -> VaultState {
+        var state = try VaultState(newVaultIn: storage, secrets: secrets, random: random, clock: clock, readOnly: options.readOnly,
+                                   cacheBytes: options.cacheBytes, owner: options.owner, format: options.newVaultFormat)
+        if !options.readOnly { try state.removeLeftovers(releasing: [], names: { try secrets.fileName($0) }) }
         return state
     }
 
@@ -97,6 +111,12 @@ extension VaultState {
 
     /// §9.3: files a crash left behind are this vault's by name, and removed.
     mutating func removeLeftovers(releasing: [UInt64]) throws {
+        let secrets = self.secrets
+        try removeLeftovers(releasing: releasing, names: { try secrets.fileName($0) })
+    }
+
+    /// The same with the names of `names`: those of another key (format 2's first commit, §13.4).
+    mutating func removeLeftovers(releasing: [UInt64], names name: (UInt64) throws -> String) throws {
         var removed = false
         /// Removes a leftover of ours. Something at the name that is not a regular file (a
         /// folder, a link) was not made by DotSafe: it is left alone and does not stop the open

@@ -20,7 +20,11 @@ public struct VaultStatistics: Equatable, Sendable {
 /// its state and its rules (docs/ARCHITECTURE.md, "Inside the vault"); the extensions of this
 /// type are the operations that span parts: contents, write-behind, loads, the commit.
 struct VaultState {
+    /// The secrets that name and seal the storage's files: the pattern's in format 1; in format 2
+    /// the root locator, root key and device names key (`FormatTwoVault`).
     let secrets: VaultSecrets
+    /// The pattern's secrets, erased at lock with the rest.
+    let patternSecrets: VaultSecrets
     let random: any RandomSource
     let clock: any VaultClock
     let readOnly: Bool
@@ -33,6 +37,9 @@ struct VaultState {
     var committer: Committer
     var statistics = VaultStatistics()
     var isLocked = false
+    /// Format 2: a committed root the slots should hold is missing, damaged or older (design
+    /// §E); said once by `mount`, and by `fsck` as damage.
+    var rollbackWarning: String?
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }
@@ -40,38 +47,54 @@ struct VaultState {
     /// Whether a write-behind has not finished: a commit waits for it.
     var writingBehind: Bool { chunks.hasFlights || writer.groupBeingMade }
 
-    /// A vault that has never been written: a root folder in memory, nothing on disk.
+    /// A vault that has never been written: a root folder in memory, nothing on disk. Format 2
+    /// unless asked otherwise (tests of format 1).
     init(newVaultIn storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
-         readOnly: Bool, cacheBytes: Int, owner: (uid: UInt32, gid: UInt32)) throws {
-        self.secrets = secrets
+         readOnly: Bool, cacheBytes: Int, owner: (uid: UInt32, gid: UInt32), format: StorageFormat = .two) throws {
+        patternSecrets = secrets
         self.random = random
         self.clock = clock
         self.readOnly = readOnly
         arena = SecretArena()
-        committer = try Committer(vaultKey: try SecretBytes.random(count: Format.keySize, using: random), generation: 0)
+        let vaultKey = try SecretBytes.random(count: Format.keySize, using: random)
         let covers = Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count))
-        writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: FileAllocator(newVaultWithCovers: UInt8(covers)))
+        var allocator = FileAllocator(newVaultWithCovers: UInt8(covers))
+        var nextItemID = Format.rootItemID + 1
+        if format == .one {
+            self.secrets = secrets
+            committer = try Committer(vaultKey: vaultKey, generation: 0)
+            writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: allocator)
+        } else {
+            let start = try FormatTwoVault.create(patternSecrets: secrets, vaultKey: vaultKey, allocator: &allocator, random: random)
+            self.secrets = start.secrets
+            committer = try Committer(vaultKey: vaultKey, generation: 0, formatTwo: start.root)
+            writer = FileWriter(storage: storage, secrets: start.secrets, random: random, allocator: allocator)
+            writer.pendingUnlock = start.unlock
+            nextItemID = UInt64(start.root.itemPrefix) << 32 | nextItemID
+        }
         packs = PackStore()
         chunks = ChunkStore(cacheBytes: cacheBytes)
         let now = clock.now()
         // The root folder is written at the first change, not before (R-VLT-2).
-        tree = ItemTree(root: ItemRecord(type: .folder, mode: 0o755, uid: owner.uid, gid: owner.gid, atime: now, mtime: now, ctime: now))
+        tree = ItemTree(root: ItemRecord(type: .folder, mode: 0o755, uid: owner.uid, gid: owner.gid, atime: now, mtime: now, ctime: now),
+                        nextItemID: nextItemID)
     }
 
     /// A vault read from its root and index (`IndexContents` has checked them).
-    init(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock, readOnly: Bool,
-         cacheBytes: Int, root: IndexRoot, committer: Committer, contents: IndexContents, arena: SecretArena) {
+    init(storage: any StorageFolder, secrets: VaultSecrets, patternSecrets: VaultSecrets, random: any RandomSource,
+         clock: any VaultClock, readOnly: Bool, cacheBytes: Int, allocator: FileAllocator, nextItemID: UInt64,
+         committer: Committer, contents: IndexContents, arena: SecretArena) {
         self.secrets = secrets
+        self.patternSecrets = patternSecrets
         self.arena = arena
         self.random = random
         self.clock = clock
         self.readOnly = readOnly
         self.committer = committer
-        writer = FileWriter(storage: storage, secrets: secrets, random: random,
-                            allocator: FileAllocator(root: root, used: contents.usedFiles))
+        writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: allocator)
         packs = PackStore(packs: contents.packs)
         chunks = ChunkStore(cacheBytes: cacheBytes)
-        tree = ItemTree(items: contents.items, children: contents.children, nextItemID: root.nextItemID)
+        tree = ItemTree(items: contents.items, children: contents.children, nextItemID: nextItemID)
     }
 
     /// Erases keys and plaintext (R-MEM-3). The state is unusable afterwards.
@@ -81,6 +104,7 @@ struct VaultState {
         arena.wipeAll()
         committer.wipe()
         secrets.wipe()
+        patternSecrets.wipe()
         tree.removeAll()
         isLocked = true
     }

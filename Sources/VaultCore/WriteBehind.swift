@@ -23,12 +23,16 @@ struct ChunkWrite: Sendable {
     let body: PlaintextBuffer
     let padding: [UInt8]
     let oneTime: Sealer.OneTimeKey
+    let format: StorageFormat
+    /// Format 2: the chunk's own key, recorded in its segment once the write is published.
+    let sealKey: SecretArena.Slot?
 
     /// The AES and storage work: no state, no lock.
     func run(_ storage: any StorageFolder) throws {
         defer { oneTime.subkey.wipe() }
-        let file = try Sealer.sealEnvelope(kind: .chunk, body: body, padding: padding, with: oneTime,
-                                           seal: .chunk(item: key.item, index: key.index))
+        let seal: SealContext = format == .one ? .chunk(item: key.item, index: key.index) : .chunkV2(index: key.index)
+        let file = try Sealer.sealEnvelope(kind: .chunk, version: format.envelopeVersion, body: body, padding: padding,
+                                           with: oneTime, seal: seal)
         if create {
             try storage.create(name, contents: file, durable: false)
         } else {
@@ -76,7 +80,9 @@ extension VaultState {
     }
 
     private mutating func startChunkWrites(_ id: UInt64, _ indexes: Range<Int>) -> [ChunkWrite] {
-        guard let item = tree.items[id], item.isFile, item.record.size >= UInt64(Self.payload), let slot = item.key else { return [] }
+        guard let item = tree.items[id], item.isFile, item.record.size >= UInt64(Self.payload) else { return [] }
+        let format = self.format
+        guard format == .two || item.key != nil else { return [] }
         // A file leaving its pack does so at the commit (storeChunk), not here.
         if case .packed = item.record.layout { return [] }
         var writes: [ChunkWrite] = []
@@ -88,19 +94,23 @@ extension VaultState {
                 // Everything that can fail comes before the flight is registered: a commit waits
                 // for every registered flight.
                 let fileName: String, padding: [UInt8], oneTime: Sealer.OneTimeKey
+                var sealKey: SecretArena.Slot?
                 do {
                     fileName = try name(number)
                     padding = try random.bytes(Self.payload - count)
-                    oneTime = try Sealer.OneTimeKey(.arena(slot, arena), random: random)
+                    if format == .two { sealKey = try arena.allocateRandom(using: random) }
+                    oneTime = try Sealer.OneTimeKey(.arena(sealKey ?? item.key!, arena), random: random)
                 } catch {
                     writer.release(number)
+                    if let sealKey { arena.free(sealKey) }
                     throw error
                 }
                 let (token, body) = chunks.startFlight(key)!
                 tree.update(id) { $0.layout = .chunked }
                 statistics.chunkEncrypts += 1
                 writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
-                                         create: writer.allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime))
+                                         create: writer.allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime,
+                                         format: format, sealKey: sealKey))
             } catch {
                 break
             }
@@ -113,19 +123,19 @@ extension VaultState {
     mutating func finishChunkWrite(_ write: ChunkWrite, error: (any Error)?) {
         let stored = error == nil
         if stored { writer.didStoreBehind(write.number, created: write.create) }
+        let ref = write.sealKey.map { StoredRef(fileNumber: write.number, key: $0) }
+            ?? StoredRef(fileNumber: write.number, nonce: write.oneTime.nonce)
         guard let body = chunks.finishFlight(write.key, token: write.token) else {
-            writer.release(write.number)
+            release(ref)
             return
         }
         let (id, index) = (write.key.item, write.key.index)
         guard stored, tree.items[id] != nil else {
-            writer.release(write.number)
+            release(ref)
             if tree.items[id] != nil { chunks.failedFlight(write.key, body) }
             return
         }
-        if let old = tree.setChunk(id, index, SealedRef(fileNumber: write.number, nonce: write.oneTime.nonce)) {
-            writer.release(old.fileNumber)
-        }
+        if let old = tree.setChunk(id, index, ref) { release(old) }
     }
 
     mutating func finishGroupWrite(_ write: GroupWrite, created: [UInt64], present: [UInt64]) {

@@ -28,6 +28,10 @@ public enum Label {
     public static let sealIndexPageV2 = bytes("DotSafe v2 index page")
     public static let sealChunkV2 = bytes("DotSafe v2 chunk")
     public static let sealMemberV2 = bytes("DotSafe v2 member")
+    /// The names key NKd of the device that creates a vault, from its vault key: a crash before
+    /// the first root leaves files that the next open must still recognise (§13.4). Readers
+    /// take NKd from the root and never derive it.
+    public static let firstDeviceNames = bytes("DotSafe v2 first device names")
 
     // Grants (§14): HPKE's info, the grant's name and mask, and the exporter context of its
     // key commitment.

@@ -38,7 +38,7 @@ import VaultStore
             try path.split(separator: "/").reduce(Vault.rootID) { try vault.lookup($0, Array($1.utf8)) }
         }
 
-        func fileName(_ number: UInt64) throws -> String { try storage + "/" + secrets().fileName(number) }
+        func fileName(_ number: UInt64) throws -> String { try storage + "/" + withVault { try $0.storageName(ofFile: number) } }
 
         /// Storage file number of chunk `index` of `path` (or of its pack, for index nil).
         func fileNumber(_ path: String, chunk index: Int?) throws -> (number: UInt64, offset: Int) {

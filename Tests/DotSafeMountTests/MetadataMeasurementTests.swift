@@ -48,7 +48,6 @@ import VaultStore
         }
         try #require(h.dotsafe(["init", h.storage]).status == 0)
         let initCovers = Set(try FileManager.default.contentsOfDirectory(atPath: h.storage))
-        let owned = try [Self.vaultA: Self.vaultNames(h, Self.patternA), Self.vaultB: Self.vaultNames(h, Self.patternB)]
         try runSessions(sessions, h) { othersMounted in
             // After every lock no copy is left under a temporary name; once no vault is mounted
             // (a mounted one may be making a group), the count is a whole number of groups.
@@ -57,6 +56,8 @@ import VaultStore
             #expect(othersMounted || names.count % 16 == 0, "\(names.count) entries")
         }
 
+        // Format 2 names a vault's files from its unlock record and root: known once it exists.
+        let owned = try [Self.vaultA: Self.vaultNames(h, Self.patternA), Self.vaultB: Self.vaultNames(h, Self.patternB)]
         let scan = try StorageScan.scan(h.storage)
         let labels = Self.labels(owned, initCovers: initCovers, names: scan.files.map(\.name))
         #expect(labels.count == scan.files.count, "every storage file is a cover or a vault's")
@@ -103,12 +104,13 @@ import VaultStore
         }
     }
 
-    /// The names a vault derives for its file numbers 0 … 4095 (pattern and keyring).
+    /// The names a vault gives its file numbers 0 … 4095 (found through pattern and keyring).
     static func vaultNames(_ h: MountHarness, _ pattern: String) throws -> Set<String> {
         let salt = try Keyring(option: h.environment["DOTSAFE_KEYRING"], environment: h.environment).requiredPatternSalt()
         let secrets = try VaultSecrets(pattern: try Pattern(parsing: pattern), salt: salt)
-        defer { secrets.wipe() }
-        return Set(try (0..<UInt64(4096)).map { try secrets.fileName($0) })
+        let vault = try Vault.open(storage: try Storage.open(at: h.storage), secrets: secrets, options: .init(readOnly: true))
+        defer { try? vault.lock() }
+        return Set(try (0..<UInt64(4096)).map { try vault.storageName(ofFile: $0) })
     }
 
     /// Each file's class: a vault's when its name is one the vault derives, a cover when

@@ -10,7 +10,7 @@ import VaultStore
 
     @Test func deletedPackedItemCannotBeReadOrFound() throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers()
+        let numbers = try FileNumbers(storage)
         let secret = TestVaults.content(1000, seed: 42)
         let vault = try TestVaults.open(storage)
         try vault.makeFile("kept", TestVaults.content(500, seed: 1))
@@ -18,12 +18,14 @@ import VaultStore
         let before = storage.snapshot
         let id = try vault.makeFile("secret", secret)
         try vault.commit()
-        // The pack changed only where the new member went, after kept's.
+        // The pack changed only where the new member went, after kept's. A member is
+        // N || ciphertext || tag (docs/FORMAT.md §13.8).
+        let overhead = Format.sealNonceSize + Format.tagSize
         let pack = try #require(numbers.dataFiles(SnapshotDiff(before, storage.snapshot).changed).first {
-            differingRange(before[$0]!, storage.bytes($0))!.count <= secret.count + Format.tagSize
+            differingRange(before[$0]!, storage.bytes($0))!.count <= secret.count + overhead
         })
         let member = try memberRange(changed: differingRange(before[pack]!, storage.bytes(pack))!,
-                                     length: secret.count + Format.tagSize, start: 500 + Format.tagSize)
+                                     length: secret.count + overhead, start: 500 + overhead)
         let sealed = Array(storage.bytes(pack)[member])
 
         try vault.remove(Array("secret".utf8), from: Vault.rootID)
@@ -57,7 +59,7 @@ import VaultStore
     /// stays where the first round took it.
     @Test func writeAndDeleteChurnStaysBounded() throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers(count: 4096)
+        let numbers = try FileNumbers(storage, count: 4096)
         let vault = try TestVaults.open(storage, cacheBytes: 64 << 20)
         try vault.makeFile("small", [1, 2, 3])
         try vault.commit()

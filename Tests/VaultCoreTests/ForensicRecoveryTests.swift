@@ -6,10 +6,10 @@ import VaultStore
 
 /// The coercer of ADVERSARIES.md against R-DEL-2: whoever later forces out the pattern (and has
 /// the keyring) must not recover what was deleted, truncated or overwritten two commits ago.
-/// On format 1 the keys alone do not delete (docs/FORMAT-2-DESIGN.md §A): what holds is the
-/// refill of freed files (docs/FORMAT.md §9.2 step 6). With the refill turned off, the coercer
-/// recovers old content: that run is kept as the evidence, inside `withKnownIssue`, until the
-/// engine writes format 2 and this test runs on it too.
+/// On format 2 the per-seal keys alone delete, with the refill of freed files turned off: the
+/// old versions' keys went with the old pages and roots. On format 1 the keys alone do not
+/// (docs/FORMAT-2-DESIGN.md §A): only the refill (docs/FORMAT.md §9.2 step 6) holds there, and
+/// the run without it is kept as the evidence, inside `withKnownIssue`.
 @Suite struct ForensicRecoveryTests {
     static let payload = Format.payloadSize
 
@@ -21,9 +21,9 @@ import VaultStore
 
     /// Deletes, truncates and overwrites files holding markers 1…5, keeps marker 9, then two
     /// commits and a lock: the storage a coercer later gets.
-    static func storageAfterDeletions(refill: Bool = true) throws -> SimulatedStorageFolder {
+    static func storageAfterDeletions(refill: Bool = true, format: StorageFormat) throws -> SimulatedStorageFolder {
         let storage = try TestVaults.storage()
-        let vault = try TestVaults.open(storage)
+        let vault = try TestVaults.open(storage, format: format)
         vault.state.withLock { $0.writer.refillsFreedFiles = refill }
         let noise = TestVaults.content(2 * payload, seed: 11)
         try vault.makeFile("deleted-small", marked(1, count: 300))
@@ -48,22 +48,37 @@ import VaultStore
     }
 
     @Test func theCoercerFindsNothingDeletedTwoCommitsAgo() throws {
-        let recovery = try Self.recover(refill: true)
+        let recovery = try Self.recover(refill: true, format: .two)
+        Self.expectNothingOld(recovery)
+    }
+
+    /// Format 2 without the refill: the keys alone delete. Every key the coercer reaches opens
+    /// only what the current index references.
+    @Test func formatTwoKeysAloneDelete() throws {
+        let recovery = try Self.recover(refill: false, format: .two)
+        Self.expectNothingOld(recovery)
+    }
+
+    /// Format 1 with the refill: the freed files hold random bytes.
+    @Test func formatOneWithTheRefillKeepsNothingOld() throws {
+        let recovery = try Self.recover(refill: true, format: .one)
         Self.expectNothingOld(recovery)
     }
 
     /// Format 1 without the refill: old pages (sealed with the page key that never changes) and
     /// old chunks (their nonce in the file, their item key current) still open.
     @Test func formatOneKeysAloneDoNotDelete() throws {
-        let recovery = try Self.recover(refill: false)
-        withKnownIssue("format 1 keeps old pages and chunks readable with today's keys; only the refill removes them (issue 11, format 2)") {
+        let recovery = try Self.recover(refill: false, format: .one)
+        withKnownIssue("format 1 keeps old pages and chunks readable with today's keys; only the refill removes them (format 2 does not need it)") {
             Self.expectNothingOld(recovery)
         }
     }
 
-    static func recover(refill: Bool) throws -> Coercer.Recovery {
-        let storage = try storageAfterDeletions(refill: refill)
-        let recovery = try Coercer(files: storage.snapshot, patternKey: [UInt8](repeating: 1, count: 32)).recover()
+    static func recover(refill: Bool, format: StorageFormat) throws -> Coercer.Recovery {
+        let storage = try storageAfterDeletions(refill: refill, format: format)
+        let patternKey = [UInt8](repeating: 1, count: 32)
+        let recovery = format == .one ? try Coercer(files: storage.snapshot, patternKey: patternKey).recover()
+            : try FormatTwoCoercer(files: storage.snapshot, patternKey: patternKey).recover()
         // The coercer's method works: it reads what is current.
         #expect(recovery.plaintexts.contains { $0.contains(marked(9, count: 40)) }, "the coercer opens the current index")
         return recovery
@@ -74,7 +89,7 @@ import VaultStore
             let found = recovery.plaintexts.contains { $0.contains(marked(tag, count: 40)) }
             #expect(!found, "marker \(tag) recovered after two commits")
         }
-        #expect(recovery.oldItemKeys.isEmpty, "\(recovery.oldItemKeys.count) item keys of deleted items recovered")
+        #expect(recovery.oldItemKeys.isEmpty, "\(recovery.oldItemKeys.count) keys of old versions recovered")
     }
 }
 
@@ -83,7 +98,8 @@ import VaultStore
 struct Coercer {
     struct Recovery {
         var plaintexts: [[UInt8]] = []
-        /// Item keys found in some page but not in the pages of the newest root.
+        /// Keys found in some page but not in the pages of the newest root: item keys (format 1);
+        /// page, chunk and member keys (format 2).
         var oldItemKeys: [[UInt8]] = []
     }
 

@@ -1,19 +1,21 @@
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
 
 /// docs/FORMAT.md §9.2 step 6 (issue 11, item 3): a file the index stopped referencing gets
 /// random bytes at the next commit, or at lock, once neither slot's root references it; a
-/// session that changes nothing writes nothing.
+/// session that changes nothing writes nothing. This is format 1's refill, on format-1 vaults (the
+/// other slot keeps the older root); format 2 refills at the commit that frees, since both slots
+/// then hold the new root (`FormatTwoVaultTests.aCommitRefillsWhatItFreed`).
 @Suite struct FreedFileRefillTests {
     static let payload = Format.payloadSize
 
     /// The chunk files of a 5-chunk file, found as the files its commit added or changed.
     static func chunkFiles(_ vault: Vault, _ storage: SimulatedStorageFolder) throws -> [String: [UInt8]] {
-        let numbers = try FileNumbers()
+        let numbers = try FileNumbers(storage)
         let before = storage.snapshot
         try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
         try vault.commit()
@@ -27,7 +29,7 @@ import VaultStore
 
     @Test func freedFilesAreRefilledOneCommitLater() throws {
         let storage = try TestVaults.storage()
-        let vault = try TestVaults.open(storage)
+        let vault = try TestVaults.open(storage, format: .one)
         try vault.makeFile("kept", TestVaults.content(700, seed: 1))
         try vault.commit()
         let written = try Self.chunkFiles(vault, storage)
@@ -51,7 +53,7 @@ import VaultStore
         #expect(vault.statistics.refilledFiles == count)
         try vault.lock()
 
-        let again = try TestVaults.open(storage)
+        let again = try TestVaults.open(storage, format: .one)
         expectSame(try again.readAll("kept"), TestVaults.content(700, seed: 1), "kept file")
         try again.lock()
         try checkStorageInvariants(storage)
@@ -62,7 +64,7 @@ import VaultStore
     /// and not after it.
     @Test func lockRefillsWhatTheLastCommitFreed() throws {
         let storage = try TestVaults.storage()
-        let vault = try TestVaults.open(storage)
+        let vault = try TestVaults.open(storage, format: .one)
         try vault.makeFile("big", ForensicRecoveryTests.marked(7, count: 5 * Self.payload))
         try vault.commit()
         try vault.remove(Array("big".utf8), from: Vault.rootID)
@@ -76,7 +78,7 @@ import VaultStore
         try vault.lock()
         #expect(try !found(), "refilled at lock")
 
-        let again = try TestVaults.open(storage, readOnly: true)
+        let again = try TestVaults.open(storage, readOnly: true, format: .one)
         #expect(again.generation == generation + 1)
         #expect(try again.tree().isEmpty)
         try again.lock()
@@ -86,13 +88,13 @@ import VaultStore
     /// Opening, reading and locking writes nothing, refills included.
     @Test func aSessionThatChangesNothingRefillsNothing() throws {
         let storage = try TestVaults.storage()
-        let vault = try TestVaults.open(storage)
+        let vault = try TestVaults.open(storage, format: .one)
         _ = try Self.chunkFiles(vault, storage)
         try vault.remove(Array("big".utf8), from: Vault.rootID)
         try vault.makeFile("small", [1, 2, 3])
         try vault.lock()
         let before = storage.snapshot
-        let again = try TestVaults.open(storage)
+        let again = try TestVaults.open(storage, format: .one)
         #expect(try again.readAll("small") == [1, 2, 3])
         try again.lock()
         let diff = SnapshotDiff(before, storage.snapshot)
@@ -107,7 +109,7 @@ import VaultStore
         defer { try? FileManager.default.removeItem(at: folder) }
         _ = try Storage.initialize(at: folder.path, random: SystemRandom())
         let storage = try Storage.open(at: folder.path)
-        let vault = try TestVaults.open(storage, cacheBytes: 64 << 20)
+        let vault = try TestVaults.open(storage, cacheBytes: 64 << 20, format: .one)
         let chunk = TestVaults.content(Self.payload, seed: 5)
         let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
         for i in 0..<256 { try vault.write(id, offset: UInt64(i * Self.payload), bytes: chunk) }

@@ -10,14 +10,14 @@ import VaultStore
     @Test(arguments: [UInt64(2), 16, 17, 40])
     func foreignEntryAtALeftoverNameIsLeftAlone(number: UInt64) throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers(count: 64)
+        let numbers = try FileNumbers(storage, count: 64)
         let vault = try TestVaults.open(storage)
         try vault.makeFile("a", [1, 2, 3])
         try vault.lock()
         // Numbers from 16 up are beyond this vault's one group: where leftovers of a crash would be.
         // Number 2 is the first cover: for a new vault (seed 3 below) the leftover scan starts at 0.
         storage.plantForeign(numbers.name(number))
-        let planted = try FileNumbers(seed: 3, count: 64).name(number)
+        let planted = try FileNumbers(storage, seed: 3, count: 64).name(number)
         storage.plantForeign(planted)
         let before = Set(try storage.listAllNames())
 

@@ -96,7 +96,8 @@ import VaultStore
         let counts = fixture.storage.current
         #expect(counts.partialReads == sizes.count)
         #expect(counts.reads == 0)
-        #expect(counts.bytesRead == sizes.reduce(0) { $0 + $1 + Format.tagSize })
+        // Format 2: each member is N || ciphertext || tag (docs/FORMAT.md §13.8), 24 bytes more.
+        #expect(counts.bytesRead == sizes.reduce(0) { $0 + $1 + Format.sealNonceSize + Format.tagSize })
         #expect(counts.writes + counts.creates + counts.removes + counts.syncs == 0)
     }
 

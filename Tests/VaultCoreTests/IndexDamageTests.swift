@@ -18,8 +18,9 @@ import VaultStore
 
         init() throws {
             storage = try TestVaults.storage()
-            numbers = try FileNumbers(count: 64)
-            let vault = try TestVaults.open(storage)
+            numbers = try FileNumbers(storage, count: 64)
+            // Format 1's fallback to the older slot (format 2 keeps the newest root in both).
+            let vault = try TestVaults.open(storage, format: .one)
             // Without the refill, the lock after a commit that freed files writes no second root
             // (§9.2 step 6): generation 1 stays in the other slot, which these tests damage.
             vault.state.withLock { $0.writer.refillsFreedFiles = false }
@@ -80,10 +81,10 @@ import VaultStore
     /// bytes), and the vault still commits: files of its groups that are gone are made again.
     @Test func olderGenerationAfterAReleaseStillCommits() throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers(count: 128)
+        let numbers = try FileNumbers(storage, count: 128)
         // 60 chunks span four groups or more, whatever the cover count: deleting them frees at
-        // least two, and all but one are released.
-        let vault = try TestVaults.open(storage)
+        // least two, and all but one are released. Format 1's fallback to the older slot.
+        let vault = try TestVaults.open(storage, format: .one)
         // As in TwoGenerations: no second root at lock, so generation 1 stays in the other slot.
         vault.state.withLock { $0.writer.refillsFreedFiles = false }
         let big = streamContent(60 * Format.payloadSize, seed: 8)
@@ -148,7 +149,7 @@ import VaultStore
             try other.commit()
             try other.makeFile("y", [2])
             try other.lock()
-            let otherNumbers = try FileNumbers(seed: 2, count: 2)
+            let otherNumbers = try FileNumbers(storage, seed: 2, count: 2)
             storage.tamper(newest, with: storage.bytes(otherNumbers.name(0)))
             storage.tamper(older, with: storage.bytes(otherNumbers.name(1)))
         case .bothForeign:
@@ -170,7 +171,7 @@ import VaultStore
     /// damage too, not an empty vault: writing a first commit there would replace it.
     @Test func foreignEntryAtTheIndexNameOfANewVault() throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers(seed: 3, count: 2)
+        let numbers = try FileNumbers(storage, seed: 3, count: 2)
         storage.plantForeign(numbers.name(1))
         let before = storage.snapshot
         expectDamagedIndex { _ = try TestVaults.open(storage, seed: 3) }
@@ -183,7 +184,7 @@ import VaultStore
     @Test(arguments: PageDamage.allCases)
     func damagedIndexPageFailsTheOpen(_ damage: PageDamage) throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers()
+        let numbers = try FileNumbers(storage)
         let vault = try TestVaults.open(storage)
         // Counted page writes: no refilled files among them (§9.2 step 6).
         vault.state.withLock { $0.writer.refillsFreedFiles = false }

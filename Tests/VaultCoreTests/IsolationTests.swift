@@ -85,7 +85,7 @@ import VaultStore
         #expect(released >= 2, "groups were released (the file count went down) in \(released) sessions")
 
         // Every file in the storage is a cover, B's, or A's by name.
-        let aNumbers = try FileNumbers(seed: 1, count: 4096)
+        let aNumbers = try FileNumbers(storage, seed: 1, count: 4096)
         for name in storage.snapshot.keys where covers[name] == nil && bFiles[name] == nil {
             #expect(aNumbers.number(name) != nil, "\(name) belongs to nobody")
         }

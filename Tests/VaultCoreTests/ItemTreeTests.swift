@@ -107,7 +107,7 @@ import VaultFormat
         var tree = Self.tree()
         let file = try make(&tree, .file, "f")
         tree.didCommit()
-        let ref = SealedRef(fileNumber: 20, nonce: [UInt8](repeating: 1, count: 24))
+        let ref = StoredRef(fileNumber: 20, nonce: [UInt8](repeating: 1, count: 24))
         let none = tree.setChunk(file, 1025, ref)
         #expect(none == nil)
         #expect(tree.dirtySegments[file] == [1])

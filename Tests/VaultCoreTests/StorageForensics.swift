@@ -1,29 +1,68 @@
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
 
 /// Which storage file is which, seen from outside the engine: a vault's files are named from its
-/// secrets and a number (docs/FORMAT.md §3.3), and a change shows in the files it wrote.
-struct FileNumbers {
-    let byName: [String: UInt64]
+/// secrets and a number (docs/FORMAT.md §3.3, §13.4). A format-2 vault's names come from its
+/// unlock record and root, which exist only after its first commit: they are looked up when
+/// asked, once the record is there.
+final class FileNumbers: @unchecked Sendable {  // one test's helper, used by that test only
+    let storage: SimulatedStorageFolder
+    let seed: UInt8
+    let count: UInt64
+    private var cached: (unlockName: String?, byName: [String: UInt64])?
 
     /// Names of file numbers 0 ..< count of the vault opened with `TestVaults.secrets(seed)`.
-    init(seed: UInt8 = 1, count: UInt64 = 1024) throws {
-        let secrets = try TestVaults.secrets(seed)
+    init(_ storage: SimulatedStorageFolder, seed: UInt8 = 1, count: UInt64 = 1024) throws {
+        self.storage = storage
+        self.seed = seed
+        self.count = count
+    }
+
+    /// Number → name for the vault's current naming (format 1: the pattern's; format 2: RL and NKd).
+    var byName: [String: UInt64] {
+        let secrets = try! TestVaults.secrets(seed)
+        let unlock = try! FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets)
+        if let cached, cached.unlockName == unlock?.name { return cached.byName }
+        let names = unlock.map { try! FileNumbers.formatTwoNames($0.record, storage) } ?? secrets
         var byName: [String: UInt64] = [:]
-        for number in 0..<count { byName[try secrets.fileName(number)] = number }
-        self.byName = byName
+        for number in 0..<count { byName[try! names.fileName(number)] = number }
+        if let unlock { byName[unlock.name] = Self.unlockRecord }
+        // Before the first root, format 2's names are not known: do not keep them.
+        if unlock == nil || byName[try! names.fileName(0)] != nil { cached = (unlock?.name, byName) }
+        return byName
+    }
+
+    /// The number `number(_:)` gives the unlock record: not a data file.
+    static let unlockRecord = UInt64.max
+
+    private static func formatTwoNames(_ record: UnlockRecord, _ storage: SimulatedStorageFolder) throws -> VaultSecrets {
+        let vaultKey = try SecretBytes(copying: record.vaultKey), rootLocator = try SecretBytes(copying: record.rootLocator)
+        let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+        var newest: IndexRootV2?
+        for slot: UInt64 in 0...1 {
+            guard let file = storage.snapshot[try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))],
+                  let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: 2, key: .secret(rootKey),
+                                                      seal: .indexRootV2(slot: slot)),
+                  let root = try? IndexRootV2.decode(body[...]) else { continue }
+            if root.generation > newest?.generation ?? 0 { newest = root }
+        }
+        let namesKey = try newest.map { try SecretBytes(copying: $0.devices[0].namesKey) }
+            ?? FormatTwoKeys.firstDeviceNamesKey(vaultKey: vaultKey)
+        return VaultSecrets(rootLocator: rootLocator, rootKey: rootKey, namesKey: namesKey)
     }
 
     func number(_ name: String) -> UInt64? { byName[name] }
     func isSlot(_ name: String) -> Bool { (number(name) ?? .max) < 2 }
+    func isUnlockRecord(_ name: String) -> Bool { number(name) == Self.unlockRecord }
     func name(_ number: UInt64) -> String { byName.first { $0.value == number }!.key }
 
-    /// Data files (neither slot nor foreign) among `names`, lowest number first.
+    /// Data files (neither slot, unlock record nor foreign) among `names`, lowest number first.
     func dataFiles(_ names: some Collection<String>) -> [String] {
-        names.filter { (number($0) ?? 0) >= 2 }.sorted { number($0)! < number($1)! }
+        let byName = self.byName
+        return names.filter { (byName[$0] ?? 0) >= 2 && byName[$0] != Self.unlockRecord }.sorted { byName[$0]! < byName[$1]! }
     }
 }
 

@@ -1,5 +1,5 @@
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultFormat
 import VaultStore
 
@@ -24,8 +24,10 @@ import VaultStore
 
         init() throws {
             storage = try TestVaults.storage()
-            numbers = try FileNumbers()
+            numbers = try FileNumbers(storage)
             let vault = try TestVaults.open(storage)
+            // Counted writes: no refill (format 2 refills the page a commit replaces at that commit).
+            vault.state.withLock { $0.writer.refillsFreedFiles = false }
             try write(vault, "small2", TestVaults.content(700, seed: 1))
             try vault.commit()
 
@@ -33,15 +35,17 @@ import VaultStore
             try write(vault, "small", TestVaults.content(1000, seed: 2))
             try vault.commit()
             var after = storage.snapshot
-            // The existing pack gets the new member in its free tail: only that range changes.
+            // The existing pack gets the new member in its free tail: only that range changes. A
+            // member is N || ciphertext || tag (docs/FORMAT.md §13.8).
+            let overhead = Format.sealNonceSize + Format.tagSize
             let partial = numbers.dataFiles(SnapshotDiff(before, after).changed).filter {
-                differingRange(before[$0]!, after[$0]!)!.count <= 1000 + Format.tagSize
+                differingRange(before[$0]!, after[$0]!)!.count <= 1000 + overhead
             }
             pack = try #require(partial.first, "no pack changed in part")
             #expect(partial.count == 1)
             // small2's member fills the new pack from 0; small's follows it.
             smallMember = try memberRange(changed: differingRange(before[pack]!, after[pack]!)!,
-                                          length: 1000 + Format.tagSize, start: 700 + Format.tagSize)
+                                          length: 1000 + overhead, start: 700 + overhead)
 
             before = after
             try write(vault, "big", TestVaults.content(2 * payload + 1000, seed: 3))
@@ -68,7 +72,12 @@ import VaultStore
             try vault.makeFile(name, bytes)
         }
 
-        func open() throws -> Vault { try TestVaults.open(storage) }
+        /// Counted writes (a rollback's diff): no refill (format 2 refills at the commit that frees).
+        func open() throws -> Vault {
+            let vault = try TestVaults.open(storage)
+            vault.state.withLock { $0.writer.refillsFreedFiles = false }
+            return vault
+        }
 
         /// An open vault that has made its first commit of the session (which refreshes the
         /// covers), so that the diff of its next commit shows only the files that change wrote.
@@ -230,7 +239,7 @@ import VaultStore
     /// again rather than failing every commit from then on.
     @Test func removedCoverDoesNotStopCommits() throws {
         let storage = try TestVaults.storage()
-        let numbers = try FileNumbers()
+        let numbers = try FileNumbers(storage)
         let vault = try TestVaults.open(storage)
         try vault.makeFile("a", [1])
         try vault.lock()

@@ -1,4 +1,4 @@
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
@@ -17,9 +17,10 @@ struct TestVaults {
 
     static func open(_ storage: any StorageFolder, seed: UInt8 = 1, cacheBytes: Int = 8 << 20,
                      random: any RandomSource = SystemRandom(), clock: any VaultClock = ManualClock(),
-                     readOnly: Bool = false) throws -> Vault {
-        try Vault.open(storage: storage, secrets: secrets(seed),
-                       options: Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes), random: random, clock: clock)
+                     readOnly: Bool = false, format: StorageFormat = .two) throws -> Vault {
+        var options = Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes)
+        options.newVaultFormat = format
+        return try Vault.open(storage: storage, secrets: secrets(seed), options: options, random: random, clock: clock)
     }
 
     /// Bytes that differ at every position and between calls with other seeds.

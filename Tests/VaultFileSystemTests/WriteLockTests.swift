@@ -21,6 +21,9 @@ import VaultStore
         let caller = Caller(uid: 1000, gid: 1000, umask: 0o022)
         let (attributes, handle) = try fs.create(FileSystem.rootInode, "big".bytes, mode: 0o644, flags: O_CREAT | O_RDWR, caller: caller)
         let bytes = pattern(4 * Self.chunk)
+        // A new vault's first storage write is its unlock record, made once under the lock before
+        // anything else (docs/FORMAT.md §13.9): that is the vault's first commit here.
+        try vault.commit()
 
         // The first chunk's write-behind stops in the storage; the second finds no room (limit 1)
         // and its writer waits inside the vault, outside its lock.

@@ -1,7 +1,7 @@
 import DotSafeTestSupport
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
@@ -27,7 +27,10 @@ import VaultStore
         let storage = SimulatedStorageFolder()
         let covers = try Storage.addCovers(to: storage, random: random)
         let secrets = try VaultSecrets(pattern: try Pattern(parsing: patternText), salt: salt, rounds: rounds)
-        let vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(), random: random, clock: clock)
+        // The vector is format 1's (§10): a vault made as this release made it before format 2.
+        var options = Vault.Options()
+        options.newVaultFormat = .one
+        let vault = try Vault.open(storage: storage, secrets: secrets, options: options, random: random, clock: clock)
         let id = try vault.create(.file, in: Vault.rootID, named: Array("hello.txt".utf8), mode: 0o644)
         try vault.write(id, offset: 0, bytes: Array(helloText.utf8))
         try vault.commit()

@@ -74,10 +74,13 @@ struct MountDaemon {
         if let watcher, watcher.sessionPath == nil {
             notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
         }
+        // A root the vault committed is not in its slots (docs/FORMAT-2-DESIGN.md §E): said once.
+        let warning = vault.rollbackWarning
         if detached {
-            Self.reportReady(failure: nil, notes: notes)
+            Self.reportReady(failure: nil, notes: notes, warning: warning)
             ProcessCalls.detachStandardStreams()
         } else {
+            if let warning { context.standardError.writeLine("dotsafe: warning: \(warning)") }
             for note in notes { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
@@ -142,7 +145,7 @@ struct MountDaemon {
         try? newline.withUnsafeBytes { try SystemCall.writeAll(pipe, $0) }
         try? input.fileHandleForWriting.close()
         var answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        while answer.hasPrefix("note: "), let end = answer.firstIndex(of: "\n") {
+        while answer.hasPrefix("note: ") || answer.hasPrefix("warning: "), let end = answer.firstIndex(of: "\n") {
             context.standardError.writeLine("dotsafe: " + answer[..<end])
             answer = String(answer[answer.index(after: end)...])
         }
@@ -155,10 +158,10 @@ struct MountDaemon {
     }
 
     /// The daemon child's one message to its parent, on standard output: "ready" or an error,
-    /// after notes the parent prints on its standard error.
-    static func reportReady(failure message: String?, notes: [String] = []) {
-        let noteLines = notes.map { "note: \($0)\n" }.joined()
-        FileDescriptorOutput.standardOutput.write(noteLines + (message.map { "error: \($0)\n" } ?? "ready\n"))
+    /// after a warning and notes the parent prints on its standard error.
+    static func reportReady(failure message: String?, notes: [String] = [], warning: String? = nil) {
+        let lines = (warning.map { "warning: \($0)\n" } ?? "") + notes.map { "note: \($0)\n" }.joined()
+        FileDescriptorOutput.standardOutput.write(lines + (message.map { "error: \($0)\n" } ?? "ready\n"))
     }
 
     /// What `mount` says when RLIMIT_MEMLOCK does not let the whole chunk cache be locked in RAM

@@ -1,0 +1,77 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// The top of format 2's key chain (docs/FORMAT.md §13.1, §13.3): from the pattern's locator
+/// and index key to the owner's unlock record, and from its vault key and root locator to the
+/// secrets that name and seal the storage's files.
+enum FormatTwoVault {
+    /// A new vault's secrets, its root's fixed part, and its unlock record, sealed for the
+    /// pattern (written before any other file: `FileWriter.writeUnlockRecord`). The record
+    /// takes the lowest free number of group 0.
+    static func create(patternSecrets: VaultSecrets, vaultKey: SecretBytes, allocator: inout FileAllocator,
+                       random: any RandomSource) throws
+        -> (secrets: VaultSecrets, root: FormatTwoRoot, unlock: (name: String, file: [UInt8])) {
+        let rootLocator = try SecretBytes.random(count: Format.keySize, using: random)
+        let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+        let secrets = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey,
+                                   namesKey: try FormatTwoKeys.firstDeviceNamesKey(vaultKey: vaultKey))
+        let number = allocator.allocate()
+        allocator.markCreated(number)  // its file has the pattern's name, not a device name
+        let file = FileRef(device: 0, number: number)
+        var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
+        var body = record.encode()
+        defer {
+            Sealer.wipe(&body)
+            Sealer.wipe(&record.vaultKey)
+            Sealer.wipe(&record.rootLocator)
+        }
+        let (_, sealed) = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                                  key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                                  random: random)
+        let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
+        var prefix: UInt32 = 0
+        while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
+        let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
+                                 specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
+        return (secrets, root, (FileName.encode(nameBytes), sealed))
+    }
+
+    /// The owner's unlock record at the pattern's name, opened and decoded; nil when no file is
+    /// there (a format-1 vault, or none). Something there that does not open is damage.
+    static func readUnlock(storage: any StorageFolder, patternSecrets: VaultSecrets) throws -> (name: String, record: UnlockRecord)? {
+        let name = try FormatTwoKeys.unlockName(locator: patternSecrets.locator)
+        guard try storage.entryExists(name) else { return nil }
+        do {
+            guard let file = try storage.read(name) else { throw CryptoError.authenticationFailed }
+            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
+                                               key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation))
+            defer { body.wipeStorage() }
+            return (name, try UnlockRecord.decode(body[...]))
+        } catch FormatError.newerVersion(let version) {
+            throw VaultError.newerFormat(version)
+        } catch {
+            throw VaultError.damagedIndex("the vault's unlock record does not open with this pattern")
+        }
+    }
+
+    /// What the two slots say (design §E, "both slots hold the newest root"): nil when they are
+    /// at rest or as a crash leaves them; else why a root the vault committed is not there.
+    /// `slots[s]`: nil when slot s has no file, .some(nil) when it does not open.
+    static func rollbackWarning(_ slots: [UInt64?? ]) -> String? {
+        let generations = slots.compactMap { $0 ?? nil }
+        guard let newest = generations.max() else { return nil }
+        let original = Int(newest % Format.indexSlotCount), other = 1 - original
+        guard case .some(.some(newest)) = slots[original] else {
+            return "the newest root's own index slot is missing, damaged or older; opened generation \(newest) from its copy"
+        }
+        switch slots[other] {
+        case .none where newest > 1:
+            return "index slot \(other) is missing; opened generation \(newest)"
+        case .some(.some(let generation)) where generation + 1 < newest:
+            return "index slot \(other) was rolled back to generation \(generation); opened generation \(newest)"
+        default:
+            return nil
+        }
+    }
+}

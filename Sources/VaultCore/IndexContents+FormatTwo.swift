@@ -1,0 +1,57 @@
+import VaultCrypto
+import VaultFormat
+
+/// Reading a format-2 index (docs/FORMAT.md §13.5–§13.8): the pages below the root's top refs,
+/// each opened with the key its parent records, down to the leaves and their records.
+extension IndexContents {
+    /// `pageBody` opens the page at a ref (its key already in the arena) expected at a level;
+    /// `keepKey` moves a key (page, chunk, member, format-1 item key) into locked memory and
+    /// wipes the array.
+    init(rootV2 root: IndexRootV2, pageBody: (StoredRef, UInt8) throws -> [UInt8],
+         keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
+        // Sync brings more devices; until then a vault has exactly the one that made it.
+        guard root.devices.count == 1 else { throw VaultError.damagedIndex("the vault lists \(root.devices.count) devices") }
+        let device = root.devices[0]
+        var segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])] = []
+        func visit(_ refs: [PageRef], level: UInt8, upper: RecordKey?) throws {
+            for (i, ref) in refs.enumerated() {
+                guard ref.file.device == 0 else { throw VaultError.damagedIndex("index page in file \(ref.file) of another device") }
+                var pageKey = ref.pageKey
+                let slot = try keepKey(&pageKey)
+                pageKey.wipeStorage()
+                guard let slot else { throw VaultError.damagedIndex("a page key was not kept") }
+                let stored = StoredRef(fileNumber: ref.file.raw, key: slot)
+                let body = try pageBody(stored, level)
+                defer { body.wipeStorage() }
+                let next = i + 1 < refs.count ? refs[i + 1].firstKey : upper
+                func inRange(_ first: RecordKey, _ last: RecordKey) -> Bool { first >= ref.firstKey && next.map { last < $0 } ?? true }
+                switch try IndexPageV2.decode(body[...], level: level) {
+                case .interior(let children):
+                    guard inRange(children[0].firstKey, children[children.count - 1].firstKey) else {
+                        throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
+                    }
+                    interiorPages.append(stored)
+                    try visit(children, level: level - 1, upper: next)
+                case .leaf(let records):
+                    defer { for record in records { record.value.wipeStorage() } }
+                    guard inRange(records[0].key, records[records.count - 1].key) else {
+                        throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
+                    }
+                    try addLeaf(stored, records, format: .two, isValidID: { id in
+                        id == Format.rootItemID || (id >> 32 == UInt64(device.itemPrefix) && id < device.nextItemID)
+                    }, keepKey: keepKey, segments: &segments)
+                }
+            }
+        }
+        try visit(root.top, level: root.topLevel, upper: nil)
+        try addSegments(segments, format: .two)
+        try buildFolders()
+        var special: [UInt64] = []
+        for file in root.specialFiles.map(\.file) {
+            guard file.device == 0 else { throw VaultError.damagedIndex("unlock record in file \(file) of another device") }
+            special.append(file.raw)
+        }
+        try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: special,
+                             isOwned: { $0 >= device.reservedNumbers && device.owns($0) })
+    }
+}

@@ -1,0 +1,113 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Opening a format-2 vault (docs/FORMAT.md §13.9): the unlock record gives VK and RL; RK from
+/// VK opens both slots; the newest root gives the device's names key and the page keys; the
+/// pages give the records and their keys. The two slots are read against the rollback table of
+/// docs/FORMAT-2-DESIGN.md §E.
+extension VaultState {
+    static func openFormatTwo(_ unlock: (name: String, record: UnlockRecord), storage: any StorageFolder, secrets patternSecrets: VaultSecrets,
+                              random: any RandomSource, clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        let record = unlock.record
+        defer {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
+        let vaultKey = try SecretBytes(copying: record.vaultKey), rootLocator = try SecretBytes(copying: record.rootLocator)
+        let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+        var slots: [UInt64??] = [nil, nil]
+        var roots: [(slot: UInt64, root: IndexRootV2)] = []
+        for slot in 0..<Format.indexSlotCount {
+            let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
+            guard try storage.entryExists(name) else { continue }
+            slots[Int(slot)] = .some(nil)
+            do {
+                guard let file = try storage.read(name) else { continue }
+                let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
+                                                   key: .secret(rootKey), seal: .indexRootV2(slot: slot))
+                defer { body.wipeStorage() }  // names and page keys
+                let root = try IndexRootV2.decode(body[...])
+                roots.append((slot, root))
+                slots[Int(slot)] = .some(root.generation)
+            } catch FormatError.newerVersion(let version) {
+                throw VaultError.newerFormat(version)
+            } catch {
+                continue
+            }
+        }
+        defer { for candidate in roots { wipeKeys(of: candidate.root) } }
+        if slots.allSatisfy({ $0 == nil }) {
+            // A first commit that died before its root: what it left is named from this record's
+            // vault key. It goes, then the record; the vault starts again, empty.
+            var state = try newVault(storage: storage, secrets: patternSecrets, random: random, clock: clock, options: options)
+            if !options.readOnly {
+                let names = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey,
+                                         namesKey: try FormatTwoKeys.firstDeviceNamesKey(vaultKey: vaultKey))
+                defer { names.wipe() }
+                try state.removeLeftovers(releasing: [], names: { try names.fileName($0) })
+                try storage.remove(unlock.name)
+                try storage.syncFolder()
+            }
+            return state
+        }
+        guard let newest = roots.max(by: { $0.root.generation < $1.root.generation })?.root else {
+            throw VaultError.damagedIndex("a file is at the vault's index name but does not open with its key")
+        }
+        let arena = SecretArena()
+        let device = newest.devices[0]
+        let stateSecrets = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey, namesKey: try SecretBytes(copying: device.namesKey))
+        let formatTwo = FormatTwoRoot(rootKey: rootKey, deviceID: device.deviceID, itemPrefix: device.itemPrefix, deviceName: device.name,
+                                      specialFiles: newest.specialFiles, extensions: newest.extensions)
+        var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
+        let contents: IndexContents
+        do {
+            guard newest.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else {
+                throw VaultError.damagedIndex("the root does not list the unlock record that found it")
+            }
+            contents = try IndexContents(rootV2: newest, pageBody: { ref, level in
+                guard let file = try storage.read(try stateSecrets.fileName(ref.fileNumber)) else {
+                    throw VaultError.damagedIndex("index page \(ref.fileNumber) is missing")
+                }
+                do {
+                    return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
+                                                   key: .arena(ref.key!, arena), seal: .indexPageV2(level: level))
+                } catch CryptoError.authenticationFailed {
+                    throw VaultError.damagedIndex("index page \(ref.fileNumber) does not open")
+                }
+            }, keepKey: { key in
+                defer { Sealer.wipe(&key) }
+                return try arena.allocate(copying: key)
+            })
+        } catch {
+            arena.wipeAll()
+            committer.wipe()
+            stateSecrets.wipe()
+            patternSecrets.wipe()
+            switch error {
+            case let error as VaultError: throw error
+            case FormatError.newerVersion(let version): throw VaultError.newerFormat(version)
+            default: throw VaultError.damagedIndex("\(error)")
+            }
+        }
+        committer.useLoaded(PageTable(loaded: contents.pages, orphaned: contents.interiorPages))
+        if slots.contains(where: { $0 == nil }) { committer.missingSlot = slots[0] == nil ? 0 : 1 }
+        var state = VaultState(storage: storage, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
+                               readOnly: options.readOnly, cacheBytes: options.cacheBytes,
+                               allocator: FileAllocator(device: device, used: contents.usedFiles), nextItemID: device.nextItemID,
+                               committer: committer, contents: contents, arena: arena)
+        state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        if !options.readOnly {
+            try state.removeLeftovers(releasing: device.releasing)
+            try state.committer.restoreMissingSlot(writer: state.writer)
+        }
+        return state
+    }
+
+    /// The keys a decoded root holds (names keys, page keys), zeroed where every copy reads them.
+    private static func wipeKeys(of root: IndexRootV2) {
+        for device in root.devices { device.namesKey.wipeStorage() }
+        for ref in root.top { ref.pageKey.wipeStorage() }
+    }
+}
