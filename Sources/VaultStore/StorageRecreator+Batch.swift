@@ -1,5 +1,4 @@
 import Glibc
-import VaultCrypto
 import VaultFormat
 
 /// One batch of a re-creation (docs/FORMAT.md §11.3): the copies are made without holding the
@@ -16,9 +15,10 @@ extension StorageRecreator {
     /// A copy written, not yet swapped in.
     struct Copy {
         var name: String
-        /// The original's inode, and the SHA-256 of the bytes read from it and copied.
+        /// The original's inode, and the bytes read from it and copied (a batch holds 16 MiB:
+        /// comparing them costs less than hashing them twice).
         var inode: UInt64
-        var digest: [UInt8]
+        var bytes: [UInt8]
         /// The copy: its name (not of the storage's form) and an open of it, which keeps its
         /// inode number from being handed to another file before the check.
         var file: Spare
@@ -44,7 +44,8 @@ extension StorageRecreator {
         // new modification time is never earlier than its change (R-DEN-1, item 4).
         let time = time ?? Syscalls.now()
         var swapped: [String] = []
-        while let copy = copies.popLast() {
+        while !copies.isEmpty {
+            let copy = copies.removeFirst()
             if try swap(copy, time: Self.time(for: copy.name, batch: time, earlierTimes: earlierTimes)) {
                 swapped.append(copy.name)
             }
@@ -88,7 +89,7 @@ extension StorageRecreator {
             discard(file)
             throw error
         }
-        return Copy(name: name, inode: metadata.inode, digest: SHA256.hash(bytes), file: file)
+        return Copy(name: name, inode: metadata.inode, bytes: bytes, file: file)
     }
 
     /// Under the lock: exchanges the copy with its original when the name still holds the file
@@ -125,7 +126,7 @@ extension StorageRecreator {
         defer { Syscalls.close(fd) }
         let now = try Syscalls.metadata(fd)
         guard now.inode == copy.inode, now.links == 1, now.size == Format.fileSize else { return false }
-        return SHA256.hash(try Syscalls.readFully(fd, count: Format.fileSize, offset: 0)) == copy.digest
+        return try Syscalls.readFully(fd, count: Format.fileSize, offset: 0) == copy.bytes
     }
 
     /// Keeps `file` for the next copy when nobody else has it open (a reader that opened the

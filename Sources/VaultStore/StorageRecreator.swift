@@ -17,9 +17,10 @@ import VaultFormat
 /// copies, so that a lock neither creates nor frees a file past its first and last batch.
 public final class StorageRecreator {
     public static let temporarySuffix = ".recreated"
-    /// Files per batch (16 MiB): each batch costs one `syncfs`, which on a busy disk waits for
-    /// everyone's dirty data, and new files for its copies when it is the first.
-    public static let batchSize = 64
+    /// Files per batch (32 MiB, held in memory for the check): each batch costs one `syncfs`
+    /// (on a busy disk it waits for everyone's dirty data); the first batch's copies are new
+    /// files and the last one's replaced files are freed.
+    public static let batchSize = 128
     let folder: Int32
     private let batchSize: Int
     /// Files the last batch replaced, open for writing, each under a temporary name: the next
