@@ -105,7 +105,12 @@ extension StorageRecreator {
             keepSpare(copy.file)
             return false
         }
-        if try Syscalls.exchange(folder, copy.file.name, copy.name) {
+        let exchanged: Bool
+        do { exchanged = try Syscalls.exchange(folder, copy.file.name, copy.name) } catch {
+            discard(copy.file)
+            throw error
+        }
+        if exchanged {
             Syscalls.close(copy.file.fd)
             // What the name held is now at the temporary name, with the same bytes.
             if let fd = try? Syscalls.openFile(folder, copy.file.name, O_WRONLY) {

@@ -86,26 +86,29 @@ public final class StorageRecreator {
         let deadline = start + Int64(seconds * 1e9)
         var order = try Self.choose(share: seconds > 0 ? budget.share : 0, of: files, always: written, random: random)
         var summary = Summary(files: files.count)
-        var processed = 0
         var retried = Set<String>()
         defer { try? removeSpares() }
         while !order.isEmpty {
             let batch = Array(order.prefix(batchSize))
             order.removeFirst(batch.count)
+            let batchStart = Syscalls.now()
             let done = try recreateBatch(batch, time: nil, earlierTimes: earlierTimes, keeping: written, deadline: deadline)
             summary.recreated += done.count
             summary.written += done.filter(written.contains).count
-            processed += batch.count
             // A written file that changed between its copy and its swap (another vault's
             // re-creation took it first) goes once more: it must get its time (§11.2).
             let finished = Set(done)
             order += batch.filter { written.contains($0) && !finished.contains($0) && retried.insert($0).inserted }
             // Thin the rest at random so that it ends by the deadline; written files all stay.
-            let elapsed = Double(Syscalls.now() - start) / 1e9
-            let affordable = Int((seconds - elapsed) / (elapsed / Double(processed)))
+            // At the last batch's pace: the first one creates its copies, later ones reuse files
+            // (thinning is for good, so a pessimistic pace would cut the share for nothing).
+            let now = Syscalls.now()
+            let pace = Double(now - batchStart) / 1e9 / Double(batch.count)
+            let remaining = max(Double(deadline - now) / 1e9, 0)
+            let affordable = pace > 0 ? Int(min(remaining / pace, Double(order.count))) : order.count
             var others = order.indices.filter { !written.contains(order[$0]) }
             var dropped = Set<Int>()
-            for _ in 0..<min(max(order.count - max(affordable, 0), 0), others.count) {
+            for _ in 0..<min(order.count - affordable, others.count) {
                 dropped.insert(others.remove(at: try random.uniform(others.count)))
             }
             order = order.indices.filter { !dropped.contains($0) }.map { order[$0] }
