@@ -84,6 +84,18 @@ public enum FuzzSeeds {
             "pattern": ["valid": Array("b2-c2-d3-d4-c4-b4-a5".utf8), "spaces": Array("A1 B2 c3,d4".utf8),
                         "long": Array("a1-a2-a3-a4-a5-b5-b4-b3-b2-b1-c1-c2-c3-c4-c5-d5-d4-d3-d2-d1-e1-e2-e3-e4-e5".utf8),
                         "bad": Array("a1-a1-z9".utf8)],
+            "contact-code": ["printed": Array(ContactCode(publicKey: key).text.utf8), "compact": Array(ContactCode(publicKey: key).compact.utf8),
+                             "upper-spaced": Array(ContactCode(publicKey: Array(nonce.prefix(8)) + Array(key.prefix(24))).text
+                                .uppercased().split(separator: "-").joined(separator: " ").utf8),
+                             "wrong-prefix": Array("age1ps5s0qzvfxzn4gayt0hwtg0hhtgxm7wsdycup4a8t5j5ca25mfe4qs5urg6".utf8)],
+            "grant-block": ["valid": grantBlock([]), "optional": grantBlock([.init(tag: 1024, value: Array("optional".utf8))])],
         ]
+    }
+
+    /// A grant block's header and body (the harness pads it with zeros to its size).
+    static func grantBlock(_ optional: [IndexRootV2.Extension]) -> [UInt8] {
+        let body = UnlockRecord(role: .grant, vaultKey: key, rootLocator: Array(key.reversed()), ownFile: FileRef(device: 1, number: 40),
+                                optional: optional).encode()
+        return Array(GrantFile.block(body: body).prefix(GrantFile.blockHeaderSize + body.count))
     }
 }

@@ -20,6 +20,8 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "keyring-export", run: keyringExport),
         FuzzTarget(name: "index", run: index),
         FuzzTarget(name: "pattern", run: pattern),
+        FuzzTarget(name: "contact-code", run: contactCode),
+        FuzzTarget(name: "grant-block", run: grantBlock),
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
@@ -96,6 +98,25 @@ public struct FuzzTarget: Sendable {
         _ = pattern.hints
         let again = try? Pattern(parsing: pattern.canonical)
         precondition(again == pattern, "pattern: canonical form does not parse back")
+    }
+
+    /// The contact-code parser (docs/FORMAT.md §14.1), fed UTF-8 (invalid sequences repaired):
+    /// a code it accepts prints, and parses back, as the same key.
+    public static func contactCode(bytes: [UInt8]) {
+        guard let code = try? ContactCode.parse(String(decoding: bytes, as: UTF8.self)) else { return }
+        precondition(code.compact.utf8.count == ContactCode.length, "contact code: printed length")
+        precondition((try? ContactCode.parse(code.text)) == code, "contact code: printed form does not parse back")
+    }
+
+    /// An opened grant block (§14.3, §14.4): the input is its start, the rest zeros. What the
+    /// block and the role-2 record accept must encode back to the same block.
+    public static func grantBlock(bytes: [UInt8]) {
+        var block = Array(bytes.prefix(GrantFile.blockSize))
+        block.append(contentsOf: repeatElement(0, count: GrantFile.blockSize - block.count))
+        guard let body = try? GrantFile.body(ofBlock: block),
+              let record = try? UnlockRecord.decode(body, role: .grant) else { return }
+        precondition(record.role == .grant && record.identityKey.isEmpty, "grant block: a grant with an identity key")
+        roundTrip(GrantFile.block(body: record.encode()), block, "grant block")
     }
 
     private static func roundTrip(_ encoded: [UInt8], _ input: [UInt8], _ what: String) {

@@ -62,9 +62,28 @@ struct ChunkCache {
 
     func isDirty(_ key: Key) -> Bool { entries[key]?.dirty ?? false }
 
-    mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool) {
+    /// Bytes stored for the chunk.
+    func storedCount(_ key: Key) -> Int? { entries[key]?.buffer.count }
+
+    /// The chunk's buffer itself, for the chunk store to share with a write-behind.
+    func buffer(_ key: Key) -> PlaintextBuffer? { entries[key]?.buffer }
+
+    /// Gives the chunk a copy of its buffer: the one it had is still read by a write-behind.
+    mutating func separate(_ key: Key) {
+        guard let entry = entries[key] else { return }
+        entries[key]!.buffer = entry.buffer.copy()
+    }
+
+    /// Caches a copy of `bytes`, in a block with room for `capacity` bytes at least.
+    mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool, capacity: Int = 0) {
+        let buffer = PlaintextBuffer(pool: pool, capacity: max(capacity, bytes.count))
+        buffer.write(bytes[...], at: 0)
+        put(key, buffer: buffer, dirty: dirty)
+    }
+
+    /// Caches `buffer` itself, no copy: a load decrypted into it, or a write-behind hands it back.
+    mutating func put(_ key: Key, buffer: PlaintextBuffer, dirty: Bool) {
         tick += 1
-        let buffer = PlaintextBuffer(pool: pool, copying: bytes)
         let old = entries.updateValue(Entry(buffer: buffer, dirty: dirty || (entries[key]?.dirty ?? false), lastUse: tick), forKey: key)
         byteCount += buffer.capacity - (old?.buffer.capacity ?? 0)
         if old == nil { indexes[key.item, default: []].insert(key.index) }

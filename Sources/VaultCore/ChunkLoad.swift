@@ -6,19 +6,22 @@ import VaultStore
 /// Reading a stored chunk without the vault's lock: its reference and one-time key are taken
 /// under the lock, the storage read and the AES outside it, and the result is cached under it.
 /// Two threads can then decrypt two chunks at once, and a sequential reader's next chunks are
-/// loaded ahead while the kernel copies out the current one.
+/// loaded ahead while the kernel copies out the current one. The chunk is decrypted straight
+/// into a block of the cache's pool, which the cache then keeps: no copy, and no plaintext in
+/// ordinary memory.
 struct ChunkLoad: Sendable {
     let key: ChunkCache.Key
     let ref: SealedRef
     let name: String
     let oneTime: Sealer.OneTimeKey
+    let pool: PlaintextPool
 
-    func run(_ storage: any StorageFolder) throws -> [UInt8] {
+    func run(_ storage: any StorageFolder) throws -> PlaintextBuffer {
         defer { oneTime.subkey.wipe() }
         guard let file = try storage.read(name) else { throw StoreError.unusableFile("chunk") }
-        let body = try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime,
-                                           seal: .chunk(item: key.item, index: key.index))
-        guard body.count <= ChunkOffsets.chunkSize else { throw CryptoError.authenticationFailed }
+        let body = PlaintextBuffer(pool: pool, capacity: ChunkOffsets.chunkSize)
+        try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: oneTime,
+                                seal: .chunk(item: key.item, index: key.index), into: body)
         return body
     }
 }
@@ -78,7 +81,7 @@ extension VaultState {
         guard let item = tree.items[key.item], let slot = item.key, let ref = item.chunks[key.index] else { return nil }
         let oneTime = try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce)
         statistics.chunkDecrypts += 1
-        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), oneTime: oneTime)
+        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), oneTime: oneTime, pool: chunks.cache.pool)
     }
 
     /// Where a read of `offset..<offset + count` ends (at the file's end at most), and whether
@@ -90,25 +93,31 @@ extension VaultState {
         return (end, chunks.noteRead(id, offset: offset, end: end))
     }
 
-    /// Caches what a load read, if the chunk has not changed meanwhile. Returns false when the
-    /// load failed because the chunk moved while it ran: its old file, free again, may have been
-    /// taken and rewritten, so the reader reads again. Any other failure is the error a reader
-    /// sees (a load ahead drops it: the reader's own load reports it).
-    mutating func finishLoad(_ load: ChunkLoad, _ result: Result<[UInt8], any Error>) throws -> Bool {
+    /// Caches what a load read, if the chunk has not changed meanwhile, and returns a copy of
+    /// the bytes of `range` it holds (shorter, or empty, past its end): the bytes as stored when
+    /// the read began (a write since then is a later event). Returns nil when the load failed
+    /// because the chunk moved while it ran: its old file, free again, may have been taken and
+    /// rewritten, so the reader reads again. Any other failure is the error a reader sees (a
+    /// load ahead drops it: the reader's own load reports it).
+    mutating func finishLoad(_ load: ChunkLoad, _ result: Result<PlaintextBuffer, any Error>,
+                             range: Range<Int> = 0..<0) throws -> [UInt8]? {
         chunks.endLoad(load.key)
         let unchanged = !isLocked && tree.items[load.key.item]?.chunks[load.key.index] == load.ref
-        let bytes: [UInt8]
+        let buffer: PlaintextBuffer
         do {
-            bytes = try result.get()
+            buffer = try result.get()
         } catch {
             if isLocked { throw VaultError.locked }
-            guard unchanged else { return false }
+            guard unchanged else { return nil }
             throw Self.loadError(error, load.key.item, load.key.index)
         }
-        guard unchanged, !chunks.isInMemory(load.key) else { return true }
-        chunks.put(load.key, bytes: bytes, dirty: false)
+        // Copied under the lock: once cached, the buffer may change under a later write.
+        let end = min(range.upperBound, buffer.count)
+        let bytes = range.lowerBound < end ? buffer.bytes(range.lowerBound..<end) : []
+        guard unchanged, !chunks.isInMemory(load.key) else { return bytes }
+        chunks.put(load.key, buffer: buffer, dirty: false)
         try evictIfNeeded()
-        return true
+        return bytes
     }
 
     /// What a reader sees when a stored chunk does not open.

@@ -1,3 +1,4 @@
+import VaultCrypto
 import VaultFormat
 
 /// Decrypted chunks in memory and what is under way for them outside the vault's lock: the
@@ -7,7 +8,9 @@ import VaultFormat
 /// asks it, and tells it what became of a chunk.
 ///
 /// Invariant: a chunk's newest bytes are in the cache if they are there, else in its flight,
-/// else in storage; a flight's token says which write-behind of a chunk is the latest.
+/// else in storage; a flight's token says which write-behind of a chunk is the latest. A flight
+/// shares the cache's buffer (the write-behind seals from it outside the lock), so a change to
+/// that chunk first gives the cache a copy of its own (`separateFromFlight`).
 struct ChunkStore {
     typealias Key = ChunkCache.Key
 
@@ -32,19 +35,16 @@ struct ChunkStore {
     var hasChanges: Bool { cache.hasDirtyEntries || !flights.isEmpty }
     var hasFlights: Bool { !flights.isEmpty }
 
-    /// The newest bytes of a chunk held in memory: cached, or being written behind (then cached
-    /// clean, since the write-behind stores these very bytes, or puts them back dirty if it fails).
-    mutating func cached(_ key: Key) -> [UInt8]? {
-        if let cached = cache.get(key) { return cached }
-        guard let flight = flights[key] else { return nil }
-        cache.put(key, bytes: flight.bytes, dirty: false)
-        return flight.bytes
-    }
+    /// A copy of the newest bytes of a chunk held in memory.
+    mutating func cached(_ key: Key) -> [UInt8]? { cached(key, in: 0..<ChunkOffsets.chunkSize) }
 
-    /// `cached` for the bytes of `range` only (shorter past the chunk's end): what a read copies.
+    /// A copy of the bytes of `range` (shorter past the chunk's end) of the newest held in
+    /// memory: cached, or being written behind (then cached clean, since the write-behind stores
+    /// these very bytes, or makes them dirty again if it fails).
     mutating func cached(_ key: Key, in range: Range<Int>) -> [UInt8]? {
         if let cached = cache.bytes(key, in: range) { return cached }
-        guard cached(key) != nil else { return nil }
+        guard let flight = flights[key] else { return nil }
+        cache.put(key, buffer: flight.buffer, dirty: false)
         return cache.bytes(key, in: range)
     }
 
@@ -53,11 +53,19 @@ struct ChunkStore {
 
     func contains(_ key: Key) -> Bool { cache.contains(key) }
     mutating func get(_ key: Key) -> [UInt8]? { cache.get(key) }
-    mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool) { cache.put(key, bytes: bytes, dirty: dirty) }
+    mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool, capacity: Int = 0) {
+        cache.put(key, bytes: bytes, dirty: dirty, capacity: capacity)
+    }
+    mutating func put(_ key: Key, buffer: PlaintextBuffer, dirty: Bool) { cache.put(key, buffer: buffer, dirty: dirty) }
     mutating func write(_ key: Key, _ bytes: ArraySlice<UInt8>, at offset: Int, reserveChunk: Bool = false) {
+        separateFromFlight(key)
         cache.write(key, bytes, at: offset, reserveChunk: reserveChunk)
     }
-    mutating func truncate(_ key: Key, to count: Int) { cache.truncate(key, to: count) }
+    mutating func truncate(_ key: Key, to count: Int) {
+        separateFromFlight(key)
+        cache.truncate(key, to: count)
+    }
+    func storedCount(_ key: Key) -> Int? { cache.storedCount(key) }
     mutating func markClean(_ key: Key) { cache.markClean(key) }
     mutating func markDirty(_ key: Key) { cache.markDirty(key) }
     mutating func remove(_ key: Key) { cache.remove(key) }
@@ -100,21 +108,35 @@ struct ChunkStore {
         return lower < last ? lower..<last : 0..<0
     }
 
-    /// Hands a dirty chunk to a write-behind: clean in the cache, its bytes kept in a flight.
-    /// Returns the flight's token.
-    mutating func startFlight(_ key: Key, bytes: [UInt8]) -> UInt64 {
+    /// Hands a cached chunk to a write-behind: clean in the cache, its buffer shared with a
+    /// flight, which the write-behind seals from (no copy). Returns the flight's token and the
+    /// buffer; nil when the chunk is not cached.
+    mutating func startFlight(_ key: Key) -> (token: UInt64, body: PlaintextBuffer)? {
+        guard let buffer = cache.buffer(key) else { return nil }
         nextFlightToken += 1
-        flights[key] = Flight(token: nextFlightToken, bytes: bytes)
+        flights[key] = Flight(token: nextFlightToken, buffer: buffer)
         cache.markClean(key)
-        return nextFlightToken
+        return (nextFlightToken, buffer)
     }
 
-    /// Ends the flight of a finished write-behind; returns its bytes when it was the chunk's
-    /// latest (a later write, a truncate or a delete makes it stale: nil).
-    mutating func finishFlight(_ key: Key, token: UInt64) -> [UInt8]? {
+    /// Ends the flight of a finished write-behind; returns its buffer when it was the chunk's
+    /// latest (a later write-behind, a truncate or a delete makes it stale: nil).
+    mutating func finishFlight(_ key: Key, token: UInt64) -> PlaintextBuffer? {
         guard let flight = flights[key], flight.token == token else { return nil }
         flights[key] = nil
-        return flight.bytes
+        return flight.buffer
+    }
+
+    /// After a failed write-behind (the latest of its chunk): the chunk is dirty again. The cache
+    /// holds its newest bytes if it holds it at all (the flight's buffer, or a copy a later write
+    /// changed), else they are the flight's.
+    mutating func failedFlight(_ key: Key, _ buffer: PlaintextBuffer) {
+        if cache.contains(key) { cache.markDirty(key) } else { cache.put(key, buffer: buffer, dirty: true) }
+    }
+
+    /// Before a change in place: a buffer that a write-behind is sealing must not change under it.
+    private mutating func separateFromFlight(_ key: Key) {
+        if let flight = flights[key], cache.buffer(key) === flight.buffer { cache.separate(key) }
     }
 
     /// A write of the chunk now is newer than any write-behind of it.
@@ -154,7 +176,7 @@ struct ChunkStore {
 /// token that says which write of it is the latest.
 struct Flight {
     var token: UInt64
-    var bytes: [UInt8]
+    var buffer: PlaintextBuffer
 }
 
 /// Where a file is being written sequentially: the run of bytes written back to back.

@@ -173,42 +173,28 @@ public final class Vault: Sendable {
 
     private static let zeros = [UInt8](repeating: 0, count: ChunkOffsets.chunkSize)
 
-    /// A copy of the stored bytes of `range` of a chunk (shorter past its end). What a load
-    /// decrypted is wiped once cached and copied: plaintext stays in the cache's memory only.
+    /// A copy of the stored bytes of `range` of a chunk (shorter past its end). A load decrypts
+    /// into the cache's memory; a buffer the cache does not keep is zeroed when it goes.
     private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> [UInt8] {
         while true {
             switch try locked({ try $0.chunkStep(id, index, range, sequential: sequential) }) {
             case .ready(let bytes, let ahead):
                 for load in ahead {
                     DispatchQueue.global().async { [self] in
-                        var result = Result { try load.run(storage) }
+                        let result = Result { try load.run(storage) }
                         state.withLock { _ = try? $0.finishLoad(load, result) }
-                        Self.wipe(&result)
                     }
                 }
                 return bytes
             case .load(let load):
-                var result = Result { try load.run(storage) }
-                defer { Self.wipe(&result) }
-                let finished: Bool
-                do { finished = try state.withLock { try $0.finishLoad(load, result) } } catch { throw VaultError.wrap(error) }
-                // The bytes as stored when the read began; a write since then is a later event.
-                if finished {
-                    let data = try result.get()
-                    let end = min(range.upperBound, data.count)
-                    return range.lowerBound < end ? Array(data[range.lowerBound..<end]) : []
-                }
+                let result = Result { try load.run(storage) }
+                let bytes: [UInt8]?
+                do { bytes = try state.withLock { try $0.finishLoad(load, result, range: range) } } catch { throw VaultError.wrap(error) }
+                if let bytes { return bytes }
             case .wait(let loading):
                 loading.wait()
             }
         }
-    }
-
-    /// Zeroes the decrypted chunk a load returned, once nothing else refers to it.
-    private static func wipe(_ result: inout Result<[UInt8], any Error>) {
-        guard case .success(var bytes) = result else { return }
-        result = .success([])
-        bytes.wipe()
     }
 
     public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {

@@ -20,7 +20,11 @@ extension VaultState {
             let key = ChunkCache.Key(item: id, index: piece.index)
             if !chunks.contains(key) {
                 // A write that covers the whole chunk needs nothing from the old one.
-                if within == 0 && n == Self.payload { chunks.put(key, bytes: [], dirty: true) } else { try cacheChunk(id, piece.index) }
+                if within == 0 && n == Self.payload {
+                    chunks.put(key, bytes: [], dirty: true, capacity: Self.payload)
+                } else {
+                    try cacheChunk(id, piece.index)
+                }
             }
             // In place in the cache's block. A whole chunk is reserved only for a write that
             // starts one: the cache counts blocks, and 2 KiB files holding 256 KiB each would
@@ -72,11 +76,20 @@ extension VaultState {
     mutating func cacheChunk(_ id: UInt64, _ index: Int) throws {
         let key = ChunkCache.Key(item: id, index: index)
         guard chunks.cached(key, in: 0..<0) == nil else { return }
+        if case .chunked = tree.items[id]!.record.layout {
+            // Decrypted straight into the cache's memory.
+            do {
+                if let load = try makeLoad(key) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
+            } catch {
+                throw Self.loadError(error, id, index)
+            }
+        }
         var data = try loadChunk(id, index)
         chunks.put(key, bytes: data, dirty: false)
         data.wipe()
     }
 
+    /// A chunk's stored bytes, decrypted into an array (fsck; packed members).
     mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
         let item = tree.items[id]!
         guard let slot = item.key else { return [] }
@@ -92,7 +105,7 @@ extension VaultState {
                 return try Sealer.open(sealed[...], nonce: member.nonce, key: .arena(slot, arena), seal: .member(item: id))
             case .chunked:
                 guard let load = try makeLoad(ChunkCache.Key(item: id, index: index)) else { return [] }
-                return try load.run(storage)
+                return try load.run(storage).allBytes
             }
         } catch {
             throw Self.loadError(error, id, index)

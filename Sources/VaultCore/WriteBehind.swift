@@ -19,14 +19,15 @@ struct ChunkWrite: Sendable {
     let name: String
     /// The number's file does not exist yet (a new group's): it is created whole.
     let create: Bool
-    let body: [UInt8]
+    /// The chunk's buffer, shared with the cache: nothing changes it while this runs.
+    let body: PlaintextBuffer
     let padding: [UInt8]
     let oneTime: Sealer.OneTimeKey
 
     /// The AES and storage work: no state, no lock.
     func run(_ storage: any StorageFolder) throws {
         defer { oneTime.subkey.wipe() }
-        let file = try Sealer.sealEnvelope(kind: .chunk, body: body[...], padding: padding, with: oneTime,
+        let file = try Sealer.sealEnvelope(kind: .chunk, body: body, padding: padding, with: oneTime,
                                            seal: .chunk(item: key.item, index: key.index))
         if create {
             try storage.create(name, contents: file, durable: false)
@@ -81,7 +82,7 @@ extension VaultState {
         var writes: [ChunkWrite] = []
         for index in indexes {
             let key = ChunkCache.Key(item: id, index: index)
-            guard chunks.isDirty(key), let body = chunks.get(key) else { continue }
+            guard chunks.isDirty(key), let count = chunks.storedCount(key) else { continue }
             do {
                 let number = try writer.allocateUsable(data: true)
                 // Everything that can fail comes before the flight is registered: a commit waits
@@ -89,13 +90,13 @@ extension VaultState {
                 let fileName: String, padding: [UInt8], oneTime: Sealer.OneTimeKey
                 do {
                     fileName = try name(number)
-                    padding = try random.bytes(Self.payload - body.count)
+                    padding = try random.bytes(Self.payload - count)
                     oneTime = try Sealer.OneTimeKey(.arena(slot, arena), random: random)
                 } catch {
                     writer.release(number)
                     throw error
                 }
-                let token = chunks.startFlight(key, bytes: body)
+                let (token, body) = chunks.startFlight(key)!
                 tree.update(id) { $0.layout = .chunked }
                 statistics.chunkEncrypts += 1
                 writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
@@ -112,14 +113,14 @@ extension VaultState {
     mutating func finishChunkWrite(_ write: ChunkWrite, error: (any Error)?) {
         let stored = error == nil
         if stored { writer.didStoreBehind(write.number, created: write.create) }
-        guard let bytes = chunks.finishFlight(write.key, token: write.token) else {
+        guard let body = chunks.finishFlight(write.key, token: write.token) else {
             writer.release(write.number)
             return
         }
         let (id, index) = (write.key.item, write.key.index)
         guard stored, tree.items[id] != nil else {
             writer.release(write.number)
-            if tree.items[id] != nil { chunks.put(write.key, bytes: bytes, dirty: true) }
+            if tree.items[id] != nil { chunks.failedFlight(write.key, body) }
             return
         }
         if let old = tree.setChunk(id, index, SealedRef(fileNumber: write.number, nonce: write.oneTime.nonce)) {

@@ -35,22 +35,20 @@ public enum HKDF {
 
     private static func derivedKey(ikm: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8],
                                    count: Int) throws -> SecretBytes {
-        try checkCount(count)
-        let key = try SecretBytes(count: count)
-        do {
-            try key.withUnsafeMutableBytes { try derive(ikm: ikm, salt: salt, info: info, into: $0) }
-        } catch {
-            key.wipe()
-            throw error
+        try salt.withUnsafeBytes { salt in
+            try info.withUnsafeBytes { info in try step(.extractAndExpand, key: ikm, salt: salt, info: info, count: count) }
         }
-        return key
     }
 
     private static func derivedArray(ikm: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8],
                                      count: Int) throws -> [UInt8] {
         try checkCount(count)
         return try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            try derive(ikm: ikm, salt: salt, info: info, into: UnsafeMutableRawBufferPointer(buffer))
+            try salt.withUnsafeBytes { salt in
+                try info.withUnsafeBytes { info in
+                    try derive(.extractAndExpand, key: ikm, salt: salt, info: info, into: UnsafeMutableRawBufferPointer(buffer))
+                }
+            }
             initialized = count
         }
     }
@@ -61,11 +59,32 @@ public enum HKDF {
         }
     }
 
+    /// RFC 5869's two steps apart, as HPKE (RFC 9180) uses them: extract makes a 32-byte PRK
+    /// from `key` (the input keying material) and `salt`; expand makes `count` bytes from `key`
+    /// (the PRK) and `info`. Either output lands in locked memory.
+    enum Step: String {
+        case extractAndExpand = "EXTRACT_AND_EXPAND", extractOnly = "EXTRACT_ONLY", expandOnly = "EXPAND_ONLY"
+    }
+
+    static func step(_ step: Step, key: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, info: UnsafeRawBufferPointer,
+                     count: Int) throws -> SecretBytes {
+        try checkCount(count)
+        guard step != .extractOnly || count == hashSize else { throw CryptoError.invalidInput("HKDF-Extract gives \(hashSize) bytes") }
+        let output = try SecretBytes(count: count)
+        do {
+            try output.withUnsafeMutableBytes { try derive(step, key: key, salt: salt, info: info, into: $0) }
+        } catch {
+            output.wipe()
+            throw error
+        }
+        return output
+    }
+
     /// One `EVP_KDF_derive` call. Every OSSL_PARAM name is kept alive with `withCString` for the whole
     /// call: OSSL_PARAM stores the name pointer, and a Swift String bridged as an argument would
     /// only live until `OSSL_PARAM_construct_*` returns.
-    private static func derive(ikm: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8],
-                               into output: UnsafeMutableRawBufferPointer) throws {
+    private static func derive(_ step: Step, key ikm: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer,
+                               info: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
         let kdf = try hkdf.kdf()
         let context = try OpenSSLCall.check(EVP_KDF_CTX_new(kdf), "EVP_KDF_CTX_new")
         defer { EVP_KDF_CTX_free(context) }  // clears its copy of the key
@@ -75,13 +94,14 @@ public enum HKDF {
             let ikmBase = ikm.count > 0 ? UnsafeMutableRawPointer(mutating: ikm.baseAddress!) : emptyBuffer.baseAddress!
             try OSSL_KDF_PARAM_DIGEST.withCString { digestName in
             try "SHA256".withCString { digest in
+            try OSSL_KDF_PARAM_MODE.withCString { modeName in
+            try step.rawValue.withCString { mode in
             try OSSL_KDF_PARAM_KEY.withCString { keyName in
             try OSSL_KDF_PARAM_SALT.withCString { saltName in
             try OSSL_KDF_PARAM_INFO.withCString { infoName in
-            try salt.withUnsafeBytes { salt in
-            try info.withUnsafeBytes { info in
                 var params: [OSSL_PARAM] = [
                     OSSL_PARAM_construct_utf8_string(digestName, UnsafeMutablePointer(mutating: digest), 0),
+                    OSSL_PARAM_construct_utf8_string(modeName, UnsafeMutablePointer(mutating: mode), 0),
                     OSSL_PARAM_construct_octet_string(keyName, ikmBase, ikm.count),
                 ]
                 // Absent, not empty: OpenSSL then uses the RFC's default salt and empty info.

@@ -1,11 +1,15 @@
 /// One chunk's plaintext in a `PlaintextPool` block: the chunk cache's value type. Bytes past
 /// `count` are always zero (blocks come zeroed, a cut is zeroed), so growing needs no fill.
 /// Growing past the block moves the bytes to a larger one and frees (zeroes) the old; the
-/// block is freed when the buffer goes. The only copies out are the arrays that `bytes`
-/// returns, which the caller owns.
+/// block is freed when the last reference to the buffer goes. The only copies out are the
+/// arrays that `bytes` returns, which the caller owns; AES reads and writes the block itself
+/// (`AESGCM.seal(_:_:_:...)`, `AESGCM.open(...into:)`), so a chunk is decrypted into the cache
+/// and sealed from it without a copy in ordinary memory.
 ///
-/// `@unchecked Sendable` so that the vault's state can sit in a `Mutex`: a buffer belongs to
-/// one chunk cache and is used only under the vault's lock; what leaves it is a copy.
+/// `@unchecked Sendable` so that the vault's state can sit in a `Mutex` and a chunk can be
+/// loaded or written behind on another thread: a buffer is filled by one thread before anyone
+/// else sees it (a load), and changed only under the vault's lock while nothing else reads it
+/// (the chunk store gives a chunk being written behind a copy before it changes it).
 public final class PlaintextBuffer: @unchecked Sendable {
     private let pool: PlaintextPool
     private var block: PlaintextPool.Block
@@ -50,6 +54,35 @@ public final class PlaintextBuffer: @unchecked Sendable {
             (block.address + offset).copyMemory(from: base, byteCount: raw.count)
         }
         count = max(count, end)
+    }
+
+    /// A new buffer with the same bytes (and block size).
+    public func copy() -> PlaintextBuffer {
+        let copy = PlaintextBuffer(pool: pool, capacity: block.size)
+        copy.block.address.copyMemory(from: block.address, byteCount: count)
+        copy.count = count
+        return copy
+    }
+
+    /// The stored bytes where they are, for the cipher: valid only inside `body`.
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: block.address, count: count)) }
+    }
+
+    /// Replaces the contents by `count` bytes that `fill` writes in place (the cipher's
+    /// output). If `fill` throws, the buffer is left empty and all zero.
+    func overwrite(count newCount: Int, _ fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        reserve(newCount)
+        do {
+            try withExtendedLifetime(self) { try fill(UnsafeMutableRawBufferPointer(start: block.address, count: newCount)) }
+        } catch {
+            SecureZero.wipe(block.address, count: max(count, newCount))
+            count = 0
+            throw error
+        }
+        // Bytes past the new end must stay zero.
+        if newCount < count { SecureZero.wipe(block.address + newCount, count: count - newCount) }
+        count = newCount
     }
 
     /// Makes room for `capacity` bytes, moving to a larger block if needed.

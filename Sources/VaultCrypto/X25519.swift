@@ -26,7 +26,8 @@ public enum X25519 {
             try self.init(scalar: SecretBytes(copying: rawRepresentation))
         }
 
-        private init(scalar: SecretBytes) throws {
+        /// Takes ownership of `scalar` (HPKE's DeriveKeyPair makes one in locked memory).
+        init(scalar: SecretBytes) throws {
             self.scalar = scalar
             publicKey = try X25519.withPrivateKey(scalar) { key in
                 var publicKey = [UInt8](repeating: 0, count: keySize)

@@ -7,13 +7,9 @@ public struct InnerBlock: Sendable {
     public static func encode(kind: Kind, version: UInt8 = Format.version, body: ArraySlice<UInt8>,
                               padding: (Int) throws -> [UInt8]) rethrows -> [UInt8] {
         precondition(body.count <= Format.payloadSize, "inner block body too large")
-        var writer = ByteWriter(capacity: Format.innerBlockSize)
-        writer.u8(version)
-        writer.u8(kind.rawValue)
-        writer.u16(0)
-        writer.u32(UInt32(body.count))
-        writer.raw(body)
-        var bytes = writer.bytes
+        var bytes = header(kind: kind, version: version, length: body.count)
+        bytes.reserveCapacity(Format.innerBlockSize)
+        bytes.append(contentsOf: body)
         let fill = Format.payloadSize - body.count
         if fill > 0 { bytes.append(contentsOf: try padding(fill)) }
         return bytes
@@ -23,7 +19,27 @@ public struct InnerBlock: Sendable {
     /// envelopes differ only in this version byte (§13.2).
     public static func decode(_ plaintext: [UInt8], expecting kind: Kind, version expected: UInt8 = Format.version) throws -> ArraySlice<UInt8> {
         guard plaintext.count == Format.innerBlockSize else { throw FormatError.truncated("inner block") }
-        var reader = ByteReader(plaintext, context: "inner block")
+        let length = try bodyLength(header: plaintext[..<Format.innerHeaderSize], expecting: kind, version: expected)
+        return plaintext[Format.innerHeaderSize..<Format.innerHeaderSize + length]
+    }
+
+    /// The header alone (version, kind, reserved, body length): what precedes the body, for a
+    /// seal that reads the body from elsewhere (the chunk cache's memory).
+    public static func header(kind: Kind, version: UInt8 = Format.version, length: Int) -> [UInt8] {
+        precondition(length <= Format.payloadSize, "inner block body too large")
+        var writer = ByteWriter(capacity: Format.innerHeaderSize)
+        writer.u8(version)
+        writer.u8(kind.rawValue)
+        writer.u16(0)
+        writer.u32(UInt32(length))
+        return writer.bytes
+    }
+
+    /// Checks a header opened apart from its body (which went into the chunk cache's memory)
+    /// and returns the body's length: `decode`'s checks, without the body.
+    public static func bodyLength(header: ArraySlice<UInt8>, expecting kind: Kind, version expected: UInt8 = Format.version) throws -> Int {
+        guard header.count == Format.innerHeaderSize else { throw FormatError.truncated("inner block") }
+        var reader = ByteReader(header, context: "inner block")
         let version = try reader.u8()
         if version > Format.newestVersion { throw FormatError.newerVersion(found: version) }
         guard version == expected else { throw FormatError.invalid("inner block version \(version)") }
@@ -32,6 +48,6 @@ public struct InnerBlock: Sendable {
         guard try reader.u16() == 0 else { throw FormatError.invalid("inner block reserved bytes") }
         let length = Int(try reader.u32())
         guard length <= Format.payloadSize else { throw FormatError.invalid("inner block length \(length)") }
-        return try reader.slice(length)
+        return length
     }
 }

@@ -29,5 +29,12 @@ public enum Label {
     public static let sealChunkV2 = bytes("DotSafe v2 chunk")
     public static let sealMemberV2 = bytes("DotSafe v2 member")
 
+    // Grants (§14): HPKE's info, the grant's name and mask, and the exporter context of its
+    // key commitment.
+    public static let grantInfo = bytes("DotSafe v2 grant")
+    public static let grantName = bytes("DotSafe v2 grant name")
+    public static let grantMask = bytes("DotSafe v2 grant mask")
+    public static let grantCommitment = bytes("DotSafe v2 grant commitment")
+
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 }

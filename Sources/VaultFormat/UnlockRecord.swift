@@ -1,5 +1,6 @@
 /// An unlock record (docs/FORMAT.md §13.3): carries the vault key VK and the root locator RL to
-/// one holder. The owner's is sealed with the pattern's index key IK; grants come with sharing.
+/// one holder. The owner's is sealed with the pattern's index key IK; a grant (role 2, §14) is
+/// sealed to another vault's identity and never holds an identity key.
 public struct UnlockRecord: Equatable, Sendable {
     public enum Role: UInt8, Sendable { case owner = 1, grant = 2 }
 
@@ -41,11 +42,12 @@ public struct UnlockRecord: Equatable, Sendable {
         return writer.bytes
     }
 
-    public static func decode(_ body: ArraySlice<UInt8>) throws -> UnlockRecord {
+    /// Decodes a record of the role the caller expects: an owner record where a grant is found
+    /// (or the reverse) is refused, so a grant can never stand in for the pattern's record.
+    public static func decode(_ body: ArraySlice<UInt8>, role expected: Role = .owner) throws -> UnlockRecord {
         var reader = ByteReader(body, context: "unlock record")
         let rawRole = try reader.u8()
-        // Grants come with sharing: until then a grant is a record this release cannot use.
-        guard rawRole == Role.owner.rawValue else { throw FormatError.invalid("unlock record role \(rawRole)") }
+        guard rawRole == expected.rawValue else { throw FormatError.invalid("unlock record role \(rawRole)") }
         let count = Int(try reader.u16())
         var values: [UInt16: [UInt8]] = [:], optional: [IndexRootV2.Extension] = []
         var last: UInt16?
@@ -66,11 +68,13 @@ public struct UnlockRecord: Equatable, Sendable {
             }
         }
         try reader.expectEnd()
+        // A grant never carries the sharer's identity (R-SHR-1).
+        if expected == .grant, values[Tag.identityKey] != nil { throw FormatError.invalid("unlock record: a grant holds an identity key") }
         guard let vaultKey = values[Tag.vaultKey], let rootLocator = values[Tag.rootLocator], let file = values[Tag.ownFile] else {
             throw FormatError.invalid("unlock record: a required tag is missing")
         }
         var fileReader = ByteReader(file, context: "unlock record")
-        return UnlockRecord(role: .owner, vaultKey: vaultKey, rootLocator: rootLocator, ownFile: FileRef(raw: try fileReader.u64()),
+        return UnlockRecord(role: expected, vaultKey: vaultKey, rootLocator: rootLocator, ownFile: FileRef(raw: try fileReader.u64()),
                             identityKey: values[Tag.identityKey] ?? [], optional: optional)
     }
 }

@@ -18,7 +18,7 @@ import Testing
         let folder = try #require(RuntimeFolderLocation.path(h.environment))
         let inodes = Self.socketInodes(of: pid)
         #expect(!inodes.isEmpty, "the daemon holds no socket: the test would see nothing")
-        let table = try String(contentsOfFile: "/proc/net/unix", encoding: .utf8)
+        let table = try readProcFile("/proc/net/unix")  // all of it: Foundation stops after one page
         // The names the old code used: the lock channel from the mount point, the guard's prefix.
         let oldChannel = "dotsafe-lock-" + h.sh("printf %s '\(vault)' | sha256sum | cut -c1-32").output
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -43,7 +43,7 @@ import Testing
             lstat(h.storage + "/" + name, &info)
             return String(info.st_ino)
         })
-        let locks = try String(contentsOfFile: "/proc/locks", encoding: .utf8).split(separator: "\n")
+        let locks = try readProcFile("/proc/locks").split(separator: "\n")
             .filter { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "\(pid)" }
         #expect(!locks.isEmpty)
         for lock in locks {
@@ -66,7 +66,7 @@ import Testing
         func lockedInodes(_ pattern: String) throws -> Set<String> {
             try #require(h.mount(vault, pattern: pattern).status == 0)
             let pid = try #require(MountHarness.daemonPID(for: vault))
-            let locks = try String(contentsOfFile: "/proc/locks", encoding: .utf8).split(separator: "\n")
+            let locks = try readProcFile("/proc/locks").split(separator: "\n")
                 .filter { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).first == "\(pid)" }
             #expect(h.lock(vault).status == 0)
             return Set(locks.map { String($0.split(separator: " ", omittingEmptySubsequences: true)[5]) })

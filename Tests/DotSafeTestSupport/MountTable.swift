@@ -4,7 +4,8 @@ import Foundation
 public enum MountTable {
     /// The line of the mount at `path`, if there is one.
     public static func line(_ path: String) -> String? {
-        guard let mounts = try? String(contentsOfFile: "/proc/mounts", encoding: .utf8) else { return nil }
+        // Not String(contentsOfFile:): Foundation reads one page of a /proc file (size 0) and stops.
+        guard let mounts = try? readProcFile("/proc/mounts") else { return nil }
         return mounts.split(separator: "\n").map(String.init).first { line in
             let fields = line.split(separator: " ")
             return fields.count > 2 && unescape(String(fields[1])) == path

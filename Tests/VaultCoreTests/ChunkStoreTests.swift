@@ -1,5 +1,6 @@
 import Testing
 @testable import VaultCore
+import VaultCrypto
 import VaultFormat
 
 /// The chunk store alone: which chunks a sequential write completes, which bytes of a chunk are
@@ -26,28 +27,88 @@ import VaultFormat
         #expect(other == 0..<1)
     }
 
-    @Test func aChunkInFlightIsReadFromItsFlightAndALaterWriteWins() {
+    @Test func aChunkInFlightIsReadFromItsFlightAndALaterWriteWins() throws {
         var store = ChunkStore(cacheBytes: 8 << 20)
         let key = Self.key(1, 0)
         store.put(key, bytes: [1, 2, 3], dirty: true)
-        let token = store.startFlight(key, bytes: [1, 2, 3])
+        let started = store.startFlight(key)
+        let (token, body) = try #require(started)
+        #expect(body.allBytes == [1, 2, 3])
         #expect(!store.isDirty(key), "the write-behind stores it: clean in the cache")
         #expect(store.hasFlights && store.hasChanges)
         store.remove(key)  // evicted while in flight
         let cached = store.cached(key)
         #expect(cached == [1, 2, 3], "the flight's bytes are the newest")
-        let newer = store.startFlight(key, bytes: [4])
+        store.write(key, [4][...], at: 0)
+        let restarted = store.startFlight(key)
+        let newer = try #require(restarted).token
         let stale = store.finishFlight(key, token: token)
         #expect(stale == nil, "a stale write-behind publishes nothing")
         let latest = store.finishFlight(key, token: newer)
-        #expect(latest == [4])
+        #expect(latest?.allBytes == [4, 2, 3])
         #expect(!store.hasFlights)
     }
 
-    @Test func truncateAndDeleteForgetChunksAndFlights() {
+    /// The write-behind seals the cache's own buffer, outside the vault's lock: a write or a
+    /// truncate of the chunk meanwhile goes to a copy, never into the bytes being sealed.
+    @Test func aChangeDuringAFlightGoesToACopy() throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(2, 0)
+        store.put(key, bytes: [1, 2, 3, 4], dirty: true)
+        let started = store.startFlight(key)
+        let (token, body) = try #require(started)
+        store.write(key, [9][...], at: 1)
+        #expect(body.allBytes == [1, 2, 3, 4], "the bytes being sealed changed")
+        #expect(store.cached(key) == [1, 9, 3, 4])
+        #expect(store.isDirty(key), "the later write waits for the next write-behind or the commit")
+        store.truncate(key, to: 2)
+        #expect(body.allBytes == [1, 2, 3, 4])
+        // The write-behind fails (a full disk): the later bytes stay, still dirty.
+        let finished = store.finishFlight(key, token: token)
+        let failed = try #require(finished)
+        store.failedFlight(key, failed)
+        #expect(store.cached(key) == [1, 9] && store.isDirty(key), "a failed write-behind brought back older bytes")
+    }
+
+    @Test func aFailedFlightOfAnEvictedChunkIsCachedDirtyAgain() throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(2, 1)
+        store.put(key, bytes: [5, 6], dirty: true)
+        let started = store.startFlight(key)
+        let token = try #require(started).token
+        store.remove(key)
+        let finished = store.finishFlight(key, token: token)
+        let failed = try #require(finished)
+        store.failedFlight(key, failed)
+        #expect(store.cached(key) == [5, 6] && store.isDirty(key))
+    }
+
+    /// Evicted while its write-behind still seals it: the block is zeroed once the flight ends.
+    @Test func aChunkEvictedDuringItsFlightIsZeroedWhenTheFlightEnds() throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(4, 0)
+        let pool = store.cache.pool
+        store.put(key, bytes: [UInt8](repeating: 0xA5, count: 5000), dirty: true)
+        var block: PlaintextPool.Block?
+        do {
+            let started = store.startFlight(key)
+            let (token, body) = try #require(started)
+            block = body.currentBlock
+            store.remove(key)
+            #expect(pool.currentBytes(of: body.currentBlock).prefix(5000).allSatisfy { $0 == 0xA5 }, "zeroed while being sealed")
+            let finished = store.finishFlight(key, token: token)
+            #expect(finished != nil)
+        }
+        let freed = try #require(block)
+        #expect(pool.currentBytes(of: freed).allSatisfy { $0 == 0 }, "an evicted chunk kept its plaintext after its write-behind")
+        #expect(pool.inUseByteCount == 0)
+    }
+
+    @Test func truncateAndDeleteForgetChunksAndFlights() throws {
         var store = ChunkStore(cacheBytes: 8 << 20)
         for index in 0..<4 { store.put(Self.key(3, index), bytes: [UInt8(index)], dirty: true) }
-        let token = store.startFlight(Self.key(3, 3), bytes: [3])
+        let started = store.startFlight(Self.key(3, 3))
+        let token = try #require(started).token
         store.removeChunks(of: 3, from: 2)
         #expect(store.dirtyKeys == [Self.key(3, 0), Self.key(3, 1)])
         let dropped = store.finishFlight(Self.key(3, 3), token: token)

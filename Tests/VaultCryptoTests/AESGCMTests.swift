@@ -150,6 +150,31 @@ import VaultCrypto
         #expect(failed == header)
     }
 
+    /// A chunk sealed from, and opened into, the cache's memory: the same bytes as the array
+    /// forms; a tampered one leaves the buffer empty and zero.
+    @Test(arguments: [0, 1000, 256 * 1024 - 100])
+    func plaintextBufferVariantsMatchArrayVariants(bodyCount: Int) throws {
+        let random = DeterministicRandom(seed: [UInt8](repeating: 4, count: 32))
+        let key = try SecretBytes.random(count: 32, using: random)
+        let nonce = try random.bytes(12), aad = try random.bytes(9)
+        let prefix = try random.bytes(8), body = try random.bytes(bodyCount), suffix = try random.bytes(100)
+        let pool = PlaintextPool(lockBudget: nil)
+        var sealed: [UInt8] = [0xAB]
+        try AESGCM.seal(prefix, PlaintextBuffer(pool: pool, copying: body), suffix, key: key, nonce: nonce, aad: aad,
+                        appendingTo: &sealed)
+        #expect(sealed == [0xAB] + (try AESGCM.seal(prefix + body + suffix, key: key, nonce: nonce, aad: aad)))
+
+        let opened = PlaintextBuffer(pool: pool, copying: [7, 7, 7])
+        let head = try AESGCM.open(sealed[1...], key: key, nonce: nonce, aad: aad, prefixCount: 8, into: opened)
+        #expect(head == prefix && opened.allBytes == body + suffix)
+        sealed[sealed.count - 1] ^= 0x01
+        expectAuthenticationFailure("tag") {
+            try AESGCM.open(sealed[1...], key: key, nonce: nonce, aad: aad, prefixCount: 8, into: opened)
+        }
+        #expect(opened.count == 0, "a failed open left bytes in the buffer")
+        #expect(pool.currentBytes(of: opened.currentBlock).allSatisfy { $0 == 0 }, "a failed open left plaintext in the block")
+    }
+
     @Test func freshNoncesGiveDifferentCiphertexts() throws {
         let key = try SecretBytes.random(count: 32)
         let plaintext = [UInt8](repeating: 0x41, count: 64)
