@@ -79,7 +79,7 @@ public enum AESGCM {
     public static func open(_ sealed: ArraySlice<UInt8>, key: SecretBytes, nonce: [UInt8], aad: [UInt8], prefixCount: Int,
                             into body: PlaintextBuffer) throws -> [UInt8] {
         guard sealed.count >= tagSize + prefixCount else {
-            try checkSizes(key: key, nonce: nonce)
+            try checkSizes(key: key, nonce: nonce, strength: .aes256)
             throw CryptoError.authenticationFailed
         }
         return try sealed.withUnsafeBytes { sealed in
