@@ -3,6 +3,7 @@
 #ifndef DOTSAFE_CSYSTEM_METADATA_H
 #define DOTSAFE_CSYSTEM_METADATA_H
 
+#include <fcntl.h>
 #include <linux/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -21,6 +22,26 @@ static inline long dotsafe_file_system_type(int fd) {
     struct statfs info;
     if (fstatfs(fd, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+// renameat2(2) flags (linux/fs.h), AT_EMPTY_PATH and F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0), behind _GNU_SOURCE.
+#define DOTSAFE_RENAME_EXCHANGE 2
+#define DOTSAFE_AT_EMPTY_PATH 0x1000
+#define DOTSAFE_F_SETLEASE 1024
+
+/// renameat2(2) within one folder; -1 with errno on failure (EINVAL where the file system has
+/// no such flag).
+static inline int dotsafe_rename_in(int folder, const char *from, const char *to, unsigned int flags) {
+    return (int)syscall(SYS_renameat2, folder, from, folder, to, flags);
+}
+
+/// 1 when no other open file description of `fd`'s file exists, in any process: a write lease
+/// is granted only then (fcntl F_SETLEASE), and is given back at once. 0 when it is not
+/// granted, or where leases are not available (then nobody can be sure).
+static inline int dotsafe_is_only_open(int fd) {
+    if (fcntl(fd, DOTSAFE_F_SETLEASE, F_WRLCK) != 0) return 0;
+    fcntl(fd, DOTSAFE_F_SETLEASE, F_UNLCK);
+    return 1;
 }
 
 #endif

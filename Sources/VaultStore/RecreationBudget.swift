@@ -11,9 +11,14 @@ public struct RecreationBudget: Equatable, Sendable {
     /// What any lock may spend however small the storage (a storage of 64 files is 16 MiB).
     public var minimumSeconds: Double
 
-    public static let standard = RecreationBudget(share: 0.7, secondsPerGiB: 2, minimumSeconds: 0.5)
+    /// The whole share cost 6.0–9.9 s per GiB on this 2-core VM's disk and 4.8–17 s on a
+    /// journaled ext4 (a loop device on that disk), under loads of 4–10 (docs/PERFORMANCE.md):
+    /// 10 s per GiB buys it but at the highest load, and a faster disk is done sooner. A
+    /// storage of up to 300 MiB may take 3 s, so that a small one gets the whole share on a
+    /// busy machine too.
+    public static let standard = RecreationBudget(share: 0.7, secondsPerGiB: 10, minimumSeconds: 3)
 
-    public init(share: Double, secondsPerGiB: Double, minimumSeconds: Double = 0.5) {
+    public init(share: Double, secondsPerGiB: Double, minimumSeconds: Double = 3) {
         self.share = share; self.secondsPerGiB = secondsPerGiB; self.minimumSeconds = minimumSeconds
     }
 

@@ -7,20 +7,25 @@ import VaultFormat
 /// takes part for every file of the storage, whoever owns it: it needs no key, and the bytes
 /// never change (the one exception to R-SEC-4 and R-BLK-5).
 ///
-/// Crash-safe by construction: files are re-created in batches, each under an exclusive flock
-/// of the folder (writers hold it shared, so no write falls between a copy and its swap). Each
-/// copy is made as `NAME.recreated` (not of the storage's name form, so no vault counts or
-/// touches it); the batch's copies are made durable with one `syncfs`, each is compared byte for
-/// byte with its original and renamed over it, then the folder is synced. At every instant NAME
-/// holds its bytes and the count of storage files is unchanged; a crash leaves at most copies
-/// under the temporary name, which `removeLeftovers` finds by their form.
+/// Crash-safe by construction, in batches (`StorageRecreator+Batch.swift`): each file is copied
+/// to a name not of the storage's form (no vault counts or touches it), without holding the
+/// folder; the batch's copies are made durable with one `syncfs`; then, under an exclusive flock
+/// of the folder (writers hold it shared), each copy whose original still holds the bytes copied
+/// is swapped in, and the folder is synced. At every instant NAME holds its bytes and the count
+/// of storage files is unchanged; a crash leaves at most files under the temporary name, which
+/// `removeLeftovers` finds by their form. The files a batch replaced take the next batch's
+/// copies, so that a lock neither creates nor frees a file past its first and last batch.
 public final class StorageRecreator {
     public static let temporarySuffix = ".recreated"
-    /// Files per exclusive hold of the folder (64 MiB): each batch costs one `syncfs`, which on a
-    /// busy disk waits for everyone's dirty data; writers of other vaults wait for a batch.
-    public static let batchSize = 256
-    private let folder: Int32
+    /// Files per batch (32 MiB, held in memory for the check): each batch costs one `syncfs`
+    /// (on a busy disk it waits for everyone's dirty data); the first batch's copies are new
+    /// files and the last one's replaced files are freed.
+    public static let batchSize = 128
+    let folder: Int32
     private let batchSize: Int
+    /// Files the last batch replaced, open for writing, each under a temporary name: the next
+    /// batch writes its copies into them.
+    var spares: [Spare] = []
 
     public init(path: String, batchSize: Int = StorageRecreator.batchSize) throws {
         folder = try Syscalls.openFolder(path)
@@ -33,7 +38,10 @@ public final class StorageRecreator {
         batchSize = Self.batchSize
     }
 
-    deinit { Syscalls.close(folder) }
+    deinit {
+        for spare in spares { Syscalls.close(spare.fd) }
+        Syscalls.close(folder)
+    }
 
     /// What a re-creation did.
     public struct Summary: Equatable, Sendable {
@@ -75,40 +83,53 @@ public final class StorageRecreator {
         try removeLeftovers()
         let files = try storageFiles()
         let seconds = budget.seconds(forFiles: files.count)
+        let deadline = start + Int64(seconds * 1e9)
         var order = try Self.choose(share: seconds > 0 ? budget.share : 0, of: files, always: written, random: random)
         var summary = Summary(files: files.count)
-        var processed = 0
+        var retried = Set<String>()
+        defer { try? removeSpares() }
         while !order.isEmpty {
             let batch = Array(order.prefix(batchSize))
             order.removeFirst(batch.count)
-            let done = try recreateBatch(batch, time: nil, earlierTimes: earlierTimes)
+            let batchStart = Syscalls.now()
+            let done = try recreateBatch(batch, time: nil, earlierTimes: earlierTimes, keeping: written, deadline: deadline)
             summary.recreated += done.count
             summary.written += done.filter(written.contains).count
-            processed += batch.count
+            // A written file that changed between its copy and its swap (another vault's
+            // re-creation took it first) goes once more: it must get its time (§11.2).
+            let finished = Set(done)
+            order += batch.filter { written.contains($0) && !finished.contains($0) && retried.insert($0).inserted }
             // Thin the rest at random so that it ends by the deadline; written files all stay.
-            let elapsed = Double(Syscalls.now() - start) / 1e9
-            let affordable = Int((seconds - elapsed) / (elapsed / Double(processed)))
+            // At the last batch's pace: the first one creates its copies, later ones reuse files
+            // (thinning is for good, so a pessimistic pace would cut the share for nothing).
+            let now = Syscalls.now()
+            let pace = Double(now - batchStart) / 1e9 / Double(batch.count)
+            let remaining = max(Double(deadline - now) / 1e9, 0)
+            let affordable = pace > 0 ? Int(min(remaining / pace, Double(order.count))) : order.count
             var others = order.indices.filter { !written.contains(order[$0]) }
             var dropped = Set<Int>()
-            for _ in 0..<min(max(order.count - max(affordable, 0), 0), others.count) {
+            for _ in 0..<min(order.count - affordable, others.count) {
                 dropped.insert(others.remove(at: try random.uniform(others.count)))
             }
             order = order.indices.filter { !dropped.contains($0) }.map { order[$0] }
         }
+        try removeSpares()
         summary.seconds = Double(Syscalls.now() - start) / 1e9
         return summary
     }
 
-    /// Re-creates `names` in the order given, in batches under the folder's exclusive lock. Each
-    /// re-created file gets `time` (nanoseconds since the epoch) as access and modification time,
-    /// or with nil the time its batch took the lock. Names that are not regular files of the
-    /// storage's size and name form, not ours, or that changed meanwhile, are skipped. Returns
-    /// the names re-created.
+    /// Re-creates `names` in the order given, in batches. Each re-created file gets `time`
+    /// (nanoseconds since the epoch) as access and modification time, or with nil the time its
+    /// batch took the folder's lock. Names that are not regular files of the storage's size and
+    /// name form, not ours, or that changed meanwhile, are skipped. Returns the names re-created.
     public func recreate(_ names: [String], time: Int64? = nil) throws -> [String] {
+        defer { try? removeSpares() }
         var done: [String] = []
         for start in stride(from: 0, to: names.count, by: batchSize) {
-            done += try recreateBatch(Array(names[start..<min(start + batchSize, names.count)]), time: time, earlierTimes: [:])
+            let batch = Array(names[start..<min(start + batchSize, names.count)])
+            done += try recreateBatch(batch, time: time, earlierTimes: [:], keeping: Set(batch), deadline: nil)
         }
+        try removeSpares()
         return done
     }
 
@@ -132,92 +153,5 @@ public final class StorageRecreator {
             guard FileName.isWellFormed(name), let status = try Syscalls.status(folder, name) else { return false }
             return status.isRegular && status.size == Format.fileSize
         }
-    }
-
-    /// A copy made and named, not yet swapped.
-    private struct Copy {
-        var name: String
-        var inode: UInt64
-        /// SHA-256 of the bytes copied (a batch's bytes would be 64 MiB).
-        var digest: [UInt8]
-        var temporary: String { name + StorageRecreator.temporarySuffix }
-    }
-
-    private func recreateBatch(_ names: [String], time: Int64?, earlierTimes: [String: Int64]) throws -> [String] {
-        try Syscalls.lockFolder(folder, exclusive: true)
-        defer { Syscalls.unlockFolder(folder) }
-        // Taken under the lock: every write that came before is older, so a changed file's
-        // new modification time is never earlier than its change (R-DEN-1, item 4).
-        let time = time ?? Syscalls.now()
-        var copies: [Copy] = []
-        var swapped: [String] = []
-        do {
-            for name in names {
-                if let copy = try copy(name) { copies.append(copy) }
-            }
-            guard !copies.isEmpty else { return [] }
-            try Syscalls.syncfs(folder)
-            while let copy = copies.first {
-                if try swap(copy, time: Self.time(for: copy.name, batch: time, earlierTimes: earlierTimes)) {
-                    swapped.append(copy.name)
-                }
-                copies.removeFirst()
-            }
-            try Syscalls.fsync(folder)
-        } catch {
-            for copy in copies { try? Syscalls.unlink(folder, copy.temporary) }
-            throw error
-        }
-        return swapped
-    }
-
-    /// The batch's time, or for a file written this session the whole second after its earlier
-    /// time when that is later: `rsync -a` and other copy tools compare times in whole seconds,
-    /// and a lock in the same second as the last one would otherwise leave a changed file with
-    /// the second a copy saw (§11.2). At most a second ahead of the clock per lock that second.
-    static func time(for name: String, batch: Int64, earlierTimes: [String: Int64]) -> Int64 {
-        guard let earlier = earlierTimes[name] else { return batch }
-        return max(batch, (earlier / 1_000_000_000 + 1) * 1_000_000_000)
-    }
-
-    /// Reads `name` and writes its copy at the temporary name; nil for a name that is not a
-    /// regular storage file of ours (it is left as it is). A file with another hard link is
-    /// someone's on purpose: a copy would cut it from that link, so it is left too.
-    private func copy(_ name: String) throws -> Copy? {
-        guard FileName.isWellFormed(name) else { return nil }
-        guard let original = try? Syscalls.openFile(folder, name, O_RDONLY) else { return nil }
-        defer { Syscalls.close(original) }
-        guard let metadata = try Syscalls.metadata(folder, name), metadata.isRegular, metadata.uid == geteuid(), metadata.links == 1,
-              try Syscalls.status(original).size == Format.fileSize else { return nil }
-        let bytes = try Syscalls.readFully(original, count: Format.fileSize, offset: 0)
-        let copy = Copy(name: name, inode: metadata.inode, digest: SHA256.hash(bytes))
-        guard let fd = try? Syscalls.openFile(folder, copy.temporary, O_WRONLY | O_CREAT | O_EXCL) else { return nil }
-        defer { Syscalls.close(fd) }
-        do {
-            try Syscalls.setMode(fd, mode_t(metadata.mode & 0o7777))
-            try Syscalls.writeFully(fd, bytes, offset: 0)
-        } catch {
-            try? Syscalls.unlink(folder, copy.temporary)
-            throw error
-        }
-        return copy
-    }
-
-    /// Renames the copy over its original when the name still holds the file copied and both
-    /// hold the same bytes; otherwise removes the copy.
-    private func swap(_ copy: Copy, time: Int64) throws -> Bool {
-        func holds(_ name: String) throws -> Bool {
-            guard let fd = try? Syscalls.openFile(folder, name, O_RDONLY) else { return false }
-            defer { Syscalls.close(fd) }
-            return try SHA256.hash(Syscalls.readFully(fd, count: Format.fileSize, offset: 0)) == copy.digest
-        }
-        guard let now = try Syscalls.metadata(folder, copy.name), now.inode == copy.inode,
-              try holds(copy.name), try holds(copy.temporary) else {
-            try Syscalls.unlink(folder, copy.temporary)
-            return false
-        }
-        try Syscalls.rename(folder, copy.temporary, to: copy.name)
-        try Syscalls.setTimes(folder, copy.name, access: time, modification: time)
-        return true
     }
 }

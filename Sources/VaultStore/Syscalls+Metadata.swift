@@ -29,9 +29,13 @@ extension Syscalls {
     /// nothing has that name. Times in nanoseconds since the epoch; `birth` nil where the file
     /// system keeps none.
     static func metadata(_ folder: Int32, _ name: String) throws -> FileMetadata? {
+        try metadata(folder, name, flags: AT_SYMLINK_NOFOLLOW)
+    }
+
+    private static func metadata(_ folder: Int32, _ name: String, flags: Int32) throws -> FileMetadata? {
         var info = statx()
         let mask = UInt32(STATX_BASIC_STATS) | UInt32(STATX_BTIME)
-        while dotsafe_statx(folder, name, AT_SYMLINK_NOFOLLOW, mask, &info) != 0 {
+        while dotsafe_statx(folder, name, flags, mask, &info) != 0 {
             let code = Glibc.errno
             if code == EINTR { continue }
             if code == ENOENT { return nil }
@@ -81,6 +85,28 @@ extension Syscalls {
     /// Renames within the folder, replacing what has the new name (atomically).
     static func rename(_ folder: Int32, _ from: String, to: String) throws {
         _ = try retrying("rename") { renameat(folder, from, folder, to) }
+    }
+
+    /// Swaps what two names of the folder hold (renameat2 `RENAME_EXCHANGE`), atomically; false
+    /// where the file system cannot (then nothing happened).
+    static func exchange(_ folder: Int32, _ first: String, _ second: String) throws -> Bool {
+        while dotsafe_rename_in(folder, first, second, UInt32(DOTSAFE_RENAME_EXCHANGE)) != 0 {
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            if code == EINVAL || code == ENOSYS || code == EOPNOTSUPP { return false }
+            throw StoreError.fromErrno("rename", code)
+        }
+        return true
+    }
+
+    /// Whether `fd` is the only open of its file, in any process (a write lease is granted
+    /// only then); false where that cannot be known.
+    static func isOnlyOpen(_ fd: Int32) -> Bool { dotsafe_is_only_open(fd) == 1 }
+
+    /// What statx says about the file `fd` is open on.
+    static func metadata(_ fd: Int32) throws -> FileMetadata {
+        guard let metadata = try metadata(fd, "", flags: Int32(DOTSAFE_AT_EMPTY_PATH)) else { throw StoreError.fromErrno("statx", ENOENT) }
+        return metadata
     }
 
     /// Sets access and modification time of a name in the folder (nanoseconds since the epoch),

@@ -177,7 +177,75 @@ import VaultFormat
         #expect(try StorageScan.scan(path).otherEntries == 0)
     }
 
-    /// A writer holding the folder shared keeps a re-creation out until it is done.
+    /// The copies are made without holding the folder (writers of other vaults wait only for
+    /// the swaps); a file written between its copy and its swap keeps what was written and is
+    /// not swapped, the others are.
+    @Test func copiesWithoutTheLockAndSwapsOnlyWhatDidNotChange() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let names = Array(try StorageScan.scan(path).files.prefix(4).map(\.name))
+        let before = try Self.contents(path)
+        let inodes = try Dictionary(uniqueKeysWithValues: StorageScan.scan(path).files.map { ($0.name, $0.metadata.inode) })
+        let writer = open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(writer) }
+        #expect(flock(writer, LOCK_EX) == 0)
+        let done = Atomic<[String]?>(nil)
+        let thread = Thread { done.store(try? StorageRecreator(path: path).recreate(names)) }
+        thread.start()
+        func copies() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".recreated") }.count }
+        for _ in 0..<250 where copies() < 4 { usleep(20_000) }
+        #expect(copies() == 4, "the copies were not made while the folder was held")
+        #expect(done.load() == nil)
+        let fd = open(path + "/" + names[0], O_WRONLY)
+        #expect(pwrite(fd, [UInt8](repeating: 7, count: 16), 16, 0) == 16)
+        close(fd)
+        #expect(flock(writer, LOCK_UN) == 0)
+        for _ in 0..<250 where done.load() == nil { usleep(20_000) }
+        #expect(done.load().map(Set.init) == Set(names.dropFirst()))
+        let after = try Self.contents(path)
+        #expect(after[names[0]]?.prefix(16) == Data(repeating: 7, count: 16))
+        #expect(after.filter { $0.key != names[0] } == before.filter { $0.key != names[0] }, "same names, same bytes, no copy left")
+        let now = try Dictionary(uniqueKeysWithValues: StorageScan.scan(path).files.map { ($0.name, $0.metadata.inode) })
+        #expect(now[names[0]] == inodes[names[0]])
+        #expect(names.dropFirst().allSatisfy { now[$0] != inodes[$0] })
+    }
+
+    /// Later batches write their copies into the files the batch before replaced: only the
+    /// first batch's copies are new files, yet no file keeps its inode, and every name its bytes.
+    @Test func laterBatchesReuseTheFilesTheyReplaced() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let bytes = try Self.contents(path)
+        let before = try StorageScan.scan(path).files
+        let names = Array(before.prefix(32).map(\.name))
+        let done = try StorageRecreator(path: path, batchSize: 8).recreate(names)
+        #expect(done.count == 32)
+        #expect(try Self.contents(path) == bytes, "same names, same bytes, no copy left")
+        let old = Dictionary(uniqueKeysWithValues: before.map { ($0.name, $0.metadata.inode) })
+        let now = try Dictionary(uniqueKeysWithValues: StorageScan.scan(path).files.map { ($0.name, $0.metadata.inode) })
+        #expect(names.allSatisfy { now[$0] != old[$0] })
+        let fresh = Set(names.compactMap { now[$0] }).subtracting(old.values)
+        #expect(fresh.count == 8, "\(fresh.count) new files")
+    }
+
+    /// A reader that opened a file before its swap keeps reading that file's bytes: a replaced
+    /// file someone still has open is not reused for a later copy.
+    @Test func aFileStillOpenIsNotReused() throws {
+        let path = try Self.storage()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let names = Array(try StorageScan.scan(path).files.prefix(3).map(\.name))
+        let expected = try #require(FileManager.default.contents(atPath: path + "/" + names[0]))
+        let reader = open(path + "/" + names[0], O_RDONLY)
+        defer { close(reader) }
+        #expect(try StorageRecreator(path: path, batchSize: 1).recreate(names) == names)
+        var buffer = [UInt8](repeating: 0, count: Format.fileSize)
+        #expect(pread(reader, &buffer, buffer.count, 0) == buffer.count)
+        #expect(Data(buffer) == expected, "the open file was overwritten with another file's copy")
+        #expect(try StorageScan.scan(path).otherEntries == 0)
+    }
+
+    /// A writer holding the folder shared keeps a re-creation's swap out until it is done; its
+    /// change lands after the copy, so the copy is dropped and the change kept.
     @Test func waitsForWritersHoldingTheFolderShared() throws {
         let path = try Self.storage()
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -189,8 +257,7 @@ import VaultFormat
         let thread = Thread { _ = try? StorageRecreator(path: path).recreate([name]); finished.store(true) }
         thread.start()
         usleep(300_000)
-        #expect(!finished.load(), "re-creation ran while a writer held the folder")
-        // The writer's change lands before the re-creation copies the file.
+        #expect(!finished.load(), "re-creation swapped while a writer held the folder")
         let fd = open(path + "/" + name, O_WRONLY)
         #expect(pwrite(fd, [UInt8](repeating: 7, count: 16), 16, 0) == 16)
         close(fd)

@@ -38,7 +38,7 @@ struct MountCommand: Command {
                                                help: "Lock when the system suspends or this login session locks (logind, on the system bus).")
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
     static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
-                                                 help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 2; 0: only the files this session wrote).")
+                                                 help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 10, at least 3 s; 0: only the files this session wrote).")
     static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, lockOnSuspend, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
