@@ -61,13 +61,7 @@ extension Committer {
                                     key: .secret(root.rootKey), seal: .indexRootV2(slot: slot), random: writer.random).file
         }
         let original = try sealed(for: slot)
-        if allocator.needsCreate(slot) {
-            try writer.createSlot(slot, original)
-        } else {
-            let slotName = try writer.name(slot)
-            try writer.storage.write(slotName, offset: 0, bytes: original)
-            try writer.storage.sync([slotName])
-        }
+        try writer.writeSlot(slot, original)
         self.generation = generation
         committedSinceCoverRefresh = !coversRefreshed
         // Neither slot will list what this root dropped once its copy is written: refilled then.

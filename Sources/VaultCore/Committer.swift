@@ -157,13 +157,7 @@ struct Committer {
         guard body.count <= Format.payloadSize else { throw VaultError.tooLarge("the vault's index has too many pages") }
         let (_, file) = try Sealer.sealEnvelope(kind: .indexRoot, body: body[...], key: .secret(writer.secrets.indexKey),
                                                 seal: .indexRoot(slot: slot), random: writer.random)
-        if allocator.needsCreate(slot) {
-            try writer.createSlot(slot, file)
-        } else {
-            let slotName = try writer.name(slot)
-            try writer.storage.write(slotName, offset: 0, bytes: file)
-            try writer.storage.sync([slotName])
-        }
+        try writer.writeSlot(slot, file)
         self.generation = generation
         committedSinceCoverRefresh = !coversRefreshed
         writer.allocator.didCommit()

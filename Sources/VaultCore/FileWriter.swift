@@ -233,6 +233,15 @@ struct FileWriter {
         createdSinceCommit = false
     }
 
+    /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file
+    /// the first time.
+    mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
+        if allocator.needsCreate(slot) { return try createSlot(slot, file) }
+        let slotName = try name(slot)
+        try storage.write(slotName, offset: 0, bytes: file)
+        try storage.sync([slotName])
+    }
+
     /// After the commit point: the released files go.
     mutating func removeReleased(_ releasing: [UInt64]) throws {
         for number in releasing { try storage.remove(try name(number)) }
