@@ -39,6 +39,8 @@ extension VaultState {
         }
         defer { for candidate in roots { wipeKeys(of: candidate.root) } }
         if slots.allSatisfy({ $0 == nil }) {
+            // A grant names a vault that exists: never an empty one in its place.
+            guard record.role == .owner else { throw SharingError.sharedVaultMissing }
             // A first commit that died before its root: what it left is named from this record's
             // vault key. It goes, then the record; the vault starts again, empty.
             var state = try newVault(storage: storage, secrets: patternSecrets, random: random, clock: clock, options: options)
@@ -63,7 +65,10 @@ extension VaultState {
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
         let contents: IndexContents
         do {
-            guard newest.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else {
+            let role: IndexRootV2.SpecialFile.Role = record.role == .owner ? .ownerUnlock : .grant
+            guard newest.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else {
+                // A grant no root lists: a share cut short, or one withdrawn.
+                guard record.role == .owner else { throw SharingError.noGrant }
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
             contents = try IndexContents(rootV2: newest, pageBody: { ref, level in
@@ -87,6 +92,7 @@ extension VaultState {
             patternSecrets.wipe()
             switch error {
             case let error as VaultError: throw error
+            case let error as SharingError: throw error
             case FormatError.newerVersion(let version): throw VaultError.newerFormat(version)
             default: throw VaultError.damagedIndex("\(error)")
             }
@@ -98,6 +104,7 @@ extension VaultState {
                                allocator: FileAllocator(device: device, used: contents.usedFiles), nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)

@@ -40,6 +40,8 @@ struct VaultState {
     /// Format 2: a committed root the slots should hold is missing, damaged or older (design
     /// §E); said once by `mount`, and by `fsck` as damage.
     var rollbackWarning: String?
+    /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
+    var sharing = VaultSharing()
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }
@@ -60,6 +62,7 @@ struct VaultState {
         let covers = Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count))
         var allocator = FileAllocator(newVaultWithCovers: UInt8(covers))
         var nextItemID = Format.rootItemID + 1
+        var identity: X25519.PrivateKey?
         if format == .one {
             self.secrets = secrets
             committer = try Committer(vaultKey: vaultKey, generation: 0)
@@ -70,6 +73,7 @@ struct VaultState {
             committer = try Committer(vaultKey: vaultKey, generation: 0, formatTwo: start.root)
             writer = FileWriter(storage: storage, secrets: start.secrets, random: random, allocator: allocator)
             writer.pendingUnlock = start.unlock
+            identity = start.identity
             nextItemID = UInt64(start.root.itemPrefix) << 32 | nextItemID
         }
         packs = PackStore()
@@ -78,6 +82,7 @@ struct VaultState {
         // The root folder is written at the first change, not before (R-VLT-2).
         tree = ItemTree(root: ItemRecord(type: .folder, mode: 0o755, uid: owner.uid, gid: owner.gid, atime: now, mtime: now, ctime: now),
                         nextItemID: nextItemID)
+        sharing.identity = identity
     }
 
     /// A vault read from its root and index (`IndexContents` has checked them).
@@ -103,6 +108,7 @@ struct VaultState {
         packs.wipe()
         arena.wipeAll()
         committer.wipe()
+        sharing.wipe()
         secrets.wipe()
         patternSecrets.wipe()
         tree.removeAll()
