@@ -8,7 +8,7 @@ struct ShareCommand: Command {
     static let summary = "Share the mounted vault with the vault of a contact code."
     static let discussion = """
         Writes a grant into the storage: the vault's key, encrypted to the contact
-        code's key, signed by this vault's own code, in a file that looks like every
+        code's key and authenticated as this vault's, in a file that looks like every
         other. Only the holder of CODE can find and open it; your pattern never
         leaves. The recipient needs the storage (a copy of the folder, or the remote
         it syncs with) and your contact code, which this command prints; neither
