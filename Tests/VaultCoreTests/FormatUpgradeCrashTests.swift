@@ -57,7 +57,11 @@ import VaultStore
                        clock: ManualClock())
     }
 
-    static let cases = Source.allCases.flatMap { source in Crash.allCases.map { Case(source: source, crash: $0) } }
+    /// The failure of one operation (a retry by the same vault) does not depend on the vault's
+    /// contents: the made vault covers it.
+    static let cases = Source.allCases.flatMap { source in
+        Crash.allCases.filter { source == .made || $0 != .failure }.map { Case(source: source, crash: $0) }
+    }
 
     @Test(arguments: cases)
     func crashAtEveryMutationOfTheUpgrade(_ testCase: Case) throws {
