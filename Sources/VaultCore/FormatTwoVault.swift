@@ -19,7 +19,8 @@ enum FormatTwoVault {
         let number = allocator.allocate()
         allocator.markCreated(number)  // its file has the pattern's name, not a device name
         let file = FileRef(device: 0, number: number)
-        let sealed = try sealUnlock(vaultKey: vaultKey, rootLocator: rootLocator, file: file, patternSecrets: patternSecrets, random: random)
+        let sealed = try sealUnlock(vaultKey: vaultKey, rootLocator: rootLocator, file: file, patternSecrets: patternSecrets,
+                                    random: random)
         let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
         var prefix: UInt32 = 0
         while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }

@@ -68,7 +68,8 @@ public final class Vault: Sendable {
         do {
             let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
-                                                           newVaultFormat: options.newVaultFormat, upgradesFormatOne: options.upgradesFormatOne))
+                                                           newVaultFormat: options.newVaultFormat,
+                                                           upgradesFormatOne: options.upgradesFormatOne))
             return Vault(state, storage: storage, writeBehind: options.writeBehind)
         } catch {
             throw VaultError.wrap(error)

@@ -65,7 +65,9 @@ import VaultStore
         // Every free file got random bytes: format-1 seals left there by earlier versions go.
         let free = try writer.state.withLock { state in try state.writer.allocator.freeNumbers.map { try state.name($0) } }
         #expect(!free.isEmpty && writer.statistics.refilledFiles >= free.count)
-        for name in free where beforeCommit[name] != nil { #expect(storage.snapshot[name] != beforeCommit[name], "free file \(name) refilled") }
+        for name in free where beforeCommit[name] != nil {
+            #expect(storage.snapshot[name] != beforeCommit[name], "free file \(name) refilled")
+        }
         let derived = writer.namesArePatternDerived
         #expect(derived.rootLocator && derived.namesKey, "RL = LOC and NKd = NK until a pattern change")
         try writer.lock()
