@@ -31,6 +31,14 @@ enum FormatTwoVault {
         return (secrets, root, (FileName.encode(nameBytes), sealed), identity)
     }
 
+    /// The owner's unlock record (§13.3: VK, RL, the file that holds it), sealed for the pattern;
+    /// no identity yet (an upgraded vault gets one when sharing first needs it, §14.7).
+    static func sealUnlock(vaultKey: SecretBytes, rootLocator: SecretBytes, file: FileRef, patternSecrets: VaultSecrets,
+                           random: any RandomSource) throws -> [UInt8] {
+        try sealOwnerRecord(UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file),
+                            patternSecrets: patternSecrets, random: random)
+    }
+
     /// The owner's record sealed for the pattern (kind 4, IK, `lp8("local")`); wipes the
     /// record's keys where every copy of them reads.
     static func sealOwnerRecord(_ record: UnlockRecord, patternSecrets: VaultSecrets, random: any RandomSource) throws -> [UInt8] {

@@ -1,7 +1,7 @@
 /// Why a vault could not be shared or opened through a grant (docs/FORMAT.md §14.7). The
 /// description is the one line users see; the grant's own failures are `GrantSeal.Failure`.
 public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// A format-1 vault has no unlock record to hold an identity.
+    /// A format-1 vault (opened read-only: not upgraded) has no unlock record to hold an identity.
     case formatOne
     /// The vault was opened through a grant: only its owner holds the identity that grants.
     case sharedWithYou
@@ -15,7 +15,7 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .formatOne:
-            "this vault was made by an earlier DotSafe (format 1), which cannot share; upgrade it first"
+            "this vault is in format 1, which cannot share; mounted writable, it is upgraded to format 2"
         case .sharedWithYou:
             "this vault was shared with you: only its owner can share it"
         case .alreadyShared:

@@ -13,14 +13,15 @@ extension VaultState {
         return (ContactCode(publicKey: try ensureIdentity().publicKey), false)
     }
 
-    /// The vault's identity, made durable before anyone is given its code: a new vault is
-    /// committed first; a vault made before identities gets its owner record again with tag 16.
+    /// The vault's identity, made durable before anyone is given its code: a new vault, or a
+    /// format-1 vault being upgraded (§13.9), is committed first; a vault without an identity
+    /// gets its owner record again with tag 16.
     mutating func ensureIdentity() throws -> X25519.PrivateKey {
         guard committer.format == .two else { throw SharingError.formatOne }
         guard sharing.received == nil else { throw SharingError.sharedWithYou }
-        if isNew {
+        if isNew || committer.upgrade != nil {
             try checkWritable()
-            // Its record (with the identity) goes first, then the root of an empty folder.
+            // The record goes first (a new vault's with its identity), then the root.
             tree.dirtyItems.insert(Format.rootItemID)
             try commit()
         }

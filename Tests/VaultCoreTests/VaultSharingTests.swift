@@ -148,6 +148,19 @@ import VaultStore
         try formatOne.commit()
         #expect(throws: SharingError.formatOne) { try formatOne.contactCode() }
         try formatOne.lock()
+        // Opened writable again, it is upgraded (§13.9) by the commit `contact` makes, then
+        // gets its identity; read-only it stays format 1.
+        let readOnlyOne = try TestVaults.open(storage, seed: 4, readOnly: true)
+        #expect(throws: SharingError.formatOne) { try readOnlyOne.contactCode() }
+        try readOnlyOne.lock()
+        let upgraded = try TestVaults.open(storage, seed: 4)
+        let codeOne = try upgraded.contactCode().code
+        #expect(upgraded.formatVersion == 2)
+        try upgraded.lock()
+        #expect(try Self.code(storage, seed: 4) == codeOne)
+        let reopened = try TestVaults.open(storage, seed: 4)
+        #expect(try reopened.readAll("x") == [1])
+        try reopened.lock()
     }
 
     /// §14.7: a format-2 vault made before identities gets one at its first `contact` or
