@@ -17,6 +17,7 @@ public enum DotSafeCLI {
         StatusCommand.self,
         FsckCommand.self,
         AuditCommand.self,
+        SyncCommand.self,
         KeyringCommand.self,
         CompletionCommand.self,
         HelpCommand.self,

@@ -20,12 +20,13 @@ extension VaultState {
         let refillDue = writer.refillsFreedFiles && writer.allocator.hasRefillDue
         guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
-            if committer.format == .two { tree.countVersions(device: 0) }
+            if let formatTwo = committer.formatTwo { tree.countVersions(device: formatTwo.localDevice) }
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = self.arena, format = committer.format
             statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
+            if let generations = pendingSyncBase { try writeSyncBase(generations) }
         }
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()

@@ -22,7 +22,7 @@ public struct VaultStatistics: Equatable, Sendable {
 struct VaultState {
     /// The secrets that name and seal the storage's files: the pattern's in format 1; in format 2
     /// the root locator, root key and device names key (`FormatTwoVault`).
-    let secrets: VaultSecrets
+    var secrets: VaultSecrets
     /// The pattern's secrets, erased at lock with the rest.
     let patternSecrets: VaultSecrets
     let random: any RandomSource
@@ -40,6 +40,8 @@ struct VaultState {
     /// Format 2: a committed root the slots should hold is missing, damaged or older (design
     /// §E); said once by `mount`, and by `fsck` as damage.
     var rollbackWarning: String?
+    /// Sync: the next commit records a new sync base with these remote generations (§13.11).
+    var pendingSyncBase: (read: UInt64, published: UInt64)?
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }
