@@ -18,6 +18,8 @@ public final class RemoteVault: @unchecked Sendable {
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
+    /// The files the remote root references, with digests of their keys.
+    var uses: Set<FileUse> = []
     /// The local device table before the merge: groups of other devices it no longer owns go.
     var oldDevices: [DeviceEntry] = []
 

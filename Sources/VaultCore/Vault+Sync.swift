@@ -86,7 +86,7 @@ extension Vault {
         try syncLocked { state in
             guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
             let local = formatTwo.localDevice
-            let theirs = remote.contents.map { state.referencedFiles(pages: $0.pages.map { $0.ref }, items: $0.items) } ?? []
+            let theirs = remote.uses
             let pages = Set(state.committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
             var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
             var referenced = Set<UInt64>()

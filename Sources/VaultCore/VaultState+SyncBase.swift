@@ -8,7 +8,9 @@ import VaultStore
 /// commits (extension tag 1), so that the next sync knows what changed on either side.
 extension VaultState {
     /// 16 bytes of SHA-256 over an item's payload as a page stores it (keys included), without
-    /// its place, times of access and change, and version: equal digests, equal payloads.
+    /// its place, times of access and change, version, and where its sealed bytes lie (a pack's
+    /// compaction moves a member, sealed bytes and key unchanged, on either device): equal
+    /// digests, equal payloads.
     static func syncDigest(_ id: UInt64, _ item: Item, _ arena: SecretArena) -> [UInt8] {
         var stripped = item
         stripped.record.links = []
@@ -16,8 +18,18 @@ extension VaultState {
         stripped.record.ctime = 0
         stripped.record.version = 0
         stripped.record.changedBy = 0
+        if case .packed(var member) = stripped.record.layout {
+            member.fileNumber = 0
+            member.offset = 0
+            stripped.record.layout = .packed(member)
+        }
+        stripped.chunks = stripped.chunks.mapValues { ref in
+            var placeless = ref
+            placeless.fileNumber = 0
+            return placeless
+        }
         var bytes = encodeRecordV2(.item(id), item: stripped, arena)
-        for segment in item.segmentIndexes.sorted() { bytes += encodeRecordV2(.segment(id, segment), item: item, arena) }
+        for segment in item.segmentIndexes.sorted() { bytes += encodeRecordV2(.segment(id, segment), item: stripped, arena) }
         defer { bytes.wipeStorage() }
         return Array(SHA256.hash(bytes).prefix(SyncBase.hashSize))
     }

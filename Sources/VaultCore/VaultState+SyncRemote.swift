@@ -101,6 +101,8 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("\(error)")
         }
         remote.contents = contents
+        // Taken now: the merge and the commit free keys that these records share.
+        remote.uses = referencedFiles(pages: contents.pages.map { $0.ref }, items: contents.items)
         return try Self.entries(contents.items, arena)
     }
 

@@ -101,6 +101,7 @@ public struct VaultSynchronizer {
         let base = view.base.map(trees.base)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
         let result = TreeMerge.merge(base: base, local: SyncTrees.tree(trees.local), remote: SyncTrees.tree(trees.remote), context: context)
+        summary.actions = result.actions
         summary.conflicts = result.actions.filter {
             switch $0 {
             case .keptBothVersions, .renamed: true
@@ -133,6 +134,8 @@ public struct SyncSummary: Equatable, Sendable {
     public var pagesUp = 0
     /// Among the files up: the rest of own groups the remote lacked (new groups go up whole).
     public var groupFilesUp = 0
+    /// What the merge decided beyond taking each side's change (conflicts among them).
+    public var actions: [MergeAction] = []
 
     public init() {}
 

@@ -69,7 +69,7 @@ import VaultFormat
         try second.write("notes.txt", "the second's version")
         try first.sync(remote)
         let summary = try second.sync(remote)
-        #expect(summary.conflicts == 1)
+        #expect(summary.conflicts == 1, "\(summary.actions)")
         try first.sync(remote)
         for device in [first, second] {
             let tree = try device.tree()
