@@ -26,11 +26,12 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["CSystem", "SystemCalls", "VaultCrypto", "VaultFormat"]),
         .target(name: "VaultCore", dependencies: ["CSecret", "VaultCrypto", "VaultFormat", "VaultStore"]),
         .target(name: "VaultFileSystem", dependencies: ["VaultCore"]),
-        // Sync: the merge of item trees (pure) and the remote storage that rclone reaches.
-        .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat"]),
+        // Sync: the merge of item trees (pure), the remote storage that rclone reaches, and the
+        // vault-level protocol over both.
+        .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat", "VaultCrypto", "VaultCore"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
         .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto",
-                                                "VaultFormat"]),
+                                                "VaultFormat", "VaultSync"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         // Fuzzing (tools/fuzz): one function per decoder of bytes from disk, and a driver that
         // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.
@@ -49,7 +50,8 @@ let package = Package(
         .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
-        .testTarget(name: "VaultSyncTests", dependencies: ["DotSafeTestSupport", "VaultSync", "VaultFormat", "SystemCalls"]),
+        .testTarget(name: "VaultSyncTests", dependencies: ["DotSafeTestSupport", "VaultSync", "VaultFormat", "SystemCalls", "VaultCore",
+                                                            "VaultStore", "VaultCrypto"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "VaultCore", "VaultFormat"]),
         .testTarget(name: "VaultCryptoTests", dependencies: ["DotSafeTestSupport", "VaultCrypto"],
                     resources: [.copy("Vectors")]),

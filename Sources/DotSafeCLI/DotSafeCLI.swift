@@ -19,6 +19,7 @@ public enum DotSafeCLI {
         ShareCommand.self,
         FsckCommand.self,
         AuditCommand.self,
+        SyncCommand.self,
         KeyringCommand.self,
         CompletionCommand.self,
         HelpCommand.self,

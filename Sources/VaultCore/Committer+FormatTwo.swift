@@ -3,7 +3,8 @@ import VaultFormat
 import VaultStore
 
 /// What a format-2 root holds besides the index (docs/FORMAT.md §13.4–§13.5): the root key that
-/// seals it, this device's entry, the unlock record's file, and extensions kept as found.
+/// seals it, this device's entry, the unlock record's file, the other devices, and extensions
+/// kept as found (the sync base, tag 1, among them).
 struct FormatTwoRoot {
     let rootKey: SecretBytes
     let deviceID: [UInt8]
@@ -12,6 +13,12 @@ struct FormatTwoRoot {
     /// The owner's unlock record, and the grants (§14) sharing adds.
     var specialFiles: [IndexRootV2.SpecialFile]
     var extensions: [IndexRootV2.Extension] = []
+    /// This device's index in the table: its entry is written from the allocator at each commit.
+    var localDevice: UInt16 = 0
+    /// The table as read (names keys emptied: they are in `VaultSecrets`); empty for a new vault.
+    var devices: [DeviceEntry] = []
+    /// A root must be written though no page changed (sync adopted another root's pages).
+    var rootDue = false
 }
 
 /// Format 2's pages and roots: a fresh random key per page version, recorded only in the root
@@ -33,41 +40,55 @@ extension Committer {
         }
     }
 
+    /// The root a commit of this state writes (`generation`), or the remote copy of it (no
+    /// releasing, no sync base: docs/FORMAT.md §13.11). It holds names and page keys: the caller
+    /// wipes them (`wipeKeys`).
+    func rootV2(_ root: FormatTwoRoot, generation: UInt64, releasing: [UInt64], nextItemID: UInt64, writer: FileWriter,
+                arena: SecretArena, forRemote: Bool = false) throws -> IndexRootV2 {
+        let allocator = writer.allocator
+        let local = DeviceEntry(deviceID: root.deviceID, namesKey: [], itemPrefix: root.itemPrefix,
+                                nextItemCounter: UInt32(truncatingIfNeeded: nextItemID), nextFileNumber: allocator.entryNextFileNumber,
+                                coverCount: allocator.coverCount, ownedGroups: allocator.entryGroups,
+                                releasing: forRemote ? [] : releasing.map { $0 - allocator.base }, name: root.deviceName)
+        var devices = root.devices.isEmpty ? [local] : root.devices
+        devices[Int(root.localDevice)] = local
+        for index in devices.indices {
+            guard let key = writer.secrets.namesKey(ofDevice: UInt16(index)) else { throw VaultError.damagedIndex("device \(index) has no names key") }
+            devices[index].namesKey = key.copyBytes()
+        }
+        let top = pageTable.pages.map { page in
+            PageRef(firstKey: page.keys[0], file: FileRef(raw: page.ref!.fileNumber), pageKey: arena.bytes(page.ref!.key!))
+        }
+        let extensions = forRemote ? root.extensions.filter { $0.tag != SyncBase.extensionTag } : root.extensions
+        return IndexRootV2(generation: generation, writerDevice: root.localDevice, devices: devices, specialFiles: root.specialFiles,
+                           topLevel: 0, top: top, extensions: extensions)
+    }
+
+    /// A root sealed for slot `slot` of a storage (RK, docs/FORMAT.md §13.5).
+    static func sealRootV2(_ root: IndexRootV2, slot: UInt64, rootKey: SecretBytes, random: any RandomSource) throws -> [UInt8] {
+        var body = root.encode()
+        defer { Sealer.wipe(&body) }
+        guard body.count <= Format.payloadSize else { throw VaultError.tooLarge("the vault's index has too many pages") }
+        return try Sealer.sealEnvelope(kind: .indexRoot, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                       key: .secret(rootKey), seal: .indexRootV2(slot: slot), random: random).file
+    }
+
     /// The commit point of format 2: root g+1 into slot (g+1) mod 2, synced. Its copy for the
     /// other slot is sealed now and written by `writeCopy`, after the bookkeeping of the commit.
     mutating func writeRootV2(_ root: FormatTwoRoot, releasing: [UInt64], nextItemID: UInt64, writer: inout FileWriter,
                               arena: SecretArena, coversRefreshed: Bool) throws {
         let generation = self.generation + 1
         let slot = generation % Format.indexSlotCount
-        let allocator = writer.allocator
-        var namesKey = writer.secrets.namesKey.copyBytes()
-        var pageKeys = pageTable.pages.map { arena.bytes($0.ref!.key!) }
-        defer {
-            Sealer.wipe(&namesKey)
-            for i in pageKeys.indices { Sealer.wipe(&pageKeys[i]) }
-        }
-        let device = DeviceEntry(deviceID: root.deviceID, namesKey: namesKey, itemPrefix: root.itemPrefix,
-                                 nextItemCounter: UInt32(truncatingIfNeeded: nextItemID), nextFileNumber: allocator.nextFileNumber,
-                                 coverCount: allocator.coverCount, ownedGroups: allocator.ownedGroups, releasing: releasing,
-                                 name: root.deviceName)
-        let top = zip(pageTable.pages, pageKeys).map { page, key in
-            PageRef(firstKey: page.keys[0], file: FileRef(raw: page.ref!.fileNumber), pageKey: key)
-        }
-        var body = IndexRootV2(generation: generation, writerDevice: 0, devices: [device], specialFiles: root.specialFiles,
-                               topLevel: 0, top: top, extensions: root.extensions).encode()
-        defer { Sealer.wipe(&body) }
-        guard body.count <= Format.payloadSize else { throw VaultError.tooLarge("the vault's index has too many pages") }
-        func sealed(for slot: UInt64) throws -> [UInt8] {
-            try Sealer.sealEnvelope(kind: .indexRoot, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                    key: .secret(root.rootKey), seal: .indexRootV2(slot: slot), random: writer.random).file
-        }
-        let original = try sealed(for: slot)
+        let body = try rootV2(root, generation: generation, releasing: releasing, nextItemID: nextItemID, writer: writer, arena: arena)
+        defer { body.wipeKeys() }
+        let original = try Self.sealRootV2(body, slot: slot, rootKey: root.rootKey, random: writer.random)
         try writer.writeSlot(slot, original)
         self.generation = generation
+        formatTwo?.rootDue = false
         committedSinceCoverRefresh = !coversRefreshed
         // Neither slot will list what this root dropped once its copy is written: refilled then.
         writer.allocator.didCommit(refillFreedNow: true)
-        pendingCopy = try sealed(for: 1 - slot)
+        pendingCopy = try Self.sealRootV2(body, slot: 1 - slot, rootKey: root.rootKey, random: writer.random)
     }
 
     /// The copy of the root just committed, into the other slot, not synced: a crash here leaves
@@ -76,10 +97,20 @@ extension Committer {
         guard let copy = pendingCopy else { return }
         pendingCopy = nil
         let other = 1 - generation % Format.indexSlotCount
-        if writer.allocator.needsCreate(other) {
+        let name = try writer.name(other)
+        let joinedAndMissing = try !writer.allocator.owns(other) && !writer.storage.entryExists(name)
+        if writer.allocator.needsCreate(other) || joinedAndMissing {
             try writer.createSlot(other, copy)
         } else {
-            try writer.storage.write(try writer.name(other), offset: 0, bytes: copy)
+            try writer.storage.write(name, offset: 0, bytes: copy)
         }
+    }
+}
+
+extension IndexRootV2 {
+    /// Zeroes the names and page keys a decoded or built root holds, where every copy reads them.
+    func wipeKeys() {
+        for device in devices { device.namesKey.wipeStorage() }
+        for ref in top { ref.pageKey.wipeStorage() }
     }
 }

@@ -48,7 +48,7 @@ struct Committer {
     mutating func rewriteAllPages() { pageTable.markAllDirty() }
 
     var isNew: Bool { generation == 0 }
-    var hasChanges: Bool { pageTable.isDirty }
+    var hasChanges: Bool { pageTable.isDirty || formatTwo?.rootDue == true }
 
     /// Marks the pages of every changed record; items without names are not written (an unlinked
     /// file still open lives in memory only).

@@ -5,9 +5,14 @@ import VaultFormat
 struct FileAllocator {
     static let group = UInt64(Format.groupSize)
 
+    /// Format 2: this device's FileRefs are `base + number` (its index in the top 16 bits,
+    /// docs/FORMAT.md §13.4); every number here is such a raw FileRef. 0 for device 0 and format 1.
+    let base: UInt64
     private(set) var ownedGroups: [GroupRange]
     private(set) var nextFileNumber: UInt64
     let coverCount: UInt8
+    /// Files the last published remote root references (§13.11): never freed until the next sync.
+    private var pinned: Set<UInt64> = []
     /// Free numbers, highest first, so the lowest is taken from the end.
     private var free: [UInt64] = []
     /// Freed since the last commit, but the committed root still points at them.
@@ -27,28 +32,33 @@ struct FileAllocator {
     private var refillNow: [UInt64] = []
 
     /// A new vault: group 0 is made at its first commit.
-    init(newVaultWithCovers coverCount: UInt8) {
+    init(newVaultWithCovers coverCount: UInt8, device: UInt16 = 0) {
         self.coverCount = coverCount
+        base = UInt64(device) << UInt64(FileRef.numberBits)
         ownedGroups = []
-        nextFileNumber = 0
+        nextFileNumber = base
         addGroup()
     }
 
     /// A vault read from its root; `used` are the numbers its records and pages reference.
     init(root: IndexRoot, used: Set<UInt64>) {
-        self.init(ownedGroups: root.ownedGroups, nextFileNumber: root.nextFileNumber, coverCount: root.coverCount, used: used)
+        self.init(ownedGroups: root.ownedGroups, nextFileNumber: root.nextFileNumber, coverCount: root.coverCount, used: used, base: 0)
     }
 
     /// A format-2 vault's device entry (docs/FORMAT.md §13.4): the same fields.
-    init(device: DeviceEntry, used: Set<UInt64>) {
-        self.init(ownedGroups: device.ownedGroups, nextFileNumber: device.nextFileNumber, coverCount: device.coverCount, used: used)
+    /// `index`: the device's place in the table; `used` and `pinned` are raw FileRefs.
+    init(device: DeviceEntry, index: UInt16 = 0, used: Set<UInt64>, pinned: Set<UInt64> = []) {
+        self.init(ownedGroups: device.ownedGroups, nextFileNumber: device.nextFileNumber, coverCount: device.coverCount,
+                  used: used.union(pinned), base: UInt64(index) << UInt64(FileRef.numberBits))
+        self.pinned = pinned
     }
 
-    private init(ownedGroups: [GroupRange], nextFileNumber: UInt64, coverCount: UInt8, used: Set<UInt64>) {
+    private init(ownedGroups: [GroupRange], nextFileNumber: UInt64, coverCount: UInt8, used: Set<UInt64>, base: UInt64) {
         self.coverCount = coverCount
-        self.ownedGroups = ownedGroups
-        self.nextFileNumber = nextFileNumber
-        for range in ownedGroups.reversed() {
+        self.base = base
+        self.ownedGroups = ownedGroups.map { GroupRange(first: $0.first + base / Self.group, count: $0.count) }
+        self.nextFileNumber = nextFileNumber + base
+        for range in self.ownedGroups.reversed() {
             for number in (range.first * Self.group..<range.end * Self.group).reversed()
             where number >= firstDataNumber && !used.contains(number) {
                 free.append(number)
@@ -57,8 +67,13 @@ struct FileAllocator {
     }
 
     /// Slots and covers come first in group 0.
-    var firstDataNumber: UInt64 { Format.indexSlotCount + UInt64(coverCount) }
-    var coverNumbers: Range<UInt64> { Format.indexSlotCount..<firstDataNumber }
+    var firstDataNumber: UInt64 { base + Format.indexSlotCount + UInt64(coverCount) }
+    var coverNumbers: Range<UInt64> { base + Format.indexSlotCount..<firstDataNumber }
+    /// The device entry's own view (§13.4): groups and next number without the device index.
+    var entryGroups: [GroupRange] { ownedGroups.map { GroupRange(first: $0.first - base / Self.group, count: $0.count) } }
+    var entryNextFileNumber: UInt64 { nextFileNumber - base }
+    /// Whether a raw FileRef is a number of this device at all (owned or not).
+    func isOwnDevice(_ number: UInt64) -> Bool { number >> UInt64(FileRef.numberBits) == base >> UInt64(FileRef.numberBits) }
     var freeCount: Int { free.count }
     /// The free numbers, lowest first.
     var freeNumbers: [UInt64] { free.reversed() }
@@ -114,6 +129,8 @@ struct FileAllocator {
     mutating func markMissing(_ number: UInt64) { unwritten.insert(number) }
 
     mutating func release(_ number: UInt64) {
+        // Another device's file, or one the published remote root still needs: not ours to free.
+        guard owns(number), !pinned.contains(number) else { return }
         if allocatedSinceCommit.remove(number) != nil {
             // Written since the commit (a chunk of a committed item, say) and dropped before it.
             insertFree(number)
@@ -174,7 +191,7 @@ struct FileAllocator {
     /// Returns their numbers and, among them, those whose files exist already (to remove).
     mutating func dropUnusedNewGroups() -> (numbers: [UInt64], existing: [UInt64]) {
         var numbers: [UInt64] = [], existing: [UInt64] = []
-        while let group = groupsSinceCommit.last, group != 0, (group + 1) * Self.group == nextFileNumber {
+        while let group = groupsSinceCommit.last, group != base / Self.group, (group + 1) * Self.group == nextFileNumber {
             let range = group * Self.group..<(group + 1) * Self.group
             let freeNumbers = Set(free)
             guard range.allSatisfy({ freeNumbers.contains($0) }) else { break }
@@ -197,7 +214,7 @@ struct FileAllocator {
         freeAfterCommit.formUnion(pendingFree)
         var candidates: [UInt64] = []
         for range in ownedGroups.reversed() {
-            for group in (range.first..<range.end).reversed() where group != 0 {
+            for group in (range.first..<range.end).reversed() where group != base / Self.group {
                 let numbers = group * Self.group..<(group + 1) * Self.group
                 if numbers.allSatisfy({ freeAfterCommit.contains($0) && !unwritten.contains($0) }) { candidates.append(group) }
             }

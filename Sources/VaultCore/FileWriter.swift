@@ -259,8 +259,12 @@ struct FileWriter {
     /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file
     /// the first time.
     mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
-        if allocator.needsCreate(slot) { return try createSlot(slot, file) }
         let slotName = try name(slot)
+        // A device that joined a vault (format 2) owns no slot numbers: its slots are made here.
+        let joinedAndMissing = try !allocator.owns(slot) && !storage.entryExists(slotName)
+        if allocator.needsCreate(slot) || joinedAndMissing {
+            return try createSlot(slot, file)
+        }
         try storage.write(slotName, offset: 0, bytes: file)
         try storage.sync([slotName])
     }

@@ -9,13 +9,12 @@ extension IndexContents {
     /// wipes the array.
     init(rootV2 root: IndexRootV2, pageBody: (StoredRef, UInt8) throws -> [UInt8],
          keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
-        // Sync brings more devices; until then a vault has exactly the one that made it.
-        guard root.devices.count == 1 else { throw VaultError.damagedIndex("the vault lists \(root.devices.count) devices") }
-        let device = root.devices[0]
+        // Each device hands out IDs under its own prefix, below its counter (§13.4).
+        let nextIDs = Dictionary(root.devices.map { (UInt64($0.itemPrefix), $0.nextItemID) }, uniquingKeysWith: max)
         var segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])] = []
         func visit(_ refs: [PageRef], level: UInt8, upper: RecordKey?) throws {
             for (i, ref) in refs.enumerated() {
-                guard ref.file.device == 0 else { throw VaultError.damagedIndex("index page in file \(ref.file) of another device") }
+                guard root.fileIsValid(ref.file) else { throw VaultError.damagedIndex("index page in file \(ref.file), which is not the vault's") }
                 var pageKey = ref.pageKey
                 let slot = try keepKey(&pageKey)
                 pageKey.wipeStorage()
@@ -38,7 +37,7 @@ extension IndexContents {
                         throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
                     }
                     try addLeaf(stored, records, format: .two, isValidID: { id in
-                        id == Format.rootItemID || (id >> 32 == UInt64(device.itemPrefix) && id < device.nextItemID)
+                        id == Format.rootItemID || nextIDs[id >> 32].map { id < $0 } ?? false
                     }, keepKey: keepKey, segments: &segments)
                 }
             }
@@ -46,12 +45,7 @@ extension IndexContents {
         try visit(root.top, level: root.topLevel, upper: nil)
         try addSegments(segments, format: .two)
         try buildFolders()
-        var special: [UInt64] = []
-        for file in root.specialFiles.map(\.file) {
-            guard file.device == 0 else { throw VaultError.damagedIndex("unlock record in file \(file) of another device") }
-            special.append(file.raw)
-        }
-        try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: special,
-                             isOwned: { $0 >= device.reservedNumbers && device.owns($0) })
+        try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: root.specialFiles.map(\.file.raw),
+                             isOwned: { root.fileIsValid(FileRef(raw: $0)) })
     }
 }

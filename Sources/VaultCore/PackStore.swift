@@ -24,6 +24,13 @@ struct PackStore {
         packs[member.fileNumber]!.reservedEnd = max(packs[member.fileNumber]!.reservedEnd, end)
     }
 
+    /// Keeps the bytes of a member that the committed root references (sync's merged state may
+    /// no longer hold it): nothing is placed below its end until the next commit.
+    mutating func reserve(_ member: ItemRecord.Member) {
+        guard let info = packs[member.fileNumber] else { return }
+        packs[member.fileNumber]!.reservedEnd = max(info.reservedEnd, Int(member.offset) + Int(member.sealedLength))
+    }
+
     /// Removes a member; returns the pack's file number when that left it empty (free again).
     mutating func releaseMember(_ id: UInt64, _ member: ItemRecord.Member) -> UInt64? {
         guard packs[member.fileNumber] != nil else { return nil }
@@ -53,7 +60,8 @@ struct PackStore {
 
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
     private mutating func chooseOpenPack(needing count: Int, writer: inout FileWriter) throws -> OpenPack {
-        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count }
+        // Only this device's packs take members: another device's files are never written.
+        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key) }
             .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.

@@ -145,7 +145,8 @@ extension VaultState {
         }
         // Numbers the vault handed out but no longer owns, then the ones beyond: none may exist.
         let scanEnd = allocator.nextFileNumber + UInt64(all.count) + group
-        var number: UInt64 = 0
+        // Format 2: this device's numbers only (another device's files have names of its own).
+        var number = allocator.base
         var strays: [UInt64] = []
         while number < scanEnd {
             if allocator.owns(number) { number += 1; continue }

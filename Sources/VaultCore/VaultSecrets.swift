@@ -11,6 +11,10 @@ public final class VaultSecrets: Sendable {
     let namesKey: SecretBytes
     /// Deriving a name costs an HKDF; a mounted vault asks for the same few names again and again.
     private let nameCache = Mutex<[UInt64: String]>([:])
+    /// Format 2: this device's index in the device table (its files are named from `namesKey`),
+    /// and the other devices' names keys, by index (docs/FORMAT.md §13.4, §13.11).
+    let localDevice: UInt16
+    private let otherDevices = Mutex<[UInt16: SecretBytes]>([:])
 
     /// Derives the secrets from a pattern key, then wipes the pattern key.
     public init(patternKey: SecretBytes) throws {
@@ -18,15 +22,27 @@ public final class VaultSecrets: Sendable {
         locator = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.locator, count: Format.keySize)
         indexKey = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.indexKey, count: Format.keySize)
         namesKey = try HKDF.deriveKey(from: patternKey, salt: [], info: Label.namesKey, count: Format.keySize)
+        localDevice = 0
     }
 
     /// Format 2's storage secrets (docs/FORMAT.md §13.1): the root locator RL names the slots,
     /// the root key RK seals the roots, device 0's NKd names the other files. None of them comes
     /// from the pattern; they come from the unlock record and the root.
-    init(rootLocator: SecretBytes, rootKey: SecretBytes, namesKey: SecretBytes) {
+    init(rootLocator: SecretBytes, rootKey: SecretBytes, namesKey: SecretBytes, localDevice: UInt16 = 0) {
         locator = rootLocator
         indexKey = rootKey
         self.namesKey = namesKey
+        self.localDevice = localDevice
+    }
+
+    /// Another device's names key (format 2, several devices): its files are named from it.
+    func addDevice(_ device: UInt16, namesKey key: SecretBytes) {
+        otherDevices.withLock { $0[device]?.wipe(); $0[device] = key }
+    }
+
+    /// The names key of a device of the table; nil for one this vault does not know.
+    func namesKey(ofDevice device: UInt16) -> SecretBytes? {
+        device == localDevice ? namesKey : otherDevices.withLock { $0[device] }
     }
 
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
@@ -47,16 +63,19 @@ public final class VaultSecrets: Sendable {
                                              count: Format.nameBytes))
     }
 
-    /// Name of the vault's file number `number`; 0 and 1 are the index slots.
+    /// Name of the vault's file number `number`; 0 and 1 are the index slots. Format 2: a
+    /// FileRef's raw value, named from its device's key (docs/FORMAT.md §13.4).
     public func fileName(_ number: UInt64) throws -> String {
         if let cached = nameCache.withLock({ $0[number] }) { return cached }
         let name: String
         if number < Format.indexSlotCount {
             name = try indexName(slot: UInt8(number))
         } else {
+            let file = FileRef(raw: number)
+            guard let key = namesKey(ofDevice: file.device) else { throw VaultError.damagedIndex("file \(file) of an unknown device") }
             var info = Label.fileName
-            withUnsafeBytes(of: number.littleEndian) { info.append(contentsOf: $0) }
-            name = FileName.encode(try HKDF.deriveBytes(from: namesKey, salt: [], info: info, count: Format.nameBytes))
+            withUnsafeBytes(of: file.number.littleEndian) { info.append(contentsOf: $0) }
+            name = FileName.encode(try HKDF.deriveBytes(from: key, salt: [], info: info, count: Format.nameBytes))
         }
         nameCache.withLock { $0[number] = name }
         return name
@@ -76,6 +95,7 @@ public final class VaultSecrets: Sendable {
         locator.wipe()
         indexKey.wipe()
         namesKey.wipe()
+        otherDevices.withLock { devices in for key in devices.values { key.wipe() } }
     }
 }
 

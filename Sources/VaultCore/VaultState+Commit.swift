@@ -21,15 +21,16 @@ extension VaultState {
         guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
             try prepareUpgradeCommit()
-            if committer.format == .two {
+            if let formatTwo = committer.formatTwo {
                 dropFormatOneKeys()
-                tree.countVersions(device: 0)
+                tree.countVersions(device: formatTwo.localDevice)
             }
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = self.arena, format = committer.format
             statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
+            if let generations = pendingSyncBase { try writeSyncBase(generations) }
         }
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()

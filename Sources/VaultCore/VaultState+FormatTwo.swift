@@ -58,7 +58,11 @@ extension VaultState {
 
     /// A record's value as a format-2 page stores it (§13.7, §13.8): keys from the arena.
     static func encodeRecordV2(_ key: RecordKey, _ tree: ItemTree, _ arena: SecretArena) -> [UInt8] {
-        let item = tree.items[key.itemID]!
+        encodeRecordV2(key, item: tree.items[key.itemID]!, arena)
+    }
+
+    /// The same for an item given apart from a tree (sync's digests).
+    static func encodeRecordV2(_ key: RecordKey, item: Item, _ arena: SecretArena) -> [UInt8] {
         if let segment = key.segmentIndex {
             // Shared with the entries: zeroed where every copy reads them.
             var keys: [[UInt8]] = []

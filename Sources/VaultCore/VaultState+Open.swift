@@ -149,7 +149,7 @@ extension VaultState {
         // Numbers from the committed nextFileNumber up: for a vault that never committed that is
         // 0, since its group 0 (covers, data, random fill) may have been made by a first commit
         // that died before its root (the allocator of a new vault has group 0 already).
-        var number = isNew ? 0 : writer.allocator.nextFileNumber
+        var number = isNew ? writer.allocator.base : writer.allocator.nextFileNumber
         let end = number + UInt64(existing.count)
         while number < end {
             let candidate = try name(number)

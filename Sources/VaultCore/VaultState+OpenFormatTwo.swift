@@ -37,7 +37,7 @@ extension VaultState {
                 continue
             }
         }
-        defer { for candidate in roots { wipeKeys(of: candidate.root) } }
+        defer { for candidate in roots { candidate.root.wipeKeys() } }
         if roots.isEmpty && slots.contains(where: { $0 != nil }) && isUpgradeRecord(record, patternSecrets: patternSecrets) {
             // An upgrade cut after its unlock record went to its name (§13.9): the slots still
             // hold format 1's roots. The next commit resumes it with this record.
@@ -67,12 +67,15 @@ extension VaultState {
             throw VaultError.damagedIndex("a file is at the vault's index name but does not open with its key")
         }
         let arena = SecretArena()
-        let device = newest.devices[0]
-        let stateSecrets = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey, namesKey: try SecretBytes(copying: device.namesKey))
-        let formatTwo = FormatTwoRoot(rootKey: rootKey, deviceID: device.deviceID, itemPrefix: device.itemPrefix, deviceName: device.name,
-                                      specialFiles: newest.specialFiles, extensions: newest.extensions)
+        // Only a device commits its own storage: the root's writer is this device (§13.11).
+        let local = newest.writerDevice, device = newest.devices[Int(local)]
+        let stateSecrets = try formatTwoSecrets(newest, local: local, rootLocator: rootLocator, rootKey: rootKey)
+        var formatTwo = FormatTwoRoot(rootKey: rootKey, deviceID: device.deviceID, itemPrefix: device.itemPrefix, deviceName: device.name,
+                                      specialFiles: newest.specialFiles, extensions: newest.extensions, localDevice: local)
+        formatTwo.devices = newest.devices.map { var entry = $0; entry.namesKey = []; return entry }
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
         let contents: IndexContents
+        var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
         do {
             let role: IndexRootV2.SpecialFile.Role = record.role == .owner ? .ownerUnlock : .grant
             guard newest.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else {
@@ -80,20 +83,11 @@ extension VaultState {
                 guard record.role == .owner else { throw SharingError.noGrant }
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
-            contents = try IndexContents(rootV2: newest, pageBody: { ref, level in
-                guard let file = try storage.read(try stateSecrets.fileName(ref.fileNumber)) else {
-                    throw VaultError.damagedIndex("index page \(ref.fileNumber) is missing")
-                }
-                do {
-                    return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
-                                                   key: .arena(ref.key!, arena), seal: .indexPageV2(level: level))
-                } catch CryptoError.authenticationFailed {
-                    throw VaultError.damagedIndex("index page \(ref.fileNumber) does not open")
-                }
-            }, keepKey: { key in
-                defer { Sealer.wipe(&key) }
-                return try arena.allocate(copying: key)
-            })
+            contents = try loadContentsV2(newest, storage: storage, secrets: stateSecrets, arena: arena)
+            if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
+                baseFiles = Set(base.files)
+                pinned = Set(base.base.pinned)
+            }
         } catch {
             arena.wipeAll()
             committer.wipe()
@@ -110,15 +104,71 @@ extension VaultState {
         if slots.contains(where: { $0 == nil }) { committer.missingSlot = slots[0] == nil ? 0 : 1 }
         var state = VaultState(storage: storage, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
-                               allocator: FileAllocator(device: device, used: contents.usedFiles), nextItemID: device.nextItemID,
+                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles), pinned: pinned),
+                               nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
-            try state.removeLeftovers(releasing: device.releasing)
+            try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.committer.restoreMissingSlot(writer: state.writer)
         }
         return state
+    }
+
+    /// RL, RK and the names keys of every device of a root; `local` names its files from `namesKey`.
+    static func formatTwoSecrets(_ root: IndexRootV2, local: UInt16, rootLocator: SecretBytes, rootKey: SecretBytes) throws -> VaultSecrets {
+        let secrets = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey,
+                                   namesKey: try SecretBytes(copying: root.devices[Int(local)].namesKey), localDevice: local)
+        for (index, device) in root.devices.enumerated() where index != Int(local) {
+            secrets.addDevice(UInt16(index), namesKey: try SecretBytes(copying: device.namesKey))
+        }
+        return secrets
+    }
+
+    /// Every page of a root, read from `storage` at the names `secrets` give, opened with the keys
+    /// the root and pages record (kept in `arena`).
+    static func loadContentsV2(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets,
+                               arena: SecretArena) throws -> IndexContents {
+        try IndexContents(rootV2: root, pageBody: { ref, level in
+            guard let file = try storage.read(try secrets.fileName(ref.fileNumber)) else {
+                throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) is missing")
+            }
+            do {
+                return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
+                                               key: .arena(ref.key!, arena), seal: .indexPageV2(level: level))
+            } catch CryptoError.authenticationFailed {
+                throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) does not open")
+            }
+        }, keepKey: { key in
+            defer { Sealer.wipe(&key) }
+            return try arena.allocate(copying: key)
+        })
+    }
+
+    /// The sync base a root records (extension tag 1, §13.11) and the files of its pieces; nil
+    /// when the vault never synced.
+    static func readSyncBase(_ root: IndexRootV2, storage: any StorageFolder,
+                             secrets: VaultSecrets) throws -> (header: SyncBase.Header, base: SyncBase, files: [UInt64])? {
+        guard let value = root.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return nil }
+        let header = try SyncBase.Header.decode(value)
+        defer { for piece in header.pieces { piece.key.wipeStorage() } }
+        var stream: [UInt8] = []
+        for (index, piece) in header.pieces.enumerated() {
+            guard piece.file.device == root.writerDevice, root.fileIsValid(piece.file),
+                  let file = try storage.read(try secrets.fileName(piece.file.raw)) else {
+                throw VaultError.damagedIndex("the sync base's piece \(piece.file) is missing")
+            }
+            let key = try SecretBytes(copying: piece.key)
+            defer { key.wipe() }
+            do {
+                stream += try Sealer.openEnvelope(file, expectedNonce: nil, kind: .syncBase, version: StorageFormat.two.envelopeVersion,
+                                                  key: .secret(key), seal: .syncBase(piece: index))
+            } catch CryptoError.authenticationFailed {
+                throw VaultError.damagedIndex("the sync base's piece \(piece.file) does not open")
+            }
+        }
+        return (header, try SyncBase.decode(stream), header.pieces.map(\.file.raw))
     }
 
     /// An upgraded vault's record: its RL is the pattern's locator (a new vault's is random).
@@ -126,11 +176,5 @@ extension VaultState {
         var locator = patternSecrets.locator.copyBytes()
         defer { Sealer.wipe(&locator) }
         return ConstantTime.equals(record.rootLocator, locator)
-    }
-
-    /// The keys a decoded root holds (names keys, page keys), zeroed where every copy reads them.
-    private static func wipeKeys(of root: IndexRootV2) {
-        for device in root.devices { device.namesKey.wipeStorage() }
-        for ref in root.top { ref.pageKey.wipeStorage() }
     }
 }

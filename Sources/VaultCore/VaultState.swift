@@ -22,7 +22,8 @@ public struct VaultStatistics: Equatable, Sendable {
 struct VaultState {
     /// The secrets that name and seal the storage's files: the pattern's in format 1; in format 2
     /// the root locator, root key and device names key (`FormatTwoVault`; an upgrade replaces
-    /// the pattern's with these at open, `VaultState+Upgrade`).
+    /// the pattern's with these at open, `VaultState+Upgrade`; a device joining a vault, with the
+    /// vault's, `VaultState+SyncMerge`).
     var secrets: VaultSecrets
     /// The pattern's secrets, erased at lock with the rest.
     let patternSecrets: VaultSecrets
@@ -43,6 +44,8 @@ struct VaultState {
     var rollbackWarning: String?
     /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
     var sharing = VaultSharing()
+    /// Sync: the next commit records a new sync base with these remote generations (§13.11).
+    var pendingSyncBase: (read: UInt64, published: UInt64)?
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -75,7 +75,7 @@ public struct IndexRootV2: Equatable, Sendable {
         for _ in 0..<extensionCount {
             let tag = try reader.u16()
             if let last = extensions.last, tag <= last.tag { throw FormatError.invalid("index root: extension tags out of order") }
-            guard tag >= firstOptionalTag else { throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)") }
+            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag else { throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)") }
             extensions.append(Extension(tag: tag, value: try reader.lp32()))
         }
         try reader.expectEnd()

@@ -1,7 +1,7 @@
 /// The encrypted inner block of an envelope (docs/FORMAT.md §4): a small header, then `length`
 /// bytes of body and random padding up to `Format.payloadSize`.
 public struct InnerBlock: Sendable {
-    public enum Kind: UInt8, Sendable { case indexRoot = 1, indexPage = 2, chunk = 3, unlockRecord = 4 }
+    public enum Kind: UInt8, Sendable { case indexRoot = 1, indexPage = 2, chunk = 3, unlockRecord = 4, syncBase = 5 }
 
     /// Builds the plaintext of an inner block. `padding` supplies the random bytes after the body.
     public static func encode(kind: Kind, version: UInt8 = Format.version, body: ArraySlice<UInt8>,

@@ -12,6 +12,8 @@ public enum Label {
     public static let mountGuard = bytes("DotSafe v1 mount guard")
     /// Location of the storage on this device; a remote copy uses another (R-SYN).
     public static let localLocation = bytes("local")
+    /// Location of a remote copy of the storage (§13.11): its unlock record and slots.
+    public static let remoteLocation = bytes("remote")
 
     public static let sealIndexRoot = bytes("DotSafe v1 index root")
     public static let sealIndexPage = bytes("DotSafe v1 index page")
@@ -39,6 +41,9 @@ public enum Label {
     public static let grantName = bytes("DotSafe v2 grant name")
     public static let grantMask = bytes("DotSafe v2 grant mask")
     public static let grantCommitment = bytes("DotSafe v2 grant commitment")
+
+    /// Sync (§13.11): the pieces of the sync base.
+    public static let sealSyncBase = bytes("DotSafe v2 sync base")
 
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 }

@@ -51,6 +51,13 @@ public struct SealContext: Sendable {
     /// Format 2: a pack member, sealed with its own member key; no context.
     public static let memberV2 = SealContext(label: Label.sealMemberV2, context: [])
 
+    /// Sync (§13.11): piece `index` of the sync base, sealed with its own key.
+    public static func syncBase(piece index: Int) -> SealContext {
+        var writer = ByteWriter(capacity: 4)
+        writer.u32(UInt32(index))
+        return SealContext(label: Label.sealSyncBase, context: writer.bytes)
+    }
+
     /// A keyring export (§8.2): no context.
     public static let keyringExport = SealContext(label: Label.sealKeyringExport, context: [])
 }

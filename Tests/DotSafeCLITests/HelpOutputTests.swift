@@ -17,6 +17,7 @@ import Testing
           share           Share the mounted vault with the vault of a contact code.
           fsck            Check a vault; with --repair, drop what cannot be read.
           audit           Show what the storage's metadata tells an observer.
+          sync            Sync a vault with a remote that rclone reaches.
           keyring         Show, back up, restore or move the keyring.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
@@ -140,6 +141,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "fsck", "audit", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "fsck", "audit", "sync", "keyring", "completion", "help", "version"])
     }
 }

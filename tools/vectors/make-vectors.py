@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import structures
 import grants
+import syncbase
 import vectors2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -458,7 +459,7 @@ def main() -> int:
                "chunk-segment.txt": chunk_segment_txt(), "keyring.txt": keyring_txt(),
                "keyring-export.txt": keyring_export_txt(),
                "recovery-code.txt": recovery_txt(), **vectors2.texts(sys.modules[__name__]),
-               **grants.texts(sys.modules[__name__])}
+               **grants.texts(sys.modules[__name__]), **syncbase.texts(sys.modules[__name__])}
     # No trailing spaces (an empty list or comment line would leave one).
     outputs = {name: "\n".join(line.rstrip() for line in text.split("\n")) for name, text in outputs.items()}
     check = "--check" in sys.argv

@@ -15,11 +15,13 @@ enum MountGuard {
     enum Holder {
         case mount(at: String)
         case fsck
+        case sync
 
         var note: String {
             switch self {
             case .mount(let mountPoint): "mounted at \(mountPoint)"
             case .fsck: "being checked by dotsafe fsck"
+            case .sync: "being synced by dotsafe sync"
             }
         }
     }

@@ -1,0 +1,121 @@
+import Foundation
+import VaultCore
+import VaultCrypto
+import VaultStore
+import VaultSync
+
+/// `dotsafe sync STORAGE REMOTE`: brings the vault a pattern opens to one state in the local
+/// storage and on a remote that rclone reaches (docs/SYNC-DESIGN.md §3.4). Into a missing or
+/// empty folder, it makes the storage and brings the vault down (a new device).
+struct SyncCommand: Command {
+    static let name = "sync"
+    static let summary = "Sync a vault with a remote that rclone reaches."
+    static let usesKeyring = true
+    static let discussion = """
+        REMOTE is anything rclone accepts as a path: name:path from your rclone
+        config, an on-the-fly remote such as :webdav,url='http://host:8080':vault,
+        or a folder. The remote is a storage of its own: the vault's sealed files
+        under the same names, its index under names no device uses. Only this
+        vault's files are listed, written or removed there, by explicit lists.
+
+        Both sides' changes are kept: a file changed on both becomes two files, the
+        other named NAME.conflict-DEVICE-YYYYMMDDTHHMMSS.EXT. A missing or empty
+        STORAGE is made first and receives the vault (a new device; the keyring
+        must be imported first). Refused while the vault is mounted. Prints one
+        line: files moved up and down, files removed on the remote, conflicts.
+        """
+    static let storage = PositionalSpec("STORAGE", help: "The local storage folder (made when missing or empty).")
+    static let remote = PositionalSpec("REMOTE", help: "An rclone remote path, such as mine:vault or a folder.")
+    static let device = OptionSpec.value("device", placeholder: "NAME", help: "This device's name in conflict names (default: the host name).")
+    static let rcloneConfig = OptionSpec.value("rclone-config", placeholder: "FILE", help: "The rclone config file for a named remote.")
+    static let signature = CommandSignature(options: PatternReader.options + [device, rcloneConfig], positionals: [storage, remote])
+
+    let storagePath: String
+    let remotePath: String
+    let deviceName: String
+    let configFile: String?
+    let patternReader: PatternReader
+
+    init(parsing arguments: ParsedArguments) throws {
+        storagePath = try arguments.required(Self.storage)
+        remotePath = try arguments.required(Self.remote)
+        patternReader = try PatternReader(parsing: arguments)
+        configFile = arguments.value(Self.rcloneConfig)
+        let name = arguments.value(Self.device) ?? ProcessInfo.processInfo.hostName
+        guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name.utf8.count <= 64 else {
+            throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
+        }
+        deviceName = name
+    }
+
+    func run(context: CommandContext) throws -> Int32 {
+        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make sync non-dumpable: \(error)") }
+        let location: RemoteLocation, rclone: Rclone
+        do {
+            location = try RemoteLocation(remotePath)
+            rclone = try Rclone(environment: context.environment, configFile: configFile)
+        } catch { throw CLIError.failure(error.description) }
+        let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
+        let salt = try Keyring(option: keyringPath, environment: context.environment).requiredPatternSalt()
+        let existed = FileManager.default.fileExists(atPath: storagePath)
+        let made = try Self.makeStorageIfEmpty(storagePath)
+        do {
+            let summary = try sync(location: location, rclone: rclone, salt: salt, context: context)
+            context.standardOutput.writeLine(summary.line)
+            return 0
+        } catch {
+            // A new device's storage that did not receive the vault goes again: nothing changed.
+            if made { Self.removeStorage(storagePath, folderToo: !existed) }
+            if let error = error as? RemoteError { throw CLIError.failure(error.description) }
+            throw error
+        }
+    }
+
+    private func sync(location: RemoteLocation, rclone: Rclone, salt: Keyring.PatternSalt, context: CommandContext) throws -> SyncSummary {
+        let storage = try Storage.open(at: storagePath)
+        let secrets = try VaultSecrets(pattern: try patternReader.read(context), salt: salt)
+        let folder: RuntimeFolder
+        do { folder = try RuntimeFolder.open(environment: context.environment) } catch {
+            secrets.wipe()
+            throw error
+        }
+        defer { folder.leave() }
+        let guardLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .sync) {
+            "this vault is \($0): lock it first (a sync changes the storage under a mount)"
+        }
+        defer { guardLock.release() }
+        let vault: Vault
+        do { vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(cacheBytes: 16 << 20)) } catch {
+            secrets.wipe()
+            throw error
+        }
+        var synchronizer = VaultSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storagePath,
+                                             deviceName: deviceName)
+        let progress = ProgressReporter("sync", unit: "steps", to: context.standardError)
+        synchronizer.progress = { progress.update(done: $0, total: $1) }
+        defer { progress.finish() }
+        let summary: SyncSummary
+        do { summary = try synchronizer.run() } catch {
+            vault.discard()
+            throw error
+        }
+        try vault.lock()
+        return summary
+    }
+
+    /// Removes the covers of a storage this command made (and the folder, if it made that too).
+    static func removeStorage(_ path: String, folderToo: Bool) {
+        if folderToo { try? FileManager.default.removeItem(atPath: path); return }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+        }
+    }
+
+    /// A missing or empty folder becomes a storage (covers only); true when made here.
+    static func makeStorageIfEmpty(_ path: String) throws -> Bool {
+        let entries = try? FileManager.default.contentsOfDirectory(atPath: path)
+        guard entries?.isEmpty ?? true else { return false }
+        try Storage.initialize(at: path, random: SystemRandom())
+        return true
+    }
+}

@@ -1,0 +1,88 @@
+import VaultCrypto
+import VaultFormat
+
+/// What a sync learned of the vault on a remote (docs/FORMAT.md §13.11): its keys (from the
+/// remote unlock record, or this device's own when the remote holds nothing yet), the newest
+/// remote root, and that root's records once read. Its keys live in locked memory and in the
+/// vault's arena, and are erased with the vault; `Vault`'s sync calls fill and read it.
+public final class RemoteVault: @unchecked Sendable {
+    // @unchecked: only a `Vault`'s sync calls touch it, each under that vault's lock.
+
+    /// The remote's unlock record body (nil: the remote holds no record for this vault yet).
+    var record: UnlockRecord?
+    let vaultKey: SecretBytes
+    let rootLocator: SecretBytes
+    let rootKey: SecretBytes
+    /// The local vault has never been committed: it takes the remote's keys and joins.
+    let joins: Bool
+    /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
+    var root: IndexRootV2?
+    var contents: IndexContents?
+    /// The files the remote root references, with digests of their keys.
+    var uses: Set<FileUse> = []
+    /// The local device table before the merge: groups of other devices it no longer owns go.
+    var oldDevices: [DeviceEntry] = []
+
+    init(record: UnlockRecord?, vaultKey: SecretBytes, rootLocator: SecretBytes, joins: Bool) throws {
+        self.record = record
+        self.vaultKey = vaultKey
+        self.rootLocator = rootLocator
+        self.joins = joins
+        rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+    }
+
+    deinit {
+        root?.wipeKeys()
+        if let record {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
+    }
+
+    /// Whether the remote holds this vault's unlock record.
+    public var hasRecord: Bool { record != nil }
+    /// The remote root's generation; 0 when the remote holds none.
+    public var generation: UInt64 { root?.generation ?? 0 }
+    /// The device that wrote the remote root.
+    public var writerDevice: UInt16? { root?.writerDevice }
+
+    /// The names of the remote's two root slots (`"remote"`, from RL).
+    public func slotNames() throws -> [String] {
+        try (0..<UInt8(Format.indexSlotCount)).map {
+            try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: $0, location: Label.remoteLocation)
+        }
+    }
+}
+
+/// Why a sync does not go on, said in one line.
+public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Neither the local storage nor the remote holds a vault that opens with this pattern.
+    case noVault
+    /// The remote holds a vault of this pattern that this device's vault did not come from.
+    case otherLineage
+    /// The remote's device table does not list this device as it knows itself.
+    case unknownDevice
+    /// A format-1 vault: sync works on format 2 only.
+    case formatOne
+    /// Items with several names: not synced yet.
+    case hardLinks
+    /// Another device wrote a remote root while this sync ran: this device's changes are
+    /// committed locally, and the next sync merges them.
+    case raced
+    /// The remote's root slots hold something that does not open.
+    case damagedRemote(String)
+
+    public var description: String {
+        switch self {
+        case .noVault: "no vault opens with this pattern, neither in the storage nor on the remote"
+        case .otherLineage:
+            "the remote holds another vault made with this pattern (two devices each made it before syncing): merging two lineages is not supported yet"
+        case .unknownDevice: "the remote's vault does not list this device (another device's sync replaced its entry): nothing was changed"
+        case .formatOne: "this vault is in format 1: sync needs format 2"
+        case .hardLinks: "the vault holds files with several names (hard links): sync does not handle them yet"
+        case .raced: "another device synced to the remote meanwhile: this device's changes are kept here; sync again to merge them"
+        case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import VaultFormat
+
+/// One item of a vault as a sync compares it (docs/FORMAT.md §13.11): its place (first link),
+/// its version, and a digest of everything else. No key and no content.
+public struct SyncEntry: Equatable, Sendable {
+    public var id: UInt64
+    /// 0 for the root folder.
+    public var parent: UInt64
+    public var name: [UInt8]
+    public var type: Vault.ItemType
+    public var version: UInt64
+    public var changedBy: UInt16
+    /// `SyncBase.hashSize` bytes: equal digests, equal payloads.
+    public var digest: [UInt8]
+}
+
+/// An item of the merged tree and where its payload comes from: the local vault's item
+/// `sourceID` or the remote's.
+public struct MergedItem: Equatable, Sendable {
+    public enum Source: Equatable, Sendable { case local, remote }
+    public var id: UInt64
+    public var parent: UInt64
+    public var name: [UInt8]
+    public var version: UInt64
+    public var changedBy: UInt16
+    public var source: Source
+    public var sourceID: UInt64
+
+    public init(id: UInt64, parent: UInt64, name: [UInt8], version: UInt64, changedBy: UInt16, source: Source, sourceID: UInt64) {
+        self.id = id; self.parent = parent; self.name = name; self.version = version
+        self.changedBy = changedBy; self.source = source; self.sourceID = sourceID
+    }
+}
+
+/// The local side of a sync: its items, its base, and who it is in the device table.
+public struct LocalSyncView: Sendable {
+    public var entries: [SyncEntry]
+    public var header: SyncBase.Header?
+    public var base: SyncBase?
+    public var generation: UInt64
+    public var isNew: Bool
+    /// This device's index in the table, and every device's name by index.
+    public var localDevice: UInt16
+    public var deviceNames: [UInt16: String]
+    public var nextItemID: UInt64
+}
+
+/// What a sync moves to and from the remote, by storage name.
+public struct SyncTransfer: Sendable {
+    /// Own chunks and packs the remote lacks under their keys.
+    public var blocks: [String] = []
+    /// Own index pages the remote lacks under their keys.
+    public var pages: [String] = []
+    /// Other files of own groups the remote lacks (groups go up whole).
+    public var groupFiles: [String] = []
+    /// Files of own groups the remote owned and this device released.
+    public var remove: [String] = []
+
+    /// In the order they go up: blocks, then the rest of their groups, then the pages.
+    public var upload: [String] { blocks + groupFiles + pages }
+}

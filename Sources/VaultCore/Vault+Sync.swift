@@ -1,0 +1,145 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// The calls a sync makes on a vault (docs/SYNC-DESIGN.md §3.4, FORMAT.md §13.11), each under
+/// the vault's lock. The sync itself (rclone, the merge, the order of transfers) is `VaultSync`'s;
+/// here are the keys, the records and the storage's files.
+extension Vault {
+    /// The name of the vault's unlock record on a remote.
+    public func remoteUnlockName() throws -> String { try syncLocked { try $0.remoteUnlockName() } }
+
+    /// The remote's keys from its unlock record (nil: the remote holds none, and gets this
+    /// vault's). Throws `SyncRefusal.otherLineage` for a vault of this pattern that is not this one.
+    public func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault { try syncLocked { try $0.openRemote(unlockFile: unlockFile) } }
+
+    /// Reads the newest remote root of the two slots' files (nil where a slot has no file).
+    public func readRemoteRoot(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws {
+        try syncLocked { try $0.readRemoteRoot(remote, files: slotFiles) }
+    }
+
+    /// The generation of the newest remote root among the slots' files, 0 for none: read again
+    /// just before a root goes up (another device may have written one meanwhile).
+    public func remoteGeneration(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws -> UInt64 {
+        try syncLocked { _ in
+            let root = try VaultState.newestRemoteRoot(remote, files: slotFiles)
+            defer { root?.wipeKeys() }
+            return root?.generation ?? 0
+        }
+    }
+
+    /// The remote root's pages of other devices that the local storage lacks under their keys.
+    public func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] { try syncLocked { try $0.remotePagesToFetch(remote) } }
+
+    /// The remote's items, read from its pages in the local storage.
+    public func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] { try syncLocked { try $0.loadRemoteTree(remote) } }
+
+    /// This vault's side of a sync.
+    public func localSyncView(deviceName: String) throws -> LocalSyncView {
+        try syncLocked { state in
+            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
+            let entries = try VaultState.entries(state.tree.items, state.arena)
+            var header: SyncBase.Header?, base: SyncBase?
+            if !state.isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
+                let root = try state.committer.rootV2(formatTwo, generation: state.committer.generation, releasing: [],
+                                                      nextItemID: state.tree.nextItemID, writer: state.writer, arena: state.arena)
+                defer { root.wipeKeys() }
+                let read = try VaultState.readSyncBase(root, storage: state.storage, secrets: state.secrets)
+                base = read?.base
+                header = try SyncBase.Header.decode(value)
+                for piece in header!.pieces { piece.key.wipeStorage() }
+                header!.pieces = []
+            }
+            var names: [UInt16: String] = [:]
+            for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
+            names[formatTwo.localDevice] = deviceName
+            return LocalSyncView(entries: entries, header: header, base: base, generation: state.committer.generation, isNew: state.isNew,
+                                 localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: state.tree.nextItemID)
+        }
+    }
+
+    /// Makes the merged tree this vault's (not yet committed); returns the other devices' files
+    /// to download into the storage before `finishMerge`.
+    public func applyMerge(_ remote: RemoteVault, merged: [MergedItem], nextItemID: UInt64, deviceName: String) throws -> [String] {
+        try syncLocked { try $0.applyMerge(remote, merged: merged, nextItemID: nextItemID, deviceName: Array(deviceName.utf8.prefix(64))) }
+    }
+
+    /// Checks the downloaded files against their keys and makes other devices' groups whole.
+    public func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
+        try syncLocked { try $0.finishMerge(remote, downloaded: downloaded) }
+    }
+
+    /// Commits the state (merged or not) with a new sync base naming the remote generation read
+    /// and the one about to be written.
+    public func commitSync(readGeneration: UInt64, publishedGeneration: UInt64) throws {
+        try syncLocked { state in
+            state.pendingSyncBase = (readGeneration, publishedGeneration)
+            state.committer.formatTwo?.rootDue = true
+            try state.commit()
+        }
+    }
+
+    /// What goes up (blocks first: chunks and packs, then pages) and what goes from the remote:
+    /// own files the committed state references under a key the remote root does not, own
+    /// files the remote lacks, and files of own groups the remote root owned and this one does not.
+    public func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
+        try syncLocked { state in
+            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
+            let local = formatTwo.localDevice
+            let theirs = remote.uses
+            let pages = Set(state.committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
+            var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
+            var referenced = Set<UInt64>()
+            for use in state.referencedFiles() where state.writer.allocator.isOwnDevice(use.file) {
+                referenced.insert(use.file)
+                let name = try state.name(use.file)
+                guard !theirs.contains(use) || !remoteNames.contains(name) else { continue }
+                if pages.contains(use.file) { pageNames.append(name) } else { blocks.append(name) }
+            }
+            let special = Set(formatTwo.specialFiles.map(\.file.raw))
+            var others: [String] = []
+            for range in state.writer.allocator.ownedGroups {
+                for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
+                where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
+                    let name = try state.name(raw)
+                    if !remoteNames.contains(name), try state.storage.entryExists(name) { others.append(name) }
+                }
+            }
+            transfer.blocks = Array(Set(blocks)).sorted()
+            transfer.groupFiles = others.sorted()
+            transfer.pages = Array(Set(pageNames)).sorted()
+            if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
+                for range in old.devices[Int(local)].ownedGroups {
+                    for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {
+                        let raw = FileRef(device: local, number: number).raw
+                        guard !state.writer.allocator.owns(raw) else { continue }
+                        let name = try state.name(raw)
+                        if remoteNames.contains(name) { transfer.remove.append(name) }
+                    }
+                }
+            }
+            return transfer
+        }
+    }
+
+    /// The committed state as remote root `generation`, original slot first, then its copy.
+    public func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
+        try syncLocked { try $0.remoteRootFiles(generation: generation) }
+    }
+
+    /// The remote unlock record of this vault (a first publish).
+    public func remoteUnlockFile() throws -> [UInt8] { try syncLocked { try $0.remoteUnlockFile() } }
+
+    /// Erases keys and plaintext without committing (a sync that failed leaves the local
+    /// storage at its last commit).
+    public func discard() {
+        state.withLock { state in if !state.isLocked { state.wipe() } }
+    }
+
+    private func syncLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch { throw VaultError.wrap(error) }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Sync's step 4 (docs/SYNC-DESIGN.md §3.4, FORMAT.md §13.11): the state becomes the merged
+/// one, built on the remote root's pages (only records that differ from the remote's are
+/// written again), with this device's entry in the remote's device table. Nothing is written
+/// before `commit`; what the old local root referenced is released then.
+extension VaultState {
+    /// Replaces the tree by `merged`; returns the names of other devices' files it needs that
+    /// the local storage lacks under their keys (to download before `finishMerge`).
+    mutating func applyMerge(_ remote: RemoteVault, merged: [MergedItem], nextItemID: UInt64, deviceName: [UInt8]) throws -> [String] {
+        guard let root = remote.root, let remoteContents = remote.contents, let old = committer.formatTwo else {
+            throw SyncRefusal.damagedRemote("its root was not read")
+        }
+        let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        let oldDevices = old.devices
+        if joining {
+            try join(remote, root, deviceName: deviceName)
+        } else {
+            let local = old.localDevice
+            guard Int(local) < root.devices.count, root.devices[Int(local)].deviceID == old.deviceID else { throw SyncRefusal.unknownDevice }
+            for (index, device) in root.devices.enumerated() where index != Int(local) {
+                secrets.addDevice(UInt16(index), namesKey: try SecretBytes(copying: device.namesKey))
+            }
+            var formatTwo = old
+            formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
+            formatTwo.rootDue = true
+            var next = try Committer(vaultKey: committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
+            next.useLoaded(PageTable(loaded: remoteContents.pages, orphaned: remoteContents.interiorPages))
+            committer = next
+        }
+        buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
+        for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
+        let newUses = referencedFiles()
+        let newFiles = Set(newUses.map(\.file))
+        if !joining {
+            for use in oldUses where writer.allocator.isOwnDevice(use.file) && !newFiles.contains(use.file) { writer.release(use.file) }
+        }
+        remote.oldDevices = oldDevices
+        var wanted = Set<String>()
+        for use in newUses where !isOwn(use.file, joining: false) {
+            let name = try self.name(use.file)
+            let present = try storage.entryExists(name)
+            if !oldUses.contains(use) || !present { wanted.insert(name) }
+        }
+        return wanted.sorted()
+    }
+
+    /// The merged items as the tree, its folders, packs and dirty records: a record is written
+    /// again when it is not the remote's record under the same ID.
+    private mutating func buildTree(_ merged: [MergedItem], remote: [UInt64: Item], local: [UInt64: Item], nextItemID: UInt64) {
+        var items: [UInt64: Item] = [:], children: [UInt64: [[UInt8]: UInt64]] = [:]
+        var dirty = Set<UInt64>(), dirtySegments: [UInt64: Set<Int>] = [:]
+        for entry in merged {
+            guard var item = entry.source == .remote ? remote[entry.sourceID] : local[entry.sourceID] else { continue }
+            item.holds = 0
+            if entry.id != Format.rootItemID { item.record.links = [ItemRecord.Link(parentID: entry.parent, name: entry.name)] }
+            item.record.version = entry.version
+            item.record.changedBy = entry.changedBy
+            if item.isFolder && children[entry.id] == nil { children[entry.id] = [:] }
+            if entry.id != Format.rootItemID { children[entry.parent, default: [:]][entry.name] = entry.id }
+            let theirs = remote[entry.id]
+            if entry.source != .remote || entry.sourceID != entry.id || theirs?.record.links != item.record.links
+                || theirs?.record.version != item.record.version {
+                dirty.insert(entry.id)
+                dirtySegments[entry.id] = item.segmentIndexes.union(theirs?.segmentIndexes ?? [])
+            }
+            items[entry.id] = item
+        }
+        var next = ItemTree(items: items, children: children, nextItemID: nextItemID)
+        next.dirtyItems = dirty
+        next.dirtySegments = dirtySegments
+        for (id, item) in remote where items[id] == nil {
+            next.removedKeys.append(.item(id))
+            next.removedKeys += item.segmentIndexes.sorted().map { .segment(id, $0) }
+        }
+        tree = next
+        chunks.removeAll()
+        chunks = ChunkStore(cacheBytes: chunks.cache.limit)
+        var store = PackStore()
+        for (id, item) in items { if let member = item.packedMember { store.addMember(id, member) } }
+        packs = store
+    }
+
+    /// A device that has never committed takes the remote's keys and device table, and adds
+    /// its own entry (§13.11); its storage gets an unlock record of its own at the first commit.
+    private mutating func join(_ remote: RemoteVault, _ root: IndexRootV2, deviceName: [UInt8]) throws {
+        guard let record = remote.record else { throw SyncRefusal.noVault }
+        let index = UInt16(root.devices.count)
+        let namesKey = try SecretBytes.random(count: Format.keySize, using: random)
+        let used = Set(root.devices.map(\.itemPrefix))
+        var prefix: UInt32 = 0
+        while prefix == 0 || used.contains(prefix) { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
+        let covers = UInt8(Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count)))
+        let joined = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
+                                  rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), namesKey: namesKey, localDevice: index)
+        for (other, device) in root.devices.enumerated() { joined.addDevice(UInt16(other), namesKey: try SecretBytes(copying: device.namesKey)) }
+        var body = record.encode()
+        defer { Sealer.wipe(&body) }
+        let unlock = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                             key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation), random: random).file
+        let deviceID = try random.bytes(DeviceEntry.idSize)
+        let entry = DeviceEntry(deviceID: deviceID, namesKey: [], itemPrefix: prefix, nextItemCounter: UInt32(Format.rootItemID + 1),
+                                nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
+        var formatTwo = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: deviceID, itemPrefix: prefix,
+                                      deviceName: deviceName, specialFiles: root.specialFiles,
+                                      extensions: root.extensions.filter { $0.tag != SyncBase.extensionTag }, localDevice: index)
+        formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry } + [entry]
+        formatTwo.rootDue = true
+        var next = try Committer(vaultKey: try SecretBytes(copying: remote.vaultKey.copyBytes()), generation: 0, formatTwo: formatTwo)
+        next.useLoaded(PageTable(loaded: remote.contents!.pages, orphaned: remote.contents!.interiorPages))
+        committer.wipe()
+        secrets.wipe()
+        committer = next
+        secrets = joined
+        writer = FileWriter(storage: storage, secrets: joined, random: random,
+                            allocator: FileAllocator(newVaultWithCovers: covers, device: index))
+        writer.pendingUnlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator), unlock)
+        tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
+    }
+
+    /// After the downloads: each downloaded file opens under the key the merged state records
+    /// for it (a file a provider changed stops the sync before anything is committed); every
+    /// other device's groups are made whole with random files, and groups it no longer owns go.
+    mutating func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
+        let names = Set(downloaded)
+        for (id, item) in tree.items {
+            for (index, ref) in item.chunks {
+                guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
+                guard let file = try storage.read(try name(ref.fileNumber)),
+                      let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
+                                                          key: .arena(key, arena), seal: .chunkV2(index: index)) else {
+                    throw SyncRefusal.damagedRemote("file \(FileRef(raw: ref.fileNumber)) does not open under its key")
+                }
+                body.wipeStorage()
+            }
+            if let member = item.packedMember, names.contains(try name(member.fileNumber)) {
+                let sealed = try storage.read(try name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
+                guard let plain = try? openMember(id, item, member, sealed) else {
+                    throw SyncRefusal.damagedRemote("file \(FileRef(raw: member.fileNumber)) does not open under its key")
+                }
+                plain.wipeStorage()
+            }
+        }
+        guard let formatTwo = committer.formatTwo else { return }
+        let special = Set(formatTwo.specialFiles.map(\.file.raw))
+        var changed = false
+        func numbers(_ device: DeviceEntry, _ index: Int) -> Set<UInt64> {
+            var all = Set<UInt64>()
+            for range in device.ownedGroups {
+                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
+                where !(index == 0 && number < Format.indexSlotCount) {
+                    let raw = FileRef(device: UInt16(index), number: number).raw
+                    if !special.contains(raw) { all.insert(raw) }
+                }
+            }
+            return all
+        }
+        for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
+            for raw in numbers(device, index).sorted() where try !storage.entryExists(try name(raw)) {
+                try storage.create(try name(raw), contents: try random.bytes(Format.fileSize), durable: false)
+                changed = true
+            }
+            guard index < remote.oldDevices.count else { continue }
+            for raw in numbers(remote.oldDevices[index], index).subtracting(numbers(device, index)).sorted()
+            where try storage.entryExists(try name(raw)) {
+                try storage.remove(try name(raw))
+                changed = true
+            }
+        }
+        if changed { try storage.syncFolder() }
+    }
+}

@@ -1,0 +1,147 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// The remote side of a sync (docs/FORMAT.md §13.11): its unlock record and root under the
+/// location "remote", the pages of that root (read from the local storage once the foreign
+/// ones are downloaded), and the files this state sends it.
+extension VaultState {
+    func remoteUnlockName() throws -> String {
+        try FormatTwoKeys.unlockName(locator: patternSecrets.locator, location: Label.remoteLocation)
+    }
+
+    /// The remote's keys: from its unlock record, or this vault's own when it has none yet.
+    func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault {
+        guard committer.format == .two else { throw SyncRefusal.formatOne }
+        guard let unlockFile else {
+            return try RemoteVault(record: nil, vaultKey: try SecretBytes(copying: committer.vaultKey.copyBytes()),
+                                   rootLocator: try SecretBytes(copying: secrets.locator.copyBytes()), joins: false)
+        }
+        let record: UnlockRecord
+        do {
+            let body = try Sealer.openEnvelope(unlockFile, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
+                                               key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation))
+            defer { body.wipeStorage() }
+            record = try UnlockRecord.decode(body[...])
+        } catch FormatError.newerVersion(let version) {
+            throw VaultError.newerFormat(version)
+        } catch {
+            throw SyncRefusal.damagedRemote("its unlock record does not open with this pattern")
+        }
+        if !isNew {
+            var mine = committer.vaultKey.copyBytes()
+            defer { Sealer.wipe(&mine) }
+            guard ConstantTime.equals(mine, record.vaultKey) else { throw SyncRefusal.otherLineage }
+        }
+        return try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
+                               rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
+    }
+
+    /// The newest root of the remote's two slots (`files[s]`: nil when slot s has no file).
+    func readRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws {
+        remote.root = try Self.newestRemoteRoot(remote, files: files)
+    }
+
+    /// The newest root that opens among the slots' files; nil when there are none. Something in
+    /// a slot that does not open, with nothing that does, is damage.
+    static func newestRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws -> IndexRootV2? {
+        var roots: [IndexRootV2] = []
+        for (slot, file) in files.enumerated() {
+            guard let file else { continue }
+            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
+                                                      key: .secret(remote.rootKey), seal: .indexRootV2(slot: UInt64(slot))) else { continue }
+            defer { body.wipeStorage() }
+            guard let root = try? IndexRootV2.decode(body[...]) else { continue }
+            roots.append(root)
+        }
+        guard let newest = roots.max(by: { $0.generation < $1.generation }) else {
+            if files.contains(where: { $0 != nil }) { throw SyncRefusal.damagedRemote("no root slot opens") }
+            return nil
+        }
+        for root in roots where root.generation != newest.generation { root.wipeKeys() }
+        return newest
+    }
+
+    /// Names of every device's files as the remote root knows them.
+    static func remoteNames(_ remote: RemoteVault, _ root: IndexRootV2) throws -> VaultSecrets {
+        try formatTwoSecrets(root, local: 0, rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
+                             rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()))
+    }
+
+    /// Whether a file is this device's own: never downloaded, only uploaded.
+    func isOwn(_ file: UInt64, joining: Bool) -> Bool {
+        !joining && committer.format == .two && FileRef(raw: file).device == committer.formatTwo!.localDevice
+    }
+
+    /// The remote root's pages that the local storage lacks under their keys.
+    func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] {
+        guard let root = remote.root else { return [] }
+        let names = try Self.remoteNames(remote, root)
+        defer { names.wipe() }
+        let present = referencedFiles()
+        var wanted: [String] = []
+        for ref in root.top where !isOwn(ref.file.raw, joining: remote.joins) {
+            let use = FileUse(file: ref.file.raw, keyHash: Array(SHA256.hash(ref.pageKey).prefix(SyncBase.hashSize)))
+            let name = try names.fileName(ref.file.raw)
+            let exists = try storage.entryExists(name)
+            if !present.contains(use) || !exists { wanted.append(name) }
+        }
+        return wanted
+    }
+
+    /// Reads the remote root's records (its pages now in the local storage) into the arena.
+    func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] {
+        guard let root = remote.root else { return [] }
+        let names = try Self.remoteNames(remote, root)
+        defer { names.wipe() }
+        let contents: IndexContents
+        do {
+            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: arena)
+        } catch let error as VaultError {
+            throw SyncRefusal.damagedRemote("\(error)")
+        }
+        remote.contents = contents
+        // Taken now: the merge and the commit free keys that these records share.
+        remote.uses = referencedFiles(pages: contents.pages.map { $0.ref }, items: contents.items)
+        return try Self.entries(contents.items, arena)
+    }
+
+    /// The items a sync compares, each with its first link and digest; several links refused.
+    static func entries(_ items: [UInt64: Item], _ arena: SecretArena) throws -> [SyncEntry] {
+        try items.filter { $0.key == Format.rootItemID || !$0.value.record.links.isEmpty }.sorted { $0.key < $1.key }.map { id, item in
+            guard item.record.links.count <= 1 else { throw SyncRefusal.hardLinks }
+            let link = item.record.links.first
+            return SyncEntry(id: id, parent: link?.parentID ?? 0, name: link?.name ?? [], type: item.record.type,
+                             version: item.record.version, changedBy: item.record.changedBy, digest: syncDigest(id, item, arena))
+        }
+    }
+
+    /// The remote's unlock record for a first publish: this vault's VK and RL, sealed for
+    /// location "remote".
+    func remoteUnlockFile() throws -> [UInt8] {
+        guard let special = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else { throw SyncRefusal.formatOne }
+        var record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: special.file)
+        var body = record.encode()
+        defer {
+            Sealer.wipe(&body)
+            Sealer.wipe(&record.vaultKey)
+            Sealer.wipe(&record.rootLocator)
+        }
+        return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                       key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation), random: random).file
+    }
+
+    /// The committed state as remote root `generation`: the original for slot `generation mod 2`
+    /// first, then its copy, with their remote names.
+    func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
+        guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
+        let root = try committer.rootV2(formatTwo, generation: generation, releasing: [], nextItemID: tree.nextItemID, writer: writer,
+                                        arena: arena, forRemote: true)
+        defer { root.wipeKeys() }
+        let slot = generation % Format.indexSlotCount
+        return try [slot, 1 - slot].map { slot in
+            (try FormatTwoKeys.slotName(rootLocator: secrets.locator, slot: UInt8(slot), location: Label.remoteLocation),
+             try Committer.sealRootV2(root, slot: slot, rootKey: formatTwo.rootKey, random: random))
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import VaultCore
+import VaultFormat
+
+/// `dotsafe sync`: one vault brought to one state in its local storage and on a remote
+/// (docs/SYNC-DESIGN.md §3.4, FORMAT.md §13.11). Files move only by explicit lists through
+/// `RemoteStorage`; blocks go up before the pages that reference them, pages before the root,
+/// and the remote root goes into slot (g + 1) mod 2 before its copy. The local vault is
+/// committed (step 5) before anything goes up, so a sync cut short anywhere leaves both sides
+/// opening to a consistent state, and the next sync completes it.
+public struct VaultSynchronizer {
+    public let vault: Vault
+    public let remote: RemoteStorage
+    /// The local storage folder: downloads land in it at their names, uploads leave from it.
+    public let storageFolder: String
+    /// This device's name in conflict names (kept in the vault's device table when it joins).
+    public let deviceName: String
+    /// Unix seconds: the time in conflict names.
+    public var now: () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// Called at each step with its number and the number of steps (a terminal shows it).
+    public var progress: ((_ step: Int, _ steps: Int) -> Void)?
+
+    static let steps = 6
+
+    public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
+        self.vault = vault
+        self.remote = remote
+        self.storageFolder = storageFolder
+        self.deviceName = deviceName
+    }
+
+    public func run() throws -> SyncSummary {
+        var summary = SyncSummary()
+        step(1)
+        let listing = try remote.list()
+        var remoteNames = Set(listing.storageFiles)
+        let view = try vault.localSyncView(deviceName: deviceName)
+        let unlockName = try vault.remoteUnlockName()
+        let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
+        if view.isNew && unlockFile == nil { throw SyncRefusal.noVault }
+        let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        step(2)
+        if remoteVault.hasRecord {
+            let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
+            try vault.readRemoteRoot(remoteVault, slotFiles: slots)
+        }
+        if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
+        var remoteEntries: [SyncEntry] = []
+        if remoteVault.generation > 0 {
+            let pages = try vault.remotePagesToFetch(remoteVault)
+            try download(pages, &summary)
+            remoteEntries = try vault.loadRemoteTree(remoteVault)
+        }
+        step(3)
+        let header = view.header
+        let remoteUnchanged = remoteVault.generation == 0 || header.map {
+            (remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice)
+                || remoteVault.generation == $0.readGeneration
+        } ?? false
+        let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
+        let read = remoteVault.generation
+        if !remoteUnchanged {
+            try merge(view, remoteEntries, remoteVault, &summary)
+        }
+        step(4)
+        let publishes = !(remoteUnchanged && localUnchanged)
+        if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
+        step(5)
+        let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
+        try remote.upload(transfer.upload, from: storageFolder)
+        summary.filesUp += transfer.upload.count
+        summary.blocksUp = transfer.blocks.count
+        summary.pagesUp = transfer.pages.count
+        summary.groupFilesUp = transfer.groupFiles.count
+        remoteNames.formUnion(transfer.upload)
+        if publishes {
+            // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
+            // overwritten here (a race in the same instant still can be: the next sync heals it).
+            let slots = try remoteVault.slotNames()
+            let files = try slots.map { try remote.read($0) }
+            guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
+            if !remoteVault.hasRecord {
+                try remote.write(unlockName, contents: try vault.remoteUnlockFile())
+                summary.filesUp += 1
+            }
+            for (name, file) in try vault.remoteRootFiles(generation: read + 1) {
+                try remote.write(name, contents: file)
+                summary.filesUp += 1
+            }
+        }
+        step(6)
+        try remote.delete(transfer.remove)
+        summary.filesRemoved = transfer.remove.count
+        return summary
+    }
+
+    /// Steps 3–4 of §3.4: the three-way merge, the other devices' files it needs, checked.
+    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault,
+                       _ summary: inout SyncSummary) throws {
+        let trees = SyncTrees(local: view.entries, remote: remoteEntries)
+        let base = view.base.map(trees.base)
+        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
+        let result = TreeMerge.merge(base: base, local: SyncTrees.tree(trees.local), remote: SyncTrees.tree(trees.remote), context: context)
+        summary.actions = result.actions
+        summary.conflicts = result.actions.filter {
+            switch $0 {
+            case .keptBothVersions, .renamed: true
+            default: false
+            }
+        }.count
+        let wanted = try vault.applyMerge(remoteVault, merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID,
+                                          deviceName: deviceName)
+        try download(wanted, &summary)
+        try vault.finishMerge(remoteVault, downloaded: wanted)
+    }
+
+    private func download(_ names: [String], _ summary: inout SyncSummary) throws {
+        guard !names.isEmpty else { return }
+        try remote.download(names, into: storageFolder)
+        summary.filesDown += names.count
+    }
+
+    private func step(_ number: Int) { progress?(number, Self.steps) }
+}
+
+/// What a sync moved, for its one line of output.
+public struct SyncSummary: Equatable, Sendable {
+    public var filesUp = 0
+    public var filesDown = 0
+    public var filesRemoved = 0
+    public var conflicts = 0
+    /// Among the files up: chunks and packs, and index pages (R-SYN-6 counts them).
+    public var blocksUp = 0
+    public var pagesUp = 0
+    /// Among the files up: the rest of own groups the remote lacked (new groups go up whole).
+    public var groupFilesUp = 0
+    /// What the merge decided beyond taking each side's change (conflicts among them).
+    public var actions: [MergeAction] = []
+
+    public init() {}
+
+    /// `synced: 3 files up (786 KB), 0 down, 0 removed, 0 conflicts`: every file is one size.
+    public var line: String {
+        "synced: \(filesUp) files up (\(Self.bytes(filesUp))), \(filesDown) down (\(Self.bytes(filesDown))), "
+            + "\(filesRemoved) removed on the remote, \(conflicts) conflict\(conflicts == 1 ? "" : "s")"
+    }
+
+    static func bytes(_ files: Int) -> String {
+        let bytes = Double(files * Format.fileSize)
+        if bytes < 1_000_000 { return "\(Int((bytes / 1000).rounded())) kB" }
+        return String(format: "%.1f MB", bytes / 1_000_000)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import VaultCore
+import VaultFormat
+import VaultStore
+
+/// `dotsafe sync STORAGE REMOTE` with a real rclone and a local-folder remote: one `synced:`
+/// line, a new device brought up from an empty folder, and each refusal's one line with nothing
+/// left behind.
+@Suite struct SyncCommandTests {
+    static let pattern = "b2-c2-d3-d4-c4-b4-a5"
+
+    static func secrets(_ environment: [String: String]) throws -> VaultSecrets {
+        let salt = try #require(try Keyring(option: nil, environment: environment).patternSalt())
+        return try VaultSecrets(pattern: Pattern(parsing: pattern), salt: salt)
+    }
+
+    static func sync(_ storage: String, _ remote: String, _ environment: [String: String], device: String,
+                     pattern: String = pattern) -> CLIRun {
+        CLIRun(["sync", storage, remote, "--pattern", pattern, "--device", device], environment: environment)
+    }
+
+    @Test func aVaultGoesUpAndComesDownOnANewDevice() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(CLIRun(["init", base + "/laptop"], environment: environment).status == 0)
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment))
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("hello.txt".utf8), mode: 0o644)
+        try vault.write(id, offset: 0, bytes: Array("hello from the laptop".utf8))
+        try vault.lock()
+
+        let remote = base + "/remote"
+        let up = Self.sync(base + "/laptop", remote, environment, device: "laptop")
+        #expect(up.status == 0 && up.standardOutput.hasPrefix("synced: "), "\(up)")
+        #expect(up.standardOutput.split(separator: "\n").count == 1)
+
+        let down = Self.sync(base + "/desktop", remote, environment, device: "desktop")
+        #expect(down.status == 0 && down.standardOutput.hasPrefix("synced: "), "\(down)")
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment))
+        defer { try? copy.lock() }
+        let file = try copy.lookup(Vault.rootID, Array("hello.txt".utf8))
+        #expect(try copy.read(file, offset: 0, count: 100) == Array("hello from the laptop".utf8))
+
+        let again = Self.sync(base + "/laptop", remote, environment, device: "laptop")
+        #expect(again.status == 0, "\(again)")
+    }
+
+    @Test func refusalsSayOneLineAndLeaveNothing() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(CLIRun(["init", base + "/seed"], environment: environment).status == 0)
+
+        let missing = CLIRun(["sync", base + "/seed"], environment: environment)
+        #expect(missing.status == 64 && missing.standardError.hasPrefix("dotsafe: missing argument REMOTE"), "\(missing)")
+
+        // No vault here or there: the folder the sync would have made a storage is not left.
+        let nothing = Self.sync(base + "/new", base + "/remote", environment, device: "desk")
+        #expect(nothing.status == 1, "\(nothing)")
+        #expect(nothing.standardError.hasSuffix("\ndotsafe: no vault opens with this pattern, neither in the storage nor on the remote\n")
+                || nothing.standardError == "dotsafe: no vault opens with this pattern, neither in the storage nor on the remote\n")
+        #expect(!FileManager.default.fileExists(atPath: base + "/new"))
+
+        let unknown = Self.sync(base + "/seed", ":nosuchbackend:vault", environment, device: "desk")
+        #expect(unknown.status == 1 && unknown.standardError.hasPrefix("dotsafe: rclone cannot use the remote"), "\(unknown)")
+        #expect(unknown.standardError.split(separator: "\n").filter { $0.hasPrefix("dotsafe: ") }.count == 1)
+
+        let badDevice = CLIRun(["sync", base + "/seed", base + "/remote", "--pattern", Self.pattern, "--device", "a/b"],
+                               environment: environment)
+        #expect(badDevice.status == 64, "\(badDevice)")
+    }
+}

@@ -1,0 +1,111 @@
+import DotSafeTestSupport
+import Foundation
+import VaultCore
+import VaultCrypto
+import VaultStore
+@testable import VaultSync
+
+/// One device of a sync test: a real storage folder on disk, the vault a fixed pattern key
+/// opens in it (no PBKDF2: fast), and syncs with a real rclone against a test remote.
+final class SyncDevice {
+    let name: String
+    let folder: String
+    private(set) var vault: Vault
+    static let seed: UInt8 = 7
+
+    init(_ name: String) throws {
+        self.name = name
+        folder = try TestFolder.make("sync-\(name)") + "/storage"
+        try Storage.initialize(at: folder, random: SystemRandom())
+        vault = try Self.open(folder)
+    }
+
+    static func open(_ folder: String) throws -> Vault {
+        let secrets = try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
+        return try Vault.open(storage: try Storage.open(at: folder), secrets: secrets, options: Vault.Options(cacheBytes: 8 << 20))
+    }
+
+    /// Locks and opens the vault again from the disk: what a sync left is what counts.
+    func reopen() throws {
+        try vault.lock()
+        vault = try Self.open(folder)
+    }
+
+    @discardableResult
+    func sync(_ remote: TestRemote) throws -> SyncSummary {
+        let storage = RemoteStorage(try RemoteLocation(remote.path),
+                                    rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
+        let summary = try VaultSynchronizer(vault: vault, remote: storage, storageFolder: folder, deviceName: name).run()
+        try reopen()
+        return summary
+    }
+
+    // MARK: Files by path
+
+    func id(_ path: String) throws -> UInt64 {
+        var id = Vault.rootID
+        for part in path.split(separator: "/") { id = try vault.lookup(id, Array(part.utf8)) }
+        return id
+    }
+
+    func write(_ path: String, _ text: String) throws {
+        let parts = path.split(separator: "/").map(String.init)
+        let parent = try id(parts.dropLast().joined(separator: "/"))
+        let file: UInt64
+        if let existing = try? vault.lookup(parent, Array(parts.last!.utf8)) {
+            file = existing
+            try vault.truncate(file, size: 0)
+        } else {
+            file = try vault.create(.file, in: parent, named: Array(parts.last!.utf8), mode: 0o644)
+        }
+        try vault.write(file, offset: 0, bytes: Array(text.utf8))
+        try vault.commit()
+    }
+
+    func write(_ path: String, bytes: [UInt8], at offset: UInt64 = 0) throws {
+        let file = try id(path)
+        try vault.write(file, offset: offset, bytes: bytes)
+        try vault.commit()
+    }
+
+    func makeFolder(_ path: String) throws {
+        let parts = path.split(separator: "/").map(String.init)
+        _ = try vault.create(.folder, in: try id(parts.dropLast().joined(separator: "/")), named: Array(parts.last!.utf8), mode: 0o755)
+        try vault.commit()
+    }
+
+    func rename(_ path: String, to newName: String) throws {
+        let parts = path.split(separator: "/").map(String.init)
+        let parent = try id(parts.dropLast().joined(separator: "/"))
+        try vault.rename(Array(parts.last!.utf8), in: parent, to: Array(newName.utf8), in: parent)
+        try vault.commit()
+    }
+
+    func read(_ path: String) throws -> String {
+        let file = try id(path)
+        return String(decoding: try vault.read(file, offset: 0, count: Int(try vault.attributes(file).size)), as: UTF8.self)
+    }
+
+    /// Every file by path with its text, folders with a trailing slash.
+    func tree(_ folderID: UInt64 = Vault.rootID, prefix: String = "") throws -> [String: String] {
+        var result: [String: String] = [:]
+        for (name, id) in try vault.contents(ofFolder: folderID) {
+            let path = prefix + String(decoding: name, as: UTF8.self)
+            if try vault.attributes(id).type == .folder {
+                result[path + "/"] = ""
+                result.merge(try tree(id, prefix: path + "/")) { a, _ in a }
+            } else {
+                result[path] = try read(path)
+            }
+        }
+        return result
+    }
+
+    /// The names of the storage's files.
+    var storageNames: Set<String> { Set((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []) }
+
+    func finish() {
+        try? vault.lock()
+        TestFolder.remove((folder as NSString).deletingLastPathComponent)
+    }
+}
