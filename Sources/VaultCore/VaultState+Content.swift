@@ -85,7 +85,7 @@ extension VaultState {
                 if let load = try makeLoad(key) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
             case .packed(let member) where index == 0:
                 let sealed = try sealedMember(member)
-                let body = PlaintextBuffer(pool: chunks.cache.pool, capacity: sealed.count)
+                let body = PlaintextBuffer(pool: chunks.cache.pool, capacity: min(sealed.count, Self.payload))
                 try openMember(id, item, member, sealed, into: body)
                 return chunks.put(key, buffer: body, dirty: false)
             default:
