@@ -33,4 +33,13 @@ extension Sealer {
             throw error
         }
     }
+
+    /// `open(_:nonce:key:seal:)` into a buffer of the cache's pool (a pack member): afterwards
+    /// `body` holds exactly the plaintext; on any failure, nothing.
+    static func open(_ sealed: ArraySlice<UInt8>, nonce: [UInt8], key: Key, seal: SealContext, into body: PlaintextBuffer) throws {
+        let oneTime = try OneTimeKey(key, nonce: nonce)
+        defer { oneTime.subkey.wipe() }
+        _ = try AESGCM.open(sealed, key: oneTime.subkey, nonce: Array(oneTime.nonce[12...]), aad: seal.associatedData,
+                            prefixCount: 0, into: body)
+    }
 }

@@ -77,20 +77,27 @@ extension VaultState {
     mutating func cacheChunk(_ id: UInt64, _ index: Int) throws {
         let key = ChunkCache.Key(item: id, index: index)
         guard chunks.cached(key, in: 0..<0) == nil else { return }
-        if case .chunked = tree.items[id]!.record.layout {
-            // Decrypted straight into the cache's memory.
-            do {
+        let item = tree.items[id]!
+        // Decrypted straight into the cache's memory: no plaintext copy, nothing to wipe.
+        do {
+            switch item.record.layout {
+            case .chunked:
                 if let load = try makeLoad(key) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
-            } catch {
-                throw Self.loadError(error, id, index)
+            case .packed(let member) where index == 0:
+                let sealed = try sealedMember(member)
+                let body = PlaintextBuffer(pool: chunks.cache.pool, capacity: min(sealed.count, Self.payload))
+                try openMember(id, item, member, sealed, into: body)
+                return chunks.put(key, buffer: body, dirty: false)
+            default:
+                break
             }
+        } catch {
+            throw Self.loadError(error, id, index)
         }
-        var data = try loadChunk(id, index)
-        chunks.put(key, bytes: data, dirty: false)
-        data.wipe()
+        chunks.put(key, bytes: [], dirty: false)
     }
 
-    /// A chunk's stored bytes, decrypted into an array (fsck; packed members).
+    /// A chunk's stored bytes, decrypted into an array (fsck).
     mutating func loadChunk(_ id: UInt64, _ index: Int) throws -> [UInt8] {
         let item = tree.items[id]!
         guard item.isFile else { return [] }
@@ -100,10 +107,7 @@ extension VaultState {
                 return []
             case .packed(let member):
                 guard index == 0 else { return [] }
-                let sealed = try packs.unwrittenBytes(member)
-                    ?? storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
-                statistics.memberDecrypts += 1
-                return try openMember(id, item, member, sealed)
+                return try openMember(id, item, member, try sealedMember(member))
             case .chunked:
                 guard let load = try makeLoad(ChunkCache.Key(item: id, index: index)) else { return [] }
                 return try load.run(storage).allBytes
@@ -111,6 +115,13 @@ extension VaultState {
         } catch {
             throw Self.loadError(error, id, index)
         }
+    }
+
+    /// A member's sealed bytes, from the open pack while it is not written yet.
+    private mutating func sealedMember(_ member: ItemRecord.Member) throws -> [UInt8] {
+        statistics.memberDecrypts += 1
+        return try packs.unwrittenBytes(member)
+            ?? storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
     }
 
     mutating func evictIfNeeded() throws {

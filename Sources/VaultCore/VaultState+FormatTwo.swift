@@ -47,13 +47,24 @@ extension VaultState {
     /// Opens a pack member: format 2's with its own key (its nonce leads the sealed bytes),
     /// format 1's (and layout 3 of an upgraded item) with the item key and the recorded nonce.
     func openMember(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8]) throws -> [UInt8] {
+        let seal = try memberSeal(id, item, member, sealed)
+        return try Sealer.open(seal.ciphertext, nonce: seal.nonce, key: seal.key, seal: seal.context)
+    }
+
+    /// The same, decrypted straight into a block of the cache's pool.
+    func openMember(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8], into body: PlaintextBuffer) throws {
+        let seal = try memberSeal(id, item, member, sealed)
+        try Sealer.open(seal.ciphertext, nonce: seal.nonce, key: seal.key, seal: seal.context, into: body)
+    }
+
+    private func memberSeal(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8])
+        throws -> (ciphertext: ArraySlice<UInt8>, nonce: [UInt8], key: Sealer.Key, context: SealContext) {
         if member.key.isEmpty {
             guard let slot = item.key else { throw CryptoError.authenticationFailed }
-            return try Sealer.open(sealed[...], nonce: member.nonce, key: .arena(slot, arena), seal: .member(item: id))
+            return (sealed[...], member.nonce, .arena(slot, arena), .member(item: id))
         }
         guard let slot = item.memberKey, sealed.count > Format.sealNonceSize else { throw CryptoError.authenticationFailed }
-        return try Sealer.open(sealed[Format.sealNonceSize...], nonce: Array(sealed[..<Format.sealNonceSize]), key: .arena(slot, arena),
-                               seal: .memberV2)
+        return (sealed[Format.sealNonceSize...], Array(sealed[..<Format.sealNonceSize]), .arena(slot, arena), .memberV2)
     }
 
     /// A record's value as a format-2 page stores it (§13.7, §13.8): keys from the arena.
