@@ -72,6 +72,8 @@ struct ChunkStore {
     func isDirty(_ key: Key) -> Bool { cache.isDirty(key) }
     var dirtyKeys: [Key] { cache.dirtyKeys }
 
+    var isOverLimit: Bool { cache.isOverLimit }
+
     /// The next chunk to go when the cache is over its limit.
     var evictionCandidate: Key? { cache.isOverLimit ? cache.evictionCandidate() : nil }
 

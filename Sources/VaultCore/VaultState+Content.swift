@@ -113,11 +113,28 @@ extension VaultState {
         }
     }
 
+    /// Between commits, a dirty chunk that would need a new group stays, the cache over its
+    /// limit, until `Vault` has the group made outside the lock (`Vault+DataRoom`).
     mutating func evictIfNeeded() throws {
         while let key = chunks.evictionCandidate {
-            if chunks.isDirty(key) { try flushChunk(key) }
+            if chunks.isDirty(key) {
+                guard writer.mayTakeData else { return }
+                do { try flushChunk(key) } catch is FileWriter.GroupNeeded { return }
+            }
             chunks.remove(key)
         }
+    }
+
+    /// Dirty chunks wait in a cache over its limit for a group to be made outside the lock.
+    var evictionWaitsForGroup: Bool { chunks.isOverLimit && !writer.mayTakeData }
+
+    /// Runs a request of the data path (write, truncate, a load cached), after which `Vault`
+    /// makes any group its data waits for outside the lock (`Vault+DataRoom`): data that finds
+    /// the free files down to the reserve waits, dirty, instead of making a group here.
+    mutating func onDataPath<R>(_ body: (inout VaultState) throws -> R) rethrows -> R {
+        writer.groupsUnderLock = false
+        defer { writer.groupsUnderLock = true }
+        return try body(&self)
     }
 
     /// Seals a dirty chunk into storage: chunk 0 of a file under 256 KiB becomes a pack member,
