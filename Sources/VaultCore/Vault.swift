@@ -273,6 +273,10 @@ public final class Vault: Sendable {
         }
     }
 
+    /// A number that moves on whenever the item's content changes (0: not in this session):
+    /// what the kernel cached of a file is current while it has not moved (`FileSystem.open`).
+    public func contentVersion(_ id: UInt64) -> UInt64 { state.withLock { $0.chunks.contentVersion(id) } }
+
     public func truncate(_ id: UInt64, size: UInt64) throws {
         let evictionWaits = try locked { state in
             try state.onDataPath { state in

@@ -15,6 +15,7 @@ extension VaultState {
         guard !bytes.isEmpty else { return 0..<0 }
         let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
         guard !overflow, end <= ChunkOffsets.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        chunks.contentChanges(id)
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
             let (within, n, source) = (piece.range.lowerBound, piece.range.count, piece.position)
             let key = ChunkCache.Key(item: id, index: piece.index)
@@ -41,6 +42,7 @@ extension VaultState {
         try checkWritable()
         let item = try file(id)
         guard size <= ChunkOffsets.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        chunks.contentChanges(id)
         if size < item.record.size {
             let keep = ChunkOffsets.chunkCount(forSize: size)
             for (index, ref) in item.chunks where index >= keep {
