@@ -19,6 +19,19 @@ enum FormatTwoVault {
         let number = allocator.allocate()
         allocator.markCreated(number)  // its file has the pattern's name, not a device name
         let file = FileRef(device: 0, number: number)
+        let sealed = try sealUnlock(vaultKey: vaultKey, rootLocator: rootLocator, file: file, patternSecrets: patternSecrets,
+                                    random: random)
+        let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
+        var prefix: UInt32 = 0
+        while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
+        let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
+                                 specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
+        return (secrets, root, (FileName.encode(nameBytes), sealed))
+    }
+
+    /// The owner's unlock record (§13.3: VK, RL, the file that holds it), sealed for the pattern.
+    static func sealUnlock(vaultKey: SecretBytes, rootLocator: SecretBytes, file: FileRef, patternSecrets: VaultSecrets,
+                           random: any RandomSource) throws -> [UInt8] {
         var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
         var body = record.encode()
         defer {
@@ -26,15 +39,9 @@ enum FormatTwoVault {
             Sealer.wipe(&record.vaultKey)
             Sealer.wipe(&record.rootLocator)
         }
-        let (_, sealed) = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                                  key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
-                                                  random: random)
-        let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
-        var prefix: UInt32 = 0
-        while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
-        let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
-                                 specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
-        return (secrets, root, (FileName.encode(nameBytes), sealed))
+        return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                       key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                       random: random).file
     }
 
     /// The owner's unlock record at the pattern's name, opened and decoded; nil when no file is

@@ -126,8 +126,7 @@ extension VaultState {
         let allocator = writer.allocator
         if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
         // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
-        var special: [UInt64: String] = [:]
-        for file in committer.formatTwo?.specialFiles ?? [] { special[file.file.raw] = FileName.encode(file.name) }
+        let special = specialFileNames
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)
