@@ -24,6 +24,11 @@ struct ChunkStore {
     private var loads: [Key: LoadInProgress] = [:]
     /// Where each file's last read ended.
     private var readEnds: [UInt64: UInt64] = [:]
+    /// Each item's content version: moved on by every change of its content this session (0:
+    /// none). The file system keeps the kernel's page cache of a file across opens only while
+    /// the version it was cached at is current.
+    private var contentVersions: [UInt64: UInt64] = [:]
+    private var lastContentVersion: UInt64 = 0
 
     /// Chunks loaded ahead of a sequential reader.
     static let readAhead = 2
@@ -72,10 +77,21 @@ struct ChunkStore {
     func isDirty(_ key: Key) -> Bool { cache.isDirty(key) }
     var dirtyKeys: [Key] { cache.dirtyKeys }
 
+    var isOverLimit: Bool { cache.isOverLimit }
+
     /// The next chunk to go when the cache is over its limit.
     var evictionCandidate: Key? { cache.isOverLimit ? cache.evictionCandidate() : nil }
 
     // MARK: Items
+
+    func contentVersion(_ item: UInt64) -> UInt64 { contentVersions[item] ?? 0 }
+
+    /// The item's content changes (a write, a truncate; anything else that replaces it must say
+    /// so too, or the kernel may go on reading what it cached before).
+    mutating func contentChanges(_ item: UInt64) {
+        lastContentVersion += 1
+        contentVersions[item] = lastContentVersion
+    }
 
     /// Forgets chunks from `first` on (truncate), and their write-behinds: what those store is
     /// no longer wanted.

@@ -118,8 +118,26 @@ struct FileAllocator {
         return (startGroup(), names)
     }
 
-    mutating func groupIsMade(_ numbers: Range<UInt64>) {
-        for number in numbers.reversed() where number >= firstDataNumber { insertFree(number) }
+    /// A group's files exist: its numbers are handed out from now on, but for `except` (held by
+    /// something not ours, never written).
+    mutating func groupIsMade(_ numbers: Range<UInt64>, except: Set<UInt64> = []) {
+        for number in numbers.reversed() where number >= firstDataNumber && !except.contains(number) { insertFree(number) }
+    }
+
+    /// Gives up a group from `startGroup` whose files could not all be made: the newest group
+    /// leaves as if never made, and its numbers come again with the next group.
+    mutating func giveUpGroup(_ numbers: Range<UInt64>) {
+        let group = numbers.lowerBound / Self.group
+        guard numbers.upperBound == nextFileNumber, groupsSinceCommit.last == group else {
+            // Another group came after it (two were being made at once): kept, its missing
+            // files made when data goes in or at the commit.
+            return groupIsMade(numbers)
+        }
+        unwritten.subtract(numbers)
+        allocatedSinceCommit.subtract(numbers)
+        removeOwned(group)
+        nextFileNumber -= Self.group
+        groupsSinceCommit.removeLast()
     }
 
     /// Whether the file for `number` exists yet (new groups are made lazily).

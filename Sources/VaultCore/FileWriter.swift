@@ -14,8 +14,17 @@ struct FileWriter {
     var secrets: VaultSecrets
     let random: any RandomSource
     var allocator: FileAllocator
-    /// A new group's files are being made by a write-behind.
-    private(set) var groupBeingMade = false
+    /// New groups whose files are being made outside the vault's lock: one ahead of need, and
+    /// one for each request whose data needs it now (a request never waits for another's: a
+    /// write-behind may be slow to get going).
+    private(set) var groupsBeingMade = 0
+    var groupBeingMade: Bool { groupsBeingMade > 0 }
+    /// Whether data that finds the free files down to the reserve makes a new group at once,
+    /// under the vault's lock: in a commit (which holds the lock throughout anyway) and for a
+    /// writer used alone. Otherwise (`VaultState` between commits) that data is refused
+    /// (`mayTakeData`, `GroupNeeded`) and waits, dirty, in the cache, while `Vault` has the
+    /// group made outside the lock: no request waits for 16 file creations.
+    var groupsUnderLock = true
     /// Files written since the last commit: synced before the next root.
     private(set) var unsynced: Set<UInt64> = []
     private(set) var createdSinceCommit = false
@@ -85,6 +94,7 @@ struct FileWriter {
         try writeUnlockRecord()
         while true {
             if data && allocator.freeCount <= Self.reservedFiles {
+                guard groupsUnderLock else { throw GroupNeeded() }
                 // Data never takes the last free files: a new group is made, whole, first. If
                 // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
                 // for the index pages of a delete, and no later commit needs room for the group.
@@ -109,6 +119,12 @@ struct FileWriter {
             }
         }
     }
+
+    /// Whether data may take a free file now: without a new group, or where one may be made.
+    var mayTakeData: Bool { groupsUnderLock || allocator.freeCount > Self.reservedFiles }
+
+    /// Data found the free files down to the reserve where no group may be made under the lock.
+    struct GroupNeeded: Error {}
 
     /// Whether `number`'s file can be read (a pack that takes new members must be).
     func isUsable(_ number: UInt64) -> Bool { (try? storage.read(try name(number), offset: 0, count: 0)) != nil }
@@ -179,25 +195,33 @@ struct FileWriter {
         }
     }
 
-    // MARK: Write-behind
+    // MARK: Groups made outside the lock
 
-    /// The next group's files, to make outside the lock when free files run short; nil when
-    /// one is being made already or there is room.
-    mutating func startGroupWrite() -> GroupWrite? {
-        guard (try? writeUnlockRecord()) != nil, !groupBeingMade && allocator.freeCount < Self.reservedFiles + Format.groupSize,
+    /// The next group's files, to make outside the lock when free files run short: ahead of
+    /// need (nil when one is being made already), or `needed` now by data; nil when there is room.
+    mutating func startGroupWrite(needed: Bool = false) -> GroupWrite? {
+        guard (try? writeUnlockRecord()) != nil, needed || !groupBeingMade,
+              allocator.freeCount < Self.reservedFiles + Format.groupSize,
               let names = try? allocator.startGroupNames(name) else { return nil }
-        groupBeingMade = true
+        groupsBeingMade += 1
         return GroupWrite(numbers: names.numbers, names: names.names, random: random)
     }
 
-    mutating func finishGroupWrite(_ write: GroupWrite, created: [UInt64], present: [UInt64]) {
-        for number in created + present { allocator.markCreated(number) }
-        unsynced.formUnion(created)
-        if !created.isEmpty { createdSinceCommit = true }
-        // Numbers whose files could not be made stay unwritten: made when data goes in, or at the
-        // commit, or dropped with the group if nothing does.
-        allocator.groupIsMade(write.numbers)
-        groupBeingMade = false
+    /// Takes in a group made outside the lock: its numbers become free. One whose files could
+    /// not all be made (a full disk; `GroupWrite.run` removed what it made) is given up whole,
+    /// as a group made under the lock is, when it is the newest: data does not go into files
+    /// that do not exist, and the reserve stays for the index pages of a delete. A number
+    /// something not ours holds (R-SEC-4) is never handed out.
+    mutating func finishGroupWrite(_ write: GroupWrite, _ outcome: GroupWrite.Outcome) {
+        for number in outcome.created + outcome.present { allocator.markCreated(number) }
+        if outcome.complete {
+            unsynced.formUnion(outcome.created)
+            if !outcome.created.isEmpty { createdSinceCommit = true }
+            allocator.groupIsMade(write.numbers, except: Set(outcome.present))
+        } else {
+            allocator.giveUpGroup(write.numbers)
+        }
+        groupsBeingMade -= 1
     }
 
     /// A chunk written behind was stored at `number` (`created`: as a new file).

@@ -52,8 +52,8 @@ public final class Vault: Sendable {
     }
 
     let state: Mutex<VaultState>
-    private let writeBehind: WriteBehindQueue
-    private let storage: any StorageFolder
+    let writeBehind: WriteBehindQueue
+    let storage: any StorageFolder
 
     init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
         self.state = Mutex(state)
@@ -208,14 +208,28 @@ public final class Vault: Sendable {
                 for load in ahead {
                     DispatchQueue.global().async { [self] in
                         let result = Result { try load.run(storage) }
-                        state.withLock { _ = try? $0.finishLoad(load, result) }
+                        let waits = state.withLock { state in
+                            state.onDataPath { state in
+                                _ = try? state.finishLoad(load, result)
+                                return state.evictionWaitsForGroup
+                            }
+                        }
+                        if waits { try? settleData() }
                     }
                 }
                 return bytes
             case .load(let load):
                 let result = Result { try load.run(storage) }
-                let bytes: [UInt8]?
-                do { bytes = try state.withLock { try $0.finishLoad(load, result, range: range) } } catch { throw VaultError.wrap(error) }
+                let bytes: [UInt8]?, waits: Bool
+                do {
+                    (bytes, waits) = try state.withLock { state in
+                        try state.onDataPath { state in (try state.finishLoad(load, result, range: range), state.evictionWaitsForGroup) }
+                    }
+                } catch {
+                    throw VaultError.wrap(error)
+                }
+                // The cached load evicted, and a dirty chunk waits for free files.
+                if waits { try settleData() }
                 if let bytes { return bytes }
             case .wait(let loading):
                 loading.wait()
@@ -236,13 +250,22 @@ public final class Vault: Sendable {
     /// A write at `offset`, or at the end for nil. A writer that finds no room for its
     /// write-behinds waits here, outside the vault's lock and any lock of the caller's.
     private func write(_ id: UInt64, at offset: UInt64?, bytes: [UInt8]) throws {
-        let writes = try locked { state in
-            let position = try offset ?? state.file(id).record.size
-            let completed = try state.write(id, offset: position, bytes: bytes)
-            state.tree.touchContent(id, now: state.clock.now())
-            return state.startWritesBehind(id, completed)
+        let (jobs, waiting, evictionWaits) = try locked { state in
+            try state.onDataPath { state in
+                let position = try offset ?? state.file(id).record.size
+                let completed = try state.write(id, offset: position, bytes: bytes)
+                state.tree.touchContent(id, now: state.clock.now())
+                let (jobs, waiting) = state.startWritesBehind(id, completed)
+                return (jobs, waiting, state.evictionWaitsForGroup)
+            }
         }
-        for job in writes {
+        submit(jobs)
+        if !waiting.isEmpty || evictionWaits { try settleData(writesOf: id, waiting: waiting) }
+    }
+
+    /// Runs write-behinds outside the lock (queued: a writer that finds no room waits here).
+    func submit(_ jobs: [WriteBehindJob]) {
+        for job in jobs {
             writeBehind.submit { [self] in
                 switch job {
                 case .chunk(let write):
@@ -250,18 +273,26 @@ public final class Vault: Sendable {
                     do { try write.run(storage) } catch { failure = error }
                     state.withLock { $0.finishChunkWrite(write, error: failure) }
                 case .group(let write):
-                    let (created, present) = write.run(storage)
-                    state.withLock { $0.finishGroupWrite(write, created: created, present: present) }
+                    let outcome = write.run(storage)
+                    state.withLock { $0.finishGroupWrite(write, outcome) }
                 }
             }
         }
     }
 
+    /// A number that moves on whenever the item's content changes (0: not in this session):
+    /// what the kernel cached of a file is current while it has not moved (`FileSystem.open`).
+    public func contentVersion(_ id: UInt64) -> UInt64 { state.withLock { $0.chunks.contentVersion(id) } }
+
     public func truncate(_ id: UInt64, size: UInt64) throws {
-        try locked { state in
-            try state.truncate(id, size: size)
-            state.tree.touchContent(id, now: state.clock.now())
+        let evictionWaits = try locked { state in
+            try state.onDataPath { state in
+                try state.truncate(id, size: size)
+                state.tree.touchContent(id, now: state.clock.now())
+                return state.evictionWaitsForGroup
+            }
         }
+        if evictionWaits { try settleData() }
     }
 
     // MARK: Durability
@@ -301,7 +332,7 @@ public final class Vault: Sendable {
         }
     }
 
-    private func locked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
+    func locked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
             do { return try body(&state) } catch { throw VaultError.wrap(error) }

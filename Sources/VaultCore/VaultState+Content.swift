@@ -15,6 +15,7 @@ extension VaultState {
         guard !bytes.isEmpty else { return 0..<0 }
         let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
         guard !overflow, end <= ChunkOffsets.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        chunks.contentChanges(id)
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
             let (within, n, source) = (piece.range.lowerBound, piece.range.count, piece.position)
             let key = ChunkCache.Key(item: id, index: piece.index)
@@ -41,6 +42,7 @@ extension VaultState {
         try checkWritable()
         let item = try file(id)
         guard size <= ChunkOffsets.maximumFileSize else { throw VaultError.tooLarge("file size") }
+        chunks.contentChanges(id)
         if size < item.record.size {
             let keep = ChunkOffsets.chunkCount(forSize: size)
             for (index, ref) in item.chunks where index >= keep {
@@ -124,11 +126,28 @@ extension VaultState {
             ?? storage.read(name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
     }
 
+    /// Between commits, a dirty chunk that would need a new group stays, the cache over its
+    /// limit, until `Vault` has the group made outside the lock (`Vault+DataRoom`).
     mutating func evictIfNeeded() throws {
         while let key = chunks.evictionCandidate {
-            if chunks.isDirty(key) { try flushChunk(key) }
+            if chunks.isDirty(key) {
+                guard writer.mayTakeData else { return }
+                do { try flushChunk(key) } catch is FileWriter.GroupNeeded { return }
+            }
             chunks.remove(key)
         }
+    }
+
+    /// Dirty chunks wait in a cache over its limit for a group to be made outside the lock.
+    var evictionWaitsForGroup: Bool { chunks.isOverLimit && !writer.mayTakeData }
+
+    /// Runs a request of the data path (write, truncate, a load cached), after which `Vault`
+    /// makes any group its data waits for outside the lock (`Vault+DataRoom`): data that finds
+    /// the free files down to the reserve waits, dirty, instead of making a group here.
+    mutating func onDataPath<R>(_ body: (inout VaultState) throws -> R) rethrows -> R {
+        writer.groupsUnderLock = false
+        defer { writer.groupsUnderLock = true }
+        return try body(&self)
     }
 
     /// Seals a dirty chunk into storage: chunk 0 of a file under 256 KiB becomes a pack member,

@@ -41,54 +41,73 @@ struct ChunkWrite: Sendable {
     }
 }
 
-/// The random files of a new group, made whole before any data goes in (as
-/// `FileWriter.allocateUsable` does under the lock). Its numbers are handed out only once it has finished.
+/// The random files of a new group, made whole before any data goes in, outside the vault's
+/// lock: ahead of need by a write-behind, or by the request that needs it (`Vault+DataRoom`).
+/// Its numbers are handed out only once it has finished.
 struct GroupWrite: Sendable {
     let numbers: Range<UInt64>
     let names: [String]
     let random: any RandomSource
 
-    /// Makes each file that is not there; stops at the first failure (a full disk). Something
-    /// already at a name is not ours and is left alone (R-SEC-4).
-    func run(_ storage: any StorageFolder) -> (created: [UInt64], present: [UInt64]) {
-        var created: [UInt64] = [], present: [UInt64] = []
+    struct Outcome: Sendable {
+        /// Files made (when not complete: the ones that could not be removed again).
+        var created: [UInt64] = []
+        /// Numbers where something not ours is (R-SEC-4): left alone, never written.
+        var present: [UInt64] = []
+        /// Every number has its file (or something not ours).
+        var complete: Bool { failure == nil }
+        /// Why a file could not be made (a full disk).
+        var failure: (any Error)?
+    }
+
+    /// Makes each file that is not there, one after the other at its final name, as a group
+    /// made under the lock is. At the first failure (a full disk) it stops and removes what it
+    /// made: a group is whole or not there.
+    func run(_ storage: any StorageFolder) -> Outcome {
+        var outcome = Outcome()
         for (number, name) in zip(numbers, names) {
             do {
                 if try storage.entryExists(name) {
-                    present.append(number)
+                    outcome.present.append(number)
                 } else {
                     try storage.create(name, contents: try random.bytes(Format.fileSize), durable: false)
-                    created.append(number)
+                    outcome.created.append(number)
                 }
             } catch {
-                break
+                outcome.failure = error
+                outcome.created.removeAll { (try? storage.remove(names[Int($0 - numbers.lowerBound)])) != nil }
+                return outcome
             }
         }
-        return (created, present)
+        return outcome
     }
 }
 
 extension VaultState {
     /// Prepares write-behind of these dirty chunks of a chunked file, and of the next group
-    /// when free files run short; anything that stops a chunk (a full disk while making a group
-    /// here) leaves it dirty for the commit to write and report.
-    mutating func startWritesBehind(_ id: UInt64, _ indexes: Range<Int>) -> [WriteBehindJob] {
-        guard !indexes.isEmpty else { return [] }
-        var jobs = startChunkWrites(id, indexes).map(WriteBehindJob.chunk)
+    /// when free files run short. Returns the chunks that wait for a new group (the free files
+    /// are down to the reserve, and no group is made under the lock): `Vault` makes it and
+    /// starts them. Anything else that stops a chunk leaves it dirty for the commit to write
+    /// and report.
+    mutating func startWritesBehind(_ id: UInt64, _ indexes: Range<Int>) -> (jobs: [WriteBehindJob], waiting: Range<Int>) {
+        guard !indexes.isEmpty else { return ([], 0..<0) }
+        let (writes, waiting) = startChunkWrites(id, indexes)
+        var jobs = writes.map(WriteBehindJob.chunk)
         if let group = writer.startGroupWrite() { jobs.append(.group(group)) }
-        return jobs
+        return (jobs, waiting)
     }
 
-    private mutating func startChunkWrites(_ id: UInt64, _ indexes: Range<Int>) -> [ChunkWrite] {
-        guard let item = tree.items[id], item.isFile, item.record.size >= UInt64(Self.payload) else { return [] }
+    private mutating func startChunkWrites(_ id: UInt64, _ indexes: Range<Int>) -> ([ChunkWrite], waiting: Range<Int>) {
+        guard let item = tree.items[id], item.isFile, item.record.size >= UInt64(Self.payload) else { return ([], 0..<0) }
         let format = self.format
-        guard format == .two || item.key != nil else { return [] }
+        guard format == .two || item.key != nil else { return ([], 0..<0) }
         // A file leaving its pack does so at the commit (storeChunk), not here.
-        if case .packed = item.record.layout { return [] }
+        if case .packed = item.record.layout { return ([], 0..<0) }
         var writes: [ChunkWrite] = []
         for index in indexes {
             let key = ChunkCache.Key(item: id, index: index)
             guard chunks.isDirty(key), let count = chunks.storedCount(key) else { continue }
+            guard writer.mayTakeData else { return (writes, index..<indexes.upperBound) }
             do {
                 let number = try writer.allocateUsable(data: true)
                 // Everything that can fail comes before the flight is registered: a commit waits
@@ -111,11 +130,13 @@ extension VaultState {
                 writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
                                          create: writer.allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime,
                                          format: format, sealKey: sealKey))
+            } catch is FileWriter.GroupNeeded {
+                return (writes, index..<indexes.upperBound)
             } catch {
                 break
             }
         }
-        return writes
+        return (writes, 0..<0)
     }
 
     /// Publishes a finished write-behind, unless a later write of the chunk, a truncate or a
@@ -138,7 +159,7 @@ extension VaultState {
         if let old = tree.setChunk(id, index, ref) { release(old) }
     }
 
-    mutating func finishGroupWrite(_ write: GroupWrite, created: [UInt64], present: [UInt64]) {
-        writer.finishGroupWrite(write, created: created, present: present)
+    mutating func finishGroupWrite(_ write: GroupWrite, _ outcome: GroupWrite.Outcome) {
+        writer.finishGroupWrite(write, outcome)
     }
 }

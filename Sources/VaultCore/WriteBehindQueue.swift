@@ -27,6 +27,11 @@ final class WriteBehindQueue: Sendable {
         }
     }
 
+    /// Counts work that a caller runs on its own thread as in flight, so that `waitUntilIdle`
+    /// waits for it too: `begin` under the vault's lock where the work is decided, `end` after.
+    func begin() { running.enter() }
+    func end() { running.leave() }
+
     /// Returns when every job submitted so far has finished.
     func waitUntilIdle() { running.wait() }
 }

@@ -125,7 +125,7 @@ enum FUSEOperations {
                 let (attributes, handle) = try context.fileSystem.create(parent, bytes(name), mode: UInt32(mode), flags: info.pointee.flags,
                                                                          caller: Caller(request))
                 info.pointee.fh = handle
-                info.pointee.keep_cache = 1
+                info.pointee.keep_cache = context.fileSystem.keepsKernelCache(handle) ? 1 : 0
                 var entry = entryParameters(context, attributes)
                 if fuse_reply_create(request, &entry, info) != 0 {
                     // The kernel never saw the reply (the request was interrupted).
@@ -139,10 +139,9 @@ enum FUSEOperations {
             reply(request) { context throws(FSError) in
                 guard let info else { throw .invalidArgument }
                 info.pointee.fh = try context.fileSystem.open(inode, flags: info.pointee.flags)
-                // Keep the kernel's page cache across opens: every change to a file comes
-                // through this mount, so cached pages are never stale (a second read of a file
-                // costs no request; tools/bench "second pass").
-                info.pointee.keep_cache = 1
+                // The kernel's page cache is kept across opens while the file has not changed
+                // (a second read costs no request); otherwise the kernel drops it here.
+                info.pointee.keep_cache = context.fileSystem.keepsKernelCache(info.pointee.fh) ? 1 : 0
                 if fuse_reply_open(request, info) != 0 { context.fileSystem.release(info.pointee.fh) }
             }
         }

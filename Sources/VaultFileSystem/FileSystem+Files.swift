@@ -9,8 +9,17 @@ extension FileSystem {
         try withState { state in
             try openable(inode)
             try truncateIfAsked(inode, flags: flags)
-            return openHandle(.file(HandleTable.OpenFile(inode: inode, flags: flags)), &state)
+            let keepsCache = state.inodes.opened(inode, at: vault.contentVersion(inode))
+            return openHandle(.file(HandleTable.OpenFile(inode: inode, flags: flags, keepsCache: keepsCache)), &state)
         }
+    }
+
+    /// Whether the kernel may keep the page cache it holds of the handle's file (FUSE's
+    /// keep_cache): the file's content has not changed since the kernel's last open of it. When
+    /// it has (a write, a truncate, or a change the kernel did not make), the kernel drops its
+    /// pages at this open, so nothing it cached before is read stale.
+    public func keepsKernelCache(_ handle: UInt64) -> Bool {
+        state.withLock { (try? $0.handles.file(handle).keepsCache) ?? false }
     }
 
     /// Reads up to `count` bytes; fewer at the end of the file, none past it. Holes read as zeros.
@@ -24,6 +33,7 @@ extension FileSystem {
     public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [ArraySlice<UInt8>] {
         let context = FSError.Context(wrongType: .isADirectory)
         let inode = try withState(context) { state in try state.handles.file(handle).inode }
+        reads.add(1, ordering: .relaxed)
         do { return try vault.readPieces(inode, offset: offset, count: count) } catch { throw FSError(error, context) }
     }
 

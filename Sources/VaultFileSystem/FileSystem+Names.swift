@@ -20,9 +20,10 @@ extension FileSystem {
                 try openable(id)
                 try truncateIfAsked(id, flags: flags)
             }
-            let handle = openHandle(.file(HandleTable.OpenFile(inode: id, flags: flags)), &state)
             let attributes = try fileAttributes(id)
             remember(id, parent: parent, &state)
+            let keepsCache = state.inodes.opened(id, at: vault.contentVersion(id))
+            let handle = openHandle(.file(HandleTable.OpenFile(inode: id, flags: flags, keepsCache: keepsCache)), &state)
             return (attributes, handle)
         }
     }

@@ -54,6 +54,9 @@ public final class FileSystem: Sendable {
     let state = Mutex(State())
     /// When a request last came in (the vault clock's nanoseconds): the idle timeout reads it.
     private let activity: Atomic<Int64>
+    let reads = Atomic<Int>(0)
+    /// Read requests served (the tests' count of what reached the daemon).
+    public var readCount: Int { reads.load(ordering: .relaxed) }
 
     struct State {
         var inodes = InodeTable()

@@ -9,9 +9,12 @@ struct HandleTable {
         let writable: Bool
         /// O_APPEND: every write goes to the end of the file as it is at the time of the write.
         let append: Bool
+        /// The kernel may keep its page cache of the file at this open (FUSE's keep_cache).
+        let keepsCache: Bool
 
-        init(inode: UInt64, flags: Int32) {
+        init(inode: UInt64, flags: Int32, keepsCache: Bool = false) {
             self.inode = inode
+            self.keepsCache = keepsCache
             let access = flags & O_ACCMODE
             readable = access == O_RDONLY || access == O_RDWR
             writable = access == O_WRONLY || access == O_RDWR

@@ -7,6 +7,9 @@ struct InodeTable {
         var lookups: UInt64
         /// The folder it was last found in: ".." of a folder.
         var parent: UInt64
+        /// The file's content version (`Vault.contentVersion`) at its last open: what the
+        /// kernel's page cache of it holds; nil before the first.
+        var cachedVersion: UInt64? = nil
     }
 
     private(set) var entries: [UInt64: Entry] = [:]
@@ -34,6 +37,16 @@ struct InodeTable {
     }
 
     func lookups(_ inode: UInt64) -> UInt64 { entries[inode]?.lookups ?? 0 }
+
+    /// An open of the file, whose content is at `version`: whether the kernel may keep what it
+    /// cached of it (the content has not changed since the last open; the kernel's own writes
+    /// count as changes too, which costs one read from the vault). From now on it caches
+    /// `version`. The cache goes with the kernel's inode, so a forgotten inode starts unknown.
+    mutating func opened(_ inode: UInt64, at version: UInt64) -> Bool {
+        guard let entry = entries[inode] else { return false }
+        entries[inode]!.cachedVersion = version
+        return entry.cachedVersion == version
+    }
 
     func parent(_ inode: UInt64) -> UInt64? { entries[inode]?.parent }
 

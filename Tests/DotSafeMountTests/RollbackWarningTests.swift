@@ -79,10 +79,16 @@ import VaultStore
         let fsck = h.dotsafe(["fsck", h.storage, "--pattern", Self.pattern])
         #expect(fsck.status == 1, "\(fsck)")
         #expect(fsck.output.contains("opened generation \(newest)"), "\(fsck)")
-        let mounted = h.mount(vault, pattern: Self.pattern)
+        let log = try DatagramListener(name: h.base + "/log")
+        let mounted = h.mount(vault, pattern: Self.pattern, environment: ["DOTSAFE_LOG_SOCKET": log.name])
         try #require(mounted.status == 0, "\(mounted)")
         let lines = Self.warnings(mounted)
         #expect(lines.count == 1 && lines[0].contains("opened generation \(newest)"), "\(mounted)")
+        // The system log says it too, with the mount point and no generation, count or path.
+        let pid = try #require(MountHarness.daemonPID(for: vault))
+        let logged = log.receive()
+        #expect(logged == "<12>dotsafe[\(pid)]: \(vault): an index slot is missing, damaged or older than the vault's last commit: "
+                + "the newest root found was opened ('dotsafe fsck' says more)")
         // Nothing is lost: the newest state is what opens.
         #expect(h.sh("cat a b && echo four > c", in: vault).output == "three\nnew\n")
         #expect(h.lock(vault).status == 0)

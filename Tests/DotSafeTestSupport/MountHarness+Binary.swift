@@ -15,10 +15,13 @@ extension MountHarness {
     }
 
     /// Mounts with the pattern on standard input. `dotsafe mount` returns once its daemon is
-    /// ready; a mount it reports must then be listed by the kernel.
+    /// ready; a mount it reports must then be listed by the kernel. `environment` adds to the
+    /// harness's (a test's own system log socket, say).
     @discardableResult
-    public func mount(_ mountPoint: String, pattern: String, options: [String] = []) -> CommandResult {
-        let result = dotsafe(["mount", storage, mountPoint, "--pattern-stdin"] + options, input: pattern + "\n")
+    public func mount(_ mountPoint: String, pattern: String, options: [String] = [],
+                      environment extra: [String: String] = [:]) -> CommandResult {
+        let result = CommandResult.run(Self.binary, ["mount", storage, mountPoint, "--pattern-stdin"] + options, input: pattern + "\n",
+                                       environment: environment.merging(extra) { $1 })
         if result.status == 0 {
             _ = mounted.withLock { $0.insert(mountPoint) }
             guard Self.waitUntil(mounted: true, mountPoint) else {

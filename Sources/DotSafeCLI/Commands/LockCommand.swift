@@ -54,7 +54,7 @@ struct LockCommand: Command {
         do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
             throw CLIError.failure(error.message + ": not locked")
         }
-        guard let folder, let record, let channel else {
+        guard let channel else {
             if let folder, let record { record.remove(from: folder) }
             return try lockWithoutDaemon(path)
         }

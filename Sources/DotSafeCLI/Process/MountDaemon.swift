@@ -83,6 +83,7 @@ struct MountDaemon {
         }
         // A root the vault committed is not in its slots (docs/FORMAT-2-DESIGN.md §E): said once.
         let warning = vault.rollbackWarning
+        if warning != nil { log.rootFallback() }
         if detached {
             Self.reportReady(failure: nil, notes: notes, warning: warning)
             ProcessCalls.detachStandardStreams()

@@ -51,6 +51,14 @@ final class SystemLog: Sendable {
         }
     }
 
+    /// Format 2's rollback warning (docs/FORMAT.md §13.9): a root the vault committed is not in
+    /// its slot, so it opened an older slot or a copy. Without the generations the warning on
+    /// standard error names: they would count the vault's commits.
+    func rootFallback() {
+        write(.warning, "an index slot is missing, damaged or older than the vault's last commit: "
+              + "the newest root found was opened ('dotsafe fsck' says more)")
+    }
+
     /// Locking could not write the last changes.
     func lockFailed(_ error: FSError?) {
         write(.error, "locking failed: the last changes may not be written" + (error.map { " (\(Self.errnoName($0.errno)))" } ?? ""))
