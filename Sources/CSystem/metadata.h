@@ -25,6 +25,7 @@ static inline long dotsafe_file_system_type(int fd) {
 }
 
 // renameat2(2) flags (linux/fs.h), AT_EMPTY_PATH and F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0), behind _GNU_SOURCE.
+#define DOTSAFE_RENAME_NOREPLACE 1
 #define DOTSAFE_RENAME_EXCHANGE 2
 #define DOTSAFE_AT_EMPTY_PATH 0x1000
 #define DOTSAFE_F_SETLEASE 1024

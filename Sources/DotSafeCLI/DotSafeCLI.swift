@@ -18,6 +18,7 @@ public enum DotSafeCLI {
         FsckCommand.self,
         AuditCommand.self,
         KeyringCommand.self,
+        RepatternCommand.self,
         CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,

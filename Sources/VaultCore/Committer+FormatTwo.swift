@@ -9,7 +9,7 @@ struct FormatTwoRoot {
     let deviceID: [UInt8]
     let itemPrefix: UInt32
     let deviceName: [UInt8]
-    let specialFiles: [IndexRootV2.SpecialFile]
+    var specialFiles: [IndexRootV2.SpecialFile]
     var extensions: [IndexRootV2.Extension] = []
 }
 
@@ -63,6 +63,7 @@ extension Committer {
         let original = try sealed(for: slot)
         try writer.writeSlot(slot, original)
         self.generation = generation
+        rootChanged = false
         committedSinceCoverRefresh = !coversRefreshed
         // Neither slot will list what this root dropped once its copy is written: refilled then.
         writer.allocator.didCommit(refillFreedNow: true)

@@ -21,6 +21,8 @@ struct Committer {
     /// When the covers last got new bytes in this session, and whether a commit came since.
     private var coversRefreshedAt: Int64?
     var committedSinceCoverRefresh = false
+    /// The root itself changed (its special files: a pattern change), though no page did.
+    var rootChanged = false
 
     /// At most one refresh of the covers per this many nanoseconds (R-COV-3), and one at lock.
     static let coverRefreshInterval: Int64 = 30_000_000_000
@@ -40,7 +42,7 @@ struct Committer {
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
 
     var isNew: Bool { generation == 0 }
-    var hasChanges: Bool { pageTable.isDirty }
+    var hasChanges: Bool { pageTable.isDirty || rootChanged }
 
     /// Marks the pages of every changed record; items without names are not written (an unlinked
     /// file still open lives in memory only).

@@ -20,21 +20,36 @@ enum FormatTwoVault {
         allocator.markCreated(number)  // its file has the pattern's name, not a device name
         let file = FileRef(device: 0, number: number)
         var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
-        var body = record.encode()
         defer {
-            Sealer.wipe(&body)
             Sealer.wipe(&record.vaultKey)
             Sealer.wipe(&record.rootLocator)
         }
-        let (_, sealed) = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                                  key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
-                                                  random: random)
+        let sealed = try seal(record, for: patternSecrets, random: random)
         let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
         var prefix: UInt32 = 0
         while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
         let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
                                  specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
         return (secrets, root, (FileName.encode(nameBytes), sealed))
+    }
+
+    /// An owner record sealed for a pattern (its index key, the local location): the file's bytes.
+    static func seal(_ record: UnlockRecord, for patternSecrets: VaultSecrets, random: any RandomSource) throws -> [UInt8] {
+        var body = record.encode()
+        defer { Sealer.wipe(&body) }
+        return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                       key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                       random: random).file
+    }
+
+    /// What a pattern's names hold in a storage, without opening anything: an owner record
+    /// (format 2), an index slot (format 1), or nothing (the pattern opens a new, empty vault).
+    static func use(of patternSecrets: VaultSecrets, in storage: any StorageFolder) throws -> Vault.PatternUse {
+        if try storage.entryExists(try FormatTwoKeys.unlockName(locator: patternSecrets.locator)) { return .formatTwo }
+        for slot in 0..<UInt8(Format.indexSlotCount) where try storage.entryExists(try patternSecrets.indexName(slot: slot)) {
+            return .formatOne
+        }
+        return .none
     }
 
     /// The owner's unlock record at the pattern's name, opened and decoded; nil when no file is

@@ -127,7 +127,12 @@ extension VaultState {
         if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
         // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
         var special: [UInt64: String] = [:]
-        for file in committer.formatTwo?.specialFiles ?? [] { special[file.file.raw] = FileName.encode(file.name) }
+        for file in committer.formatTwo?.specialFiles ?? [] {
+            // A former owner record (role 3) is at its pattern's name until a change in progress
+            // renames it to its device name (§13.11): either is the vault's file.
+            let listed = FileName.encode(file.name)
+            special[file.file.raw] = file.role == .retiredOwner && !all.contains(listed) ? try name(file.file.raw) : listed
+        }
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)

@@ -62,10 +62,16 @@ extension VaultState {
                                       specialFiles: newest.specialFiles, extensions: newest.extensions)
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
         let contents: IndexContents
+        var openedThroughFormer = false
         do {
-            guard newest.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else {
+            // Role 3: a pattern change in progress still lists the old pattern's record (§13.11).
+            guard let found = newest.specialFiles.first(where: { special in
+                special.file == record.ownFile
+                    && (special.role == .ownerUnlock || (special.role == .retiredOwner && FileName.encode(special.name) == unlock.name))
+            }) else {
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
+            openedThroughFormer = found.role == .retiredOwner
             contents = try IndexContents(rootV2: newest, pageBody: { ref, level in
                 guard let file = try storage.read(try stateSecrets.fileName(ref.fileNumber)) else {
                     throw VaultError.damagedIndex("index page \(ref.fileNumber) is missing")
@@ -98,9 +104,11 @@ extension VaultState {
                                allocator: FileAllocator(device: device, used: contents.usedFiles), nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        state.openedThroughFormerPattern = openedThroughFormer
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)
+            try state.finishPatternChange()
         }
         return state
     }

@@ -40,6 +40,9 @@ struct VaultState {
     /// Format 2: a committed root the slots should hold is missing, damaged or older (design
     /// §E); said once by `mount`, and by `fsck` as damage.
     var rollbackWarning: String?
+    /// Format 2: the record that opened the vault was its owner's before a pattern change
+    /// (role 3, docs/FORMAT.md §13.11): this pattern opens nothing once the change is finished.
+    var openedThroughFormerPattern = false
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -5,7 +5,7 @@ import VaultCrypto
 /// these counts, which catch regressions that timings on a noisy machine never show.
 public final class CountingStorageFolder: StorageFolder {
     public struct Counts: Equatable, Sendable {
-        public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0
+        public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0, renames = 0
         /// Bytes the reads returned: a read of a pack member must not cost a whole file.
         public var bytesRead = 0
         public init() {}
@@ -37,6 +37,7 @@ public final class CountingStorageFolder: StorageFolder {
     public func sync(_ names: [String]) throws { count(\.syncs); try base.sync(names) }
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }
     public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
+    public func rename(_ name: String, to newName: String) throws { count(\.renames); try base.rename(name, to: newName) }
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
     public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
     public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }

@@ -127,6 +127,21 @@ public final class DiskStorageFolder: StorageFolder {
         _ = written.withLock { $0.removeValue(forKey: name) }
     }
 
+    public func rename(_ name: String, to newName: String) throws {
+        precondition(FileName.isWellFormed(newName), "storage files have one name form")
+        try writers.withShared {
+            // Only a file of the storage's form is ever moved (R-SEC-4).
+            let (fd, _) = try openStorageFile(name, O_RDONLY)
+            Syscalls.close(fd)
+            try Syscalls.renameNoReplace(folder, name, to: newName)
+        }
+        // The lock re-creates the file under its new name.
+        written.withLock { written in
+            let time = written.removeValue(forKey: name) ?? 0
+            written[newName] = time
+        }
+    }
+
     public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
 
     public func recreateAtLock(random: any RandomSource) throws {

@@ -28,7 +28,7 @@ public final class SimulatedStorageFolder: StorageFolder {
 
     public init() {}
 
-    /// Crash after this many more mutating operations (create, write, remove, sync).
+    /// Crash after this many more mutating operations (create, write, rename, remove, sync).
     public func crash(afterMutations count: Int) { state.withLock { $0.mutationsLeft = count } }
     public var mutationCount: Int { state.withLock { $0.mutations } }
 
@@ -124,6 +124,21 @@ public final class SimulatedStorageFolder: StorageFolder {
                 throw StoreError.unusableFile(name)
             }
             s.files[name]?.linkedNow = false
+        }
+    }
+
+    /// The file keeps its bytes, synced or not; until `syncFolder` a power loss brings back the
+    /// old name and drops the new one. (What the new name held before, durably, is not kept:
+    /// the vault never renames onto a name it removed without a folder sync between.)
+    public func rename(_ name: String, to newName: String) throws {
+        precondition(FileName.isWellFormed(newName), "storage files have one name form")
+        try mutate { s in
+            guard let file = s.files[name], file.linkedNow, file.current.count == Format.fileSize, !s.foreign.contains(name) else {
+                throw StoreError.unusableFile(name)
+            }
+            guard s.files[newName]?.linkedNow != true, !s.foreign.contains(newName) else { throw StoreError.exists(newName) }
+            s.files[newName] = File(current: file.current, durable: file.durable, linkedNow: true, linkedDurably: false)
+            s.files[name]!.linkedNow = false
         }
     }
 

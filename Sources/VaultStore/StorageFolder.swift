@@ -31,6 +31,10 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// Removes a regular file of any size (a vault removes only names it derived itself); refuses
     /// anything else with `unusableFile`. Nothing at the name is not an error.
     func remove(_ name: String) throws
+    /// Gives an existing file of the storage's form another name, atomically, never replacing
+    /// anything at the new name (`exists`); the number of files does not change. Durable with
+    /// the next `syncFolder` (until then a power loss leaves the old name).
+    func rename(_ name: String, to newName: String) throws
     /// Bytes of the backing file system: total and available.
     func capacity() throws -> (total: UInt64, available: UInt64)
     /// At the open of a vault that writes: removes the copies an interrupted re-creation left

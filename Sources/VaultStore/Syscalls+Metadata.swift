@@ -87,6 +87,21 @@ extension Syscalls {
         _ = try retrying("rename") { renameat(folder, from, folder, to) }
     }
 
+    /// Renames within the folder unless something has the new name (renameat2
+    /// `RENAME_NOREPLACE`: `exists`). Where the file system has no such flag, the name is
+    /// checked first and renamed plainly (the folder is the vault's; only a racing process of
+    /// the same user could put something there in between).
+    static func renameNoReplace(_ folder: Int32, _ from: String, to: String) throws {
+        while dotsafe_rename_in(folder, from, to, UInt32(DOTSAFE_RENAME_NOREPLACE)) != 0 {
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            if code == EEXIST { throw StoreError.exists(to) }
+            guard code == EINVAL || code == ENOSYS || code == EOPNOTSUPP else { throw StoreError.fromErrno("rename", code) }
+            guard try status(folder, to) == nil else { throw StoreError.exists(to) }
+            return try rename(folder, from, to: to)
+        }
+    }
+
     /// Swaps what two names of the folder hold (renameat2 `RENAME_EXCHANGE`), atomically; false
     /// where the file system cannot (then nothing happened).
     static func exchange(_ folder: Int32, _ first: String, _ second: String) throws -> Bool {

@@ -16,6 +16,7 @@ import Testing
           fsck            Check a vault; with --repair, drop what cannot be read.
           audit           Show what the storage's metadata tells an observer.
           keyring         Show, back up, restore or move the keyring.
+          repattern       Change the pattern that opens a vault.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
@@ -136,6 +137,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "fsck", "audit", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "fsck", "audit", "keyring", "repattern", "completion", "help", "version"])
     }
 }

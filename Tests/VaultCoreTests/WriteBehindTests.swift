@@ -213,5 +213,6 @@ final class GatedStorageFolder: StorageFolder {
     func sync(_ names: [String]) throws { try base.sync(names) }
     func syncFolder() throws { try base.syncFolder() }
     func remove(_ name: String) throws { try base.remove(name) }
+    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
     func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 }

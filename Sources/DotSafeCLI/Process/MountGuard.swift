@@ -14,11 +14,13 @@ enum MountGuard {
     enum Holder {
         case mount(at: String)
         case fsck
+        case repattern
 
         var note: String {
             switch self {
             case .mount(let mountPoint): "mounted at \(mountPoint)"
             case .fsck: "being checked by dotsafe fsck"
+            case .repattern: "getting a new pattern from dotsafe repattern"
             }
         }
     }

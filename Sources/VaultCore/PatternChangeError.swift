@@ -1,0 +1,20 @@
+/// Why a pattern change is refused; nothing was written.
+public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No vault is at the current pattern's names.
+    case noVault
+    /// The vault is in format 1 (its upgrade to format 2 is not built yet).
+    case formatOne
+    /// Something is at the new pattern's names: another vault, which the change would hide.
+    case newPatternInUse
+    /// The current pattern opened the vault through a record a finished change had retired.
+    case formerPattern
+
+    public var description: String {
+        switch self {
+        case .noVault: "no vault opens with this pattern"
+        case .formatOne: "this vault is in the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
+        case .newPatternInUse: "the new pattern already opens another vault in this storage: changing to it would hide that vault"
+        case .formerPattern: "this vault's pattern was changed by an earlier repattern, which was interrupted and is now finished: use the new pattern"
+        }
+    }
+}
