@@ -127,11 +127,13 @@ extension VaultState {
         if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
         // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
         var special: [UInt64: String] = [:]
-        for file in committer.formatTwo?.specialFiles ?? [] {
-            // A former owner record (role 3) is at its pattern's name until a change in progress
-            // renames it to its device name (§13.11): either is the vault's file.
+        let specialFiles = committer.formatTwo?.specialFiles ?? []
+        // While a pattern change is in progress (a role-3 file listed, §13.11), the owner records
+        // move between their pattern's names and their device names: either is the vault's file.
+        let changing = specialFiles.contains { $0.role == .retiredOwner }
+        for file in specialFiles {
             let listed = FileName.encode(file.name)
-            special[file.file.raw] = file.role == .retiredOwner && !all.contains(listed) ? try name(file.file.raw) : listed
+            special[file.file.raw] = changing && !all.contains(listed) ? try name(file.file.raw) : listed
         }
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {

@@ -146,4 +146,21 @@ import VaultStore
         #expect(try Self.contents(storage, 1) == ["fresh": [9]])
         try checkStorageInvariants(storage)
     }
+
+    /// fsck (a read-only check) in the middle of a change: the records are at either of their
+    /// names, and the storage is clean.
+    @Test func aCheckDuringAChangeIsClean() throws {
+        let (storage, _) = try Self.cutAfterCommitPoint()
+        let viaOld = try TestVaults.open(storage, seed: 1, readOnly: true)
+        let report = try viaOld.check()
+        #expect(report.isClean && report.storageProblems.isEmpty, "\(report.storageProblems)")
+        let owner = try #require(viaOld.state.withLock { $0.committer.formatTwo?.specialFiles.first { $0.role == .ownerUnlock } })
+        let deviceName = try viaOld.state.withLock { try $0.name(owner.file.number) }
+        try viaOld.lock()
+        try storage.rename(deviceName, to: FileName.encode(owner.name))
+        let viaNew = try TestVaults.open(storage, seed: 2, readOnly: true)
+        let again = try viaNew.check()
+        #expect(again.isClean && again.storageProblems.isEmpty, "\(again.storageProblems)")
+        try viaNew.lock()
+    }
 }
