@@ -6,6 +6,8 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
     case formatOne
     /// Something is at the new pattern's names: another vault, which the change would hide.
     case newPatternInUse
+    /// The vault was upgraded from format 1: its pattern still names its files (design §G).
+    case upgraded
     /// The current pattern opened the vault through a record a finished change had retired.
     case formerPattern
 
@@ -14,6 +16,7 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
         case .noVault: "no vault opens with this pattern"
         case .formatOne: "this vault is in the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
         case .newPatternInUse: "the new pattern already opens another vault in this storage: changing to it would hide that vault"
+        case .upgraded: "this vault was upgraded from the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
         case .formerPattern: "this vault's pattern was changed by an earlier repattern, which was interrupted and is now finished: use the new pattern"
         }
     }

@@ -131,4 +131,24 @@ import Testing
         #expect(h.sh("cat a", in: vault).output == "one\n")
         #expect(h.lock(vault).status == 0)
     }
+
+    /// A vault of the format-1 release (the fixture of VaultCoreTests): refused with one line,
+    /// nothing changed.
+    @Test func aFormatOneVaultIsRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let archive = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("VaultCoreTests/Fixtures/format1.tar.gz").path
+        let folder = h.base + "/format1"
+        h.sh("mkdir \(folder) && tar -xzf \(archive) -C \(folder)")
+        let files = { try FileManager.default.contentsOfDirectory(atPath: folder + "/storage").sorted().map {
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/storage/" + $0))
+        } }
+        let before = try files()
+        let result = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
+                               input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
+        #expect(result.status == 1 && result.error == "dotsafe: this vault is in the format of an older DotSafe (format 1), "
+                + "whose pattern cannot be changed yet; nothing was changed\n", "\(result)")
+        #expect(try files() == before)
+    }
 }
