@@ -18,6 +18,9 @@ struct Committer {
     var pendingCopy: [UInt8]?
     /// A slot whose file is missing though the other opens: made again at the next change.
     var missingSlot: UInt64?
+    /// A format-1 vault being upgraded: format 2 in memory, format 1 on disk until the commit
+    /// point of its next commit (`VaultState+Upgrade.swift`).
+    var upgrade: FormatOneUpgrade?
     /// When the covers last got new bytes in this session, and whether a commit came since.
     private var coversRefreshedAt: Int64?
     var committedSinceCoverRefresh = false
@@ -37,9 +40,14 @@ struct Committer {
     }
 
     var format: StorageFormat { formatTwo == nil ? .one : .two }
+    /// The format of the committed root on disk: format 1 until an upgrade commits.
+    var storedFormat: StorageFormat { upgrade == nil ? format : .one }
 
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
+
+    /// Every page is written again at the next commit.
+    mutating func rewriteAllPages() { pageTable.markAllDirty() }
 
     var isNew: Bool { generation == 0 }
     var hasChanges: Bool { pageTable.isDirty || rootChanged }

@@ -60,6 +60,8 @@ struct FileAllocator {
     var firstDataNumber: UInt64 { Format.indexSlotCount + UInt64(coverCount) }
     var coverNumbers: Range<UInt64> { Format.indexSlotCount..<firstDataNumber }
     var freeCount: Int { free.count }
+    /// The free numbers, lowest first.
+    var freeNumbers: [UInt64] { free.reversed() }
 
     func owns(_ number: UInt64) -> Bool {
         let group = number / Self.group
@@ -137,6 +139,20 @@ struct FileAllocator {
         }
         allocatedSinceCommit = []
         groupsSinceCommit = []
+    }
+
+    /// Takes `number` out of the free files for good (a file the index does not list but the
+    /// vault uses: an upgrade's unlock record found at its name). False when it was not free.
+    mutating func reserve(_ number: UInt64) -> Bool {
+        guard let index = free.firstIndex(of: number) else { return false }
+        free.remove(at: index)
+        return true
+    }
+
+    /// Every free file that exists is refilled right after this commit (the upgrade's step 5:
+    /// free files may hold format-1 seals of earlier versions).
+    mutating func refillEveryFreeFile() {
+        refillNow = Set(refillNow).union(free.filter { !unwritten.contains($0) }).sorted()
     }
 
     /// Whether a free file waits for its refill at the next commit.

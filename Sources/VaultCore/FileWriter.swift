@@ -11,7 +11,7 @@ import VaultStore
 /// replaced (R-SEC-4); every group is whole on disk before the root that owns it.
 struct FileWriter {
     let storage: any StorageFolder
-    let secrets: VaultSecrets
+    var secrets: VaultSecrets
     let random: any RandomSource
     var allocator: FileAllocator
     /// A new group's files are being made by a write-behind.
@@ -154,6 +154,29 @@ struct FileWriter {
         try storage.create(unlock.name, contents: unlock.file, durable: true)
         pendingUnlock = nil
         try storage.syncFolder()
+    }
+
+    /// An upgrade's unlock record (docs/FORMAT.md §13.9 step 2): written over the free file
+    /// `number`, synced, then renamed to `name`, so that the name never shows bytes that are not
+    /// on disk; the folder sync before the root makes the new name durable. A file of a group
+    /// made since the last commit, not there yet, is created at `name` instead. `file` nil: the
+    /// record was found at its name after a crash, which may have kept the rename from the disk;
+    /// the same folder sync makes it durable.
+    mutating func placeUnlockRecord(_ file: [UInt8]?, number: UInt64, name: String) throws {
+        if let file { try writeUpgradeRecord(file, number: number, name: name) }
+        createdSinceCommit = true
+    }
+
+    private mutating func writeUpgradeRecord(_ file: [UInt8], number: UInt64, name: String) throws {
+        if allocator.needsCreate(number) {
+            try storage.create(name, contents: file, durable: true)
+            allocator.markCreated(number)
+        } else {
+            let numbered = try self.name(number)
+            try storage.write(numbered, offset: 0, bytes: file)
+            try storage.sync([numbered])
+            try storage.rename(numbered, to: name)
+        }
     }
 
     // MARK: Write-behind

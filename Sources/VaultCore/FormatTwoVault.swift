@@ -19,18 +19,25 @@ enum FormatTwoVault {
         let number = allocator.allocate()
         allocator.markCreated(number)  // its file has the pattern's name, not a device name
         let file = FileRef(device: 0, number: number)
-        var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
-        defer {
-            Sealer.wipe(&record.vaultKey)
-            Sealer.wipe(&record.rootLocator)
-        }
-        let sealed = try seal(record, for: patternSecrets, random: random)
+        let sealed = try sealUnlock(vaultKey: vaultKey, rootLocator: rootLocator, file: file, patternSecrets: patternSecrets,
+                                    random: random)
         let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
         var prefix: UInt32 = 0
         while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
         let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
                                  specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
         return (secrets, root, (FileName.encode(nameBytes), sealed))
+    }
+
+    /// The owner's unlock record (§13.3: VK, RL, the file that holds it), sealed for the pattern.
+    static func sealUnlock(vaultKey: SecretBytes, rootLocator: SecretBytes, file: FileRef, patternSecrets: VaultSecrets,
+                           random: any RandomSource) throws -> [UInt8] {
+        var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
+        defer {
+            Sealer.wipe(&record.vaultKey)
+            Sealer.wipe(&record.rootLocator)
+        }
+        return try seal(record, for: patternSecrets, random: random)
     }
 
     /// An owner record sealed for a pattern (its index key, the local location): the file's bytes.

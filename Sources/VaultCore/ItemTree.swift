@@ -258,6 +258,15 @@ struct ItemTree {
         return old
     }
 
+    /// An upgraded item's format-1 key, once nothing of it needs the key; returns it (its owner
+    /// frees it).
+    mutating func dropItemKey(_ id: UInt64) -> SecretArena.Slot? {
+        let old = items[id]!.key
+        items[id]!.key = nil
+        dirtyItems.insert(id)
+        return old
+    }
+
     /// Format 2: every item this commit writes gets its next version (docs/FORMAT.md §13.8).
     mutating func countVersions(device: UInt16) {
         for id in dirtyItems where items[id] != nil {
@@ -265,6 +274,9 @@ struct ItemTree {
             items[id]!.record.changedBy = device
         }
     }
+
+    /// Every item is written again at the next commit, with its next version (an upgrade).
+    mutating func markAllDirty() { dirtyItems.formUnion(items.keys) }
 
     /// After a commit wrote every change.
     mutating func didCommit() {

@@ -38,6 +38,11 @@ struct PageTable {
         pages[p].dirty = true
     }
 
+    /// Every page is written again at the next commit (an upgrade: every record changes form).
+    mutating func markAllDirty() {
+        for i in pages.indices { pages[i].dirty = true }
+    }
+
     mutating func remove(_ key: RecordKey) {
         guard !pages.isEmpty else { return }
         let p = pageIndex(for: key)

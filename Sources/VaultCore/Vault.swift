@@ -18,6 +18,9 @@ public final class Vault: Sendable {
         /// The format of a vault created by this open: format 2; format 1 only for tests that
         /// show what format 1 does (docs/FORMAT.md §13).
         var newVaultFormat = StorageFormat.two
+        /// Whether a format-1 vault opened for writing becomes format 2 at its first commit;
+        /// off only in tests that show format 1 or play a release without the upgrade.
+        var upgradesFormatOne = true
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -65,7 +68,8 @@ public final class Vault: Sendable {
         do {
             let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
-                                                           newVaultFormat: options.newVaultFormat))
+                                                           newVaultFormat: options.newVaultFormat,
+                                                           upgradesFormatOne: options.upgradesFormatOne))
             return Vault(state, storage: storage, writeBehind: options.writeBehind)
         } catch {
             throw VaultError.wrap(error)
@@ -75,8 +79,14 @@ public final class Vault: Sendable {
     /// True until the first commit: nothing of this vault is on disk.
     public var isNew: Bool { state.withLock { $0.isNew } }
     public var generation: UInt64 { state.withLock { $0.committer.generation } }
-    /// 1 or 2: the format the vault's storage is written in (docs/FORMAT.md §13).
-    public var formatVersion: Int { state.withLock { $0.format == .one ? 1 : 2 } }
+    /// 1 or 2: the format the vault's storage is written in (docs/FORMAT.md §13). A format-1
+    /// vault opened for writing stays 1 until its first commit upgrades it (§13.9).
+    public var formatVersion: Int { state.withLock { $0.committer.storedFormat == .one ? 1 : 2 } }
+    /// Whether the vault's root locator RL is still the pattern's locator LOC and device 0's
+    /// names key NKd still the pattern's NK (docs/FORMAT.md §13.9): true for a format-1 vault
+    /// and for one upgraded from format 1 until a pattern change moves them; false for a vault
+    /// created as format 2.
+    public var namesArePatternDerived: (rootLocator: Bool, namesKey: Bool) { state.withLock { $0.namesArePatternDerived } }
     /// Format 2: why a root the vault committed is not in its slots (missing, damaged, older),
     /// naming the generation opened; nil when the slots are as commits and crashes leave them.
     public var rollbackWarning: String? { state.withLock { $0.rollbackWarning } }
@@ -84,10 +94,7 @@ public final class Vault: Sendable {
     /// format 2's unlock record has the name the pattern gives it.
     public func storageName(ofFile number: UInt64) throws -> String {
         try state.withLock { state in
-            if let special = state.committer.formatTwo?.specialFiles.first(where: { $0.file.raw == number }) {
-                return FileName.encode(special.name)
-            }
-            return try state.name(number)
+            try state.specialFileNames[number] ?? state.name(number)
         }
     }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }

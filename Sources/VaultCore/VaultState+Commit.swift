@@ -20,7 +20,11 @@ extension VaultState {
         let refillDue = writer.refillsFreedFiles && writer.allocator.hasRefillDue
         guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
-            if committer.format == .two { tree.countVersions(device: 0) }
+            try prepareUpgradeCommit()
+            if committer.format == .two {
+                dropFormatOneKeys()
+                tree.countVersions(device: 0)
+            }
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = self.arena, format = committer.format
             statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
@@ -120,8 +124,10 @@ extension VaultState {
     /// other slot of a first commit is made, and the files the root released go.
     private mutating func writeRoot(coversRefreshed: Bool) throws {
         let releasing = writer.takeReleasing()
+        let upgrading = committer.upgrade != nil
         try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: arena,
                                 coversRefreshed: coversRefreshed)
+        if upgrading { finishUpgrade() }
         let items = tree.items
         packs.didCommit { items[$0]?.packedMember }
         tree.didCommit()

@@ -9,6 +9,10 @@ extension VaultState {
         var owner: (uid: UInt32, gid: UInt32) = (0, 0)
         /// The format a new vault is created in; format 1 only for tests of format-1 vaults.
         var newVaultFormat = StorageFormat.two
+        /// Whether a format-1 vault opened for writing is upgraded to format 2 at its first
+        /// commit (docs/FORMAT.md §13.9); off only in tests that show what format 1 does, or
+        /// play a release without the upgrade.
+        var upgradesFormatOne = true
     }
 
     /// Opens the vault that these secrets find (docs/FORMAT.md §9.1): its newest root and every
@@ -21,6 +25,15 @@ extension VaultState {
         if let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets) {
             return try openFormatTwo(unlock, storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }
+        return try openFormatOne(storage: storage, secrets: secrets, random: random, clock: clock, options: options)
+    }
+
+    /// A format-1 vault (§9.1), or a new one when nothing is at its index names. Opened for
+    /// writing, it is upgraded to format 2 at its first commit (`startUpgrade`); `resuming`: an
+    /// upgrade's unlock record, found at its name beside slots that hold format-1 roots only
+    /// (an upgrade cut after its step 2, §13.9).
+    static func openFormatOne(storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
+                              options: OpenOptions, resuming: (name: String, record: UnlockRecord)? = nil) throws -> VaultState {
         var present: [UInt64] = []
         var roots: [(slot: UInt64, root: IndexRoot)] = []
         for slot in 0..<Format.indexSlotCount {
@@ -78,6 +91,7 @@ extension VaultState {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)
         }
+        if options.upgradesFormatOne && (!options.readOnly || resuming != nil) { try state.startUpgrade(resuming: resuming) }
         return state
     }
 

@@ -38,6 +38,15 @@ extension VaultState {
             }
         }
         defer { for candidate in roots { wipeKeys(of: candidate.root) } }
+        if roots.isEmpty && slots.contains(where: { $0 != nil }) && isUpgradeRecord(record, patternSecrets: patternSecrets) {
+            // An upgrade cut after its unlock record went to its name (§13.9): the slots still
+            // hold format 1's roots. The next commit resumes it with this record.
+            vaultKey.wipe()
+            rootLocator.wipe()
+            rootKey.wipe()
+            return try openFormatOne(storage: storage, secrets: patternSecrets, random: random, clock: clock, options: options,
+                                     resuming: unlock)
+        }
         if slots.allSatisfy({ $0 == nil }) {
             // A first commit that died before its root: what it left is named from this record's
             // vault key. It goes, then the record; the vault starts again, empty.
@@ -111,6 +120,13 @@ extension VaultState {
             try state.finishPatternChange()
         }
         return state
+    }
+
+    /// An upgraded vault's record: its RL is the pattern's locator (a new vault's is random).
+    private static func isUpgradeRecord(_ record: UnlockRecord, patternSecrets: VaultSecrets) -> Bool {
+        var locator = patternSecrets.locator.copyBytes()
+        defer { Sealer.wipe(&locator) }
+        return ConstantTime.equals(record.rootLocator, locator)
     }
 
     /// The keys a decoded root holds (names keys, page keys), zeroed where every copy reads them.

@@ -12,14 +12,12 @@ extension VaultState {
     /// the new pattern's names hold nothing; checked again here, since nothing may be hidden.
     mutating func changePattern(to newPattern: VaultSecrets, progress: (Int) -> Void) throws {
         guard !readOnly else { throw VaultError.readOnly }
-        guard var root = committer.formatTwo else { throw PatternChangeError.formatOne }
+        guard var root = committer.formatTwo, committer.upgrade == nil else { throw PatternChangeError.formatOne }
         guard !isNew else { throw PatternChangeError.noVault }
         guard !openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
         // A vault upgraded from format 1 keeps the pattern's LOC as RL and its NK as device 0's
         // NKd (design §G): the old pattern would still name its files. Moving them is not built.
-        guard !Self.same(secrets.locator, patternSecrets.locator) && !Self.same(secrets.namesKey, patternSecrets.namesKey) else {
-            throw PatternChangeError.upgraded
-        }
+        guard namesArePatternDerived == (false, false) else { throw PatternChangeError.upgraded }
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
@@ -80,15 +78,6 @@ extension VaultState {
         committer.rootChanged = true
         try commit()
         progress(3)
-    }
-
-    private static func same(_ a: SecretBytes, _ b: SecretBytes) -> Bool {
-        var first = a.copyBytes(), second = b.copyBytes()
-        defer {
-            Sealer.wipe(&first)
-            Sealer.wipe(&second)
-        }
-        return ConstantTime.equals(first, second)
     }
 
     /// A rename that may have happened already. Where both names exist and hold the same bytes

@@ -21,8 +21,9 @@ public struct VaultStatistics: Equatable, Sendable {
 /// type are the operations that span parts: contents, write-behind, loads, the commit.
 struct VaultState {
     /// The secrets that name and seal the storage's files: the pattern's in format 1; in format 2
-    /// the root locator, root key and device names key (`FormatTwoVault`).
-    let secrets: VaultSecrets
+    /// the root locator, root key and device names key (`FormatTwoVault`; an upgrade replaces
+    /// the pattern's with these at open, `VaultState+Upgrade`).
+    var secrets: VaultSecrets
     /// The pattern's secrets, erased at lock with the rest.
     let patternSecrets: VaultSecrets
     let random: any RandomSource

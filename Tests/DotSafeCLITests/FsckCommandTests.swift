@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Testing
 @testable import VaultCore
@@ -112,6 +113,37 @@ import VaultStore
         #expect(run.standardOutput.hasSuffix(": clean.\n"), "\(run)")
         #expect(run.standardOutput.contains("6 items, 5 chunks, 2 pack members"), "\(run)")
         #expect(try fixture.snapshot() == before)
+    }
+
+    /// The format-1 fixture of the VaultCore tests (docs/FORMAT.md §13.9): `fsck` reads it as
+    /// format 1, and again once its first commit has made it format 2, when its chunks and most
+    /// of its members are still format-1 seals, read with the item keys the upgrade kept.
+    @Test func aFormatOneVaultAndItsUpgradePass() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let archive = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("VaultCoreTests/Fixtures/format1.tar.gz").path
+        let untar = CommandResult.run("/bin/tar", ["-xzf", archive, "-C", base])
+        try #require(untar.status == 0, "\(untar.error)")
+        let pattern = "a1-b2-c3-d4-e5-e4-d3"
+        func fsck() -> CLIRun { CLIRun(["fsck", base + "/storage", "--pattern", pattern], environment: environment) }
+        let formatOne = fsck()
+        #expect(formatOne.status == 0 && formatOne.standardOutput.hasSuffix(": clean.\n"), "\(formatOne)")
+        #expect(formatOne.standardOutput.contains("14 items, 3 chunks, 5 pack members"), "\(formatOne)")
+
+        let salt = try #require(try Keyring(option: nil, environment: environment).patternSalt())
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/storage"),
+                                   secrets: try VaultSecrets(pattern: Pattern(parsing: pattern), salt: salt))
+        let hello = try vault.lookup(try vault.lookup(Vault.rootID, Array("docs".utf8)), Array("hello.txt".utf8))
+        try vault.write(hello, offset: 0, bytes: Array("HELLO".utf8))
+        try vault.commit()
+        #expect(vault.formatVersion == 2)
+        try vault.lock()
+        let storage = try FileManager.default.contentsOfDirectory(atPath: base + "/storage").sorted()
+        let upgraded = fsck()
+        #expect(upgraded.status == 0 && upgraded.standardOutput.hasSuffix(": clean.\n"), "\(upgraded)")
+        #expect(upgraded.standardOutput.contains("14 items, 3 chunks, 5 pack members"), "\(upgraded)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: base + "/storage").sorted() == storage, "fsck writes nothing")
     }
 
     @Test func damageIsReportedByPathAndRepairDropsOnlyIt() throws {

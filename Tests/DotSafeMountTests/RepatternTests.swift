@@ -150,5 +150,20 @@ import Testing
         #expect(result.status == 1 && result.error == "dotsafe: this vault is in the format of an older DotSafe (format 1), "
                 + "whose pattern cannot be changed yet; nothing was changed\n", "\(result)")
         #expect(try files() == before)
+
+        // Mounted and written, it is upgraded to format 2 (FORMAT.md §13.9), and refused still:
+        // its pattern names its files.
+        let vault = try h.mountPoint()
+        let mounted = h.dotsafe(["--keyring", folder + "/keyring", "mount", folder + "/storage", vault, "--pattern-stdin"],
+                                input: "a1-b2-c3-d4-e5-e4-d3\n")
+        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        h.sh("echo new > added && sync added", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let upgraded = try files()
+        let again = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
+                              input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
+        #expect(again.status == 1 && again.error == "dotsafe: this vault was upgraded from the format of an older DotSafe (format 1), "
+                + "whose pattern cannot be changed yet; nothing was changed\n", "\(again)")
+        #expect(try files() == upgraded)
     }
 }

@@ -63,4 +63,31 @@ import VaultStore
         #expect(writer.allocator.nextFileNumber == 16)
         #expect(try (16..<32).allSatisfy { try !storage.entryExists(try writer.name($0)) })
     }
+
+    /// An upgrade's unlock record (docs/FORMAT.md §13.9 step 2): over an existing free file,
+    /// written, synced, then renamed (the number of files stays); in a file of a new group not
+    /// made yet, created at its name. Either way the folder is synced before the root.
+    @Test func anUpgradeRecordTakesAFreeFilesPlace() throws {
+        var (writer, storage) = try Self.writer()
+        let existing = try writer.store(Self.file)
+        try writer.syncData()
+        writer.release(existing)
+        writer.allocator.didCommit()
+        let record = [UInt8](repeating: 0x5C, count: Format.fileSize)
+        let count = storage.snapshot.count
+        let name = FileName.encode([UInt8](repeating: 7, count: Format.nameBytes))
+        try writer.placeUnlockRecord(record, number: existing, name: name)
+        #expect(storage.snapshot.count == count && storage.snapshot[name] == record)
+        #expect(try !storage.entryExists(try writer.name(existing)))
+        #expect(writer.createdSinceCommit)
+        storage.powerLoss()
+        #expect(storage.snapshot[try writer.name(existing)] == record && storage.snapshot[name] == nil,
+                "before the folder sync a power loss brings the old name back, with the record's bytes")
+
+        let fresh = writer.allocator.makeGroup().lowerBound
+        let other = FileName.encode([UInt8](repeating: 8, count: Format.nameBytes))
+        try writer.placeUnlockRecord(record, number: fresh, name: other)
+        #expect(storage.snapshot[other] == record && !writer.allocator.needsCreate(fresh))
+        #expect(try !storage.entryExists(try writer.name(fresh)))
+    }
 }

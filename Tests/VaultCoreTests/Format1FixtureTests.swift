@@ -100,15 +100,25 @@ import VaultStore
         #expect(try vault.attributes(try Self.id("docs/hello.txt", in: vault)).mtime == Self.clockStart)
     }
 
-    @Test func theFormat1VaultTakesWritesAndReopens() throws {
+    /// Opened for writing, the format-1 vault reads as before, and its first commit upgrades it
+    /// to format 2 (docs/FORMAT.md §13.9) with the same number of storage files; afterwards it
+    /// reads every file again, `fsck` reads its remaining format-1 chunks and members, and the
+    /// pattern still names its files (RL = LOC, NKd = NK) until a pattern change.
+    @Test func theFormat1VaultTakesWritesAndIsUpgraded() throws {
         let fixture = try Self.unpack()
         defer { TestFolder.remove(fixture.folder) }
         let added = TestVaults.content(400_000, seed: 9)
+        let files = try fixture.storage.listFiles().count
         do {
             let vault = try Vault.open(storage: fixture.storage, secrets: try fixture.secrets())
-            try vault.makeFile("added.bin", added)
+            #expect(vault.formatVersion == 1)
+            #expect(try Self.contents(of: vault) == Self.expected)
             try vault.write(try Self.id("docs/hello.txt", in: vault), offset: 0, bytes: Array("HELLO".utf8))
             try vault.remove(Array("empty".utf8), from: Vault.rootID)
+            try vault.commit()
+            #expect(vault.formatVersion == 2)
+            #expect(try fixture.storage.listFiles().count == files, "the upgrade keeps the count of storage files")
+            try vault.makeFile("added.bin", added)
             try vault.lock()
         }
         var expected = Self.expected
@@ -117,8 +127,16 @@ import VaultStore
         expected["empty"] = nil
         let again = try Vault.open(storage: fixture.storage, secrets: try fixture.secrets(), options: Vault.Options(readOnly: true))
         defer { try? again.lock() }
+        #expect(again.formatVersion == 2 && again.rollbackWarning == nil)
+        let derived = again.namesArePatternDerived
+        #expect(derived.rootLocator && derived.namesKey)
         #expect(try Self.contents(of: again) == expected)
-        #expect(try again.check().isClean)
+        let attribute = Self.extendedAttribute
+        #expect(try again.extendedAttribute(try Self.id(attribute.path, in: again), attribute.name) == attribute.value)
+        let report = try again.check()
+        #expect(report.isClean, "\(report.storageProblems)")
+        // big.bin's two chunks and sparse.bin's one (format-1 seals, scheme 1), added.bin's two.
+        #expect(report.chunksChecked == 5)
     }
 
     /// Writes the fixture: only meaningful with a format-1 writer (commit fd0c8da). Large random

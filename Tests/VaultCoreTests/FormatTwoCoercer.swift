@@ -50,6 +50,8 @@ struct FormatTwoCoercer {
         // Every page key reachable from any root, and from any page they open, at any level.
         var pageKeys: [[UInt8]] = roots.flatMap { $0.top.map(\.pageKey) }
         var chunkKeys: [[UInt8]] = [], memberKeys: [(key: [UInt8], offset: Int, length: Int)] = []
+        // Upgraded items (§13.8): a format-1 item key, and members of layout 3 it opens.
+        var itemKeys: [(id: UInt64, key: [UInt8])] = [], formatOneMembers: [(id: UInt64, key: [UInt8], member: ItemRecord.Member)] = []
         var keysFound = Set<[UInt8]>(pageKeys)
         var largestChunk = 0
         var tried = 0
@@ -69,8 +71,15 @@ struct FormatTwoCoercer {
                             if recordKey.sub == 0 {
                                 guard let record = try? ItemRecord.decode(value), record.type == .file else { continue }
                                 largestChunk = max(largestChunk, Int(min(record.size, 1 << 40) / UInt64(Format.payloadSize)))
-                                if case .packed(let member) = record.layout, keysFound.insert(member.key).inserted {
-                                    memberKeys.append((member.key, Int(member.offset), Int(member.sealedLength)))
+                                if !record.itemKey.isEmpty && keysFound.insert(record.itemKey).inserted {
+                                    itemKeys.append((recordKey.itemID, record.itemKey))
+                                }
+                                if case .packed(let member) = record.layout {
+                                    if member.key.isEmpty {
+                                        formatOneMembers.append((recordKey.itemID, record.itemKey, member))
+                                    } else if keysFound.insert(member.key).inserted {
+                                        memberKeys.append((member.key, Int(member.offset), Int(member.sealedLength)))
+                                    }
                                 }
                             } else if let entries = try? ChunkSegmentV2.decode(value) {
                                 for entry in entries { if case .key(let key) = entry.seal, keysFound.insert(key).inserted { chunkKeys.append(key) } }
@@ -103,6 +112,27 @@ struct FormatTwoCoercer {
                 }
             }
         }
+        // Format-1 seals of upgraded items (§7.1, §7.2): every file as a chunk of every index,
+        // and every file at each recorded member's place with its recorded nonce.
+        for (id, key) in itemKeys {
+            let secret = try SecretBytes(copying: key)
+            for file in files.values {
+                for index in 0...UInt64(largestChunk + 1) {
+                    if let body = openEnvelope(file, key: secret, version: 1, label: Label.sealChunk, context: bytes(id) + bytes(index),
+                                               kind: .chunk) {
+                        recovery.plaintexts.append(body)
+                    }
+                }
+            }
+        }
+        for (id, key, member) in formatOneMembers {
+            let secret = try SecretBytes(copying: key), place = Int(member.offset)..<Int(member.offset) + Int(member.sealedLength)
+            for file in files.values where place.upperBound <= file.count {
+                if let content = open(file[place], nonce: member.nonce, key: secret, label: Label.sealMember, context: bytes(id)) {
+                    recovery.plaintexts.append(content)
+                }
+            }
+        }
         for key in formatOnePageKeys {
             for file in files.values {
                 if let body = openEnvelope(file, key: key, version: 1, label: Label.sealIndexPage, context: [], kind: .indexPage) {
@@ -131,8 +161,9 @@ struct FormatTwoCoercer {
                 case .interior(let children): try visit(children, level: level - 1)
                 case .leaf(let records):
                     for (recordKey, value) in records {
-                        if recordKey.sub == 0, let record = try? ItemRecord.decode(value), case .packed(let member) = record.layout {
-                            keys.insert(member.key)
+                        if recordKey.sub == 0, let record = try? ItemRecord.decode(value) {
+                            if !record.itemKey.isEmpty { keys.insert(record.itemKey) }
+                            if case .packed(let member) = record.layout, !member.key.isEmpty { keys.insert(member.key) }
                         } else if recordKey.sub > 0, let entries = try? ChunkSegmentV2.decode(value) {
                             for entry in entries { if case .key(let key) = entry.seal { keys.insert(key) } }
                         }

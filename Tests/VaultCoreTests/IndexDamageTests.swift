@@ -59,7 +59,8 @@ import VaultStore
         try reader.lock()
         expectUnchanged(storage, since: damaged, "read-only open")
 
-        let vault = try TestVaults.open(storage)
+        // Format 1's fallback, kept as format 1 (an upgrade would write its root into both slots).
+        let vault = try TestVaults.open(storage, format: .one)
         // Without the refill this lock writes one root, not two (§9.2 step 6).
         vault.state.withLock { $0.writer.refillsFreedFiles = false }
         #expect(vault.generation == 1)
@@ -67,7 +68,7 @@ import VaultStore
         try vault.makeFile("c", [3])
         try vault.lock()
         #expect(storage.bytes(fixture.olderSlot) == damaged[fixture.olderSlot]!, "generation 1 stays where it was")
-        let again = try TestVaults.open(storage)
+        let again = try TestVaults.open(storage, format: .one)
         #expect(again.generation == 2)
         var expected = fixture.first
         expected["c"] = .file(mode: 0o644, content: [3])
@@ -98,7 +99,7 @@ import VaultStore
         try #require(storage.snapshot.count < withBig, "generation 2 released groups")
         storage.flipBit(numbers.name(0), at: 77)
 
-        let older = try TestVaults.open(storage)
+        let older = try TestVaults.open(storage, format: .one)
         #expect(older.generation == 1)
         #expect(try older.readAll("small") == [1, 2])
         expectDamagedData("big, whose released chunks are gone") { _ = try older.readAll("big") }

@@ -20,6 +20,8 @@ struct TestVaults {
                      readOnly: Bool = false, format: StorageFormat = .two) throws -> Vault {
         var options = Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes)
         options.newVaultFormat = format
+        // Format 1 asked for: a format-1 vault stays format 1 (as a release without the upgrade).
+        options.upgradesFormatOne = format == .two
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options, random: random, clock: clock)
     }
 

@@ -84,6 +84,31 @@ import VaultStore
         #expect(try storage.read(taken) == Self.contents(6), "a refused create leaves the file as it was")
     }
 
+    /// A rename moves a storage file to a free name, atomically, keeping its bytes and the count
+    /// of files; it never replaces anything (an upgrade's unlock record, docs/FORMAT.md §13.9)
+    /// and never moves what is not a storage file.
+    @Test(arguments: StorageKind.allCases)
+    func renameMovesAFileAndReplacesNothing(kind: StorageKind) throws {
+        let fixture = try StorageFixture(kind)
+        let storage = fixture.folder
+        let a = Self.name(20), b = Self.name(21), c = Self.name(22)
+        try storage.create(a, contents: Self.contents(20), durable: true)
+        try storage.create(c, contents: Self.contents(22), durable: true)
+        try storage.rename(a, to: b)
+        try storage.syncFolder()
+        #expect(try storage.listFiles().sorted() == [b, c].sorted())
+        #expect(try storage.read(b) == Self.contents(20))
+        #expect(throws: StoreError.exists(c)) { try storage.rename(b, to: c) }
+        #expect(try storage.read(c) == Self.contents(22) && storage.read(b) == Self.contents(20), "a refused rename changes nothing")
+        #expect(throws: StoreError.unusableFile(a)) { try storage.rename(a, to: Self.name(23)) }
+        try fixture.plant(.wrongSize)
+        #expect(throws: StoreError.unusableFile(HostileEntry.wrongSize.name)) {
+            try storage.rename(HostileEntry.wrongSize.name, to: Self.name(24))
+        }
+        #expect(try fixture.isIntact(.wrongSize))
+        #expect(try storage.listFiles().sorted() == [b, c].sorted())
+    }
+
     /// A hostile entry is listed by name only, fails every read and write with `unusableFile`,
     /// is never followed, never written, and unless it is a regular file, never removed.
     @Test(arguments: StorageKind.allCases, HostileEntry.allCases)
