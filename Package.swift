@@ -29,7 +29,8 @@ let package = Package(
         // Sync: the merge of item trees (pure) and the remote storage that rclone reaches.
         .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
-        .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto",
+                                                "VaultFormat"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),
         // Fuzzing (tools/fuzz): one function per decoder of bytes from disk, and a driver that
         // links libFuzzer only when built with -DDOTSAFE_LIBFUZZER; otherwise it replays files.

@@ -15,6 +15,8 @@ public enum DotSafeCLI {
         MountCommand.self,
         LockCommand.self,
         StatusCommand.self,
+        ContactCommand.self,
+        ShareCommand.self,
         FsckCommand.self,
         AuditCommand.self,
         KeyringCommand.self,

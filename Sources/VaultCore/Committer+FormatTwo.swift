@@ -9,6 +9,7 @@ struct FormatTwoRoot {
     let deviceID: [UInt8]
     let itemPrefix: UInt32
     let deviceName: [UInt8]
+    /// The owner's unlock record, and the grants (§14) sharing adds.
     var specialFiles: [IndexRootV2.SpecialFile]
     var extensions: [IndexRootV2.Extension] = []
 }

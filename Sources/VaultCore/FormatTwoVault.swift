@@ -6,44 +6,49 @@ import VaultStore
 /// and index key to the owner's unlock record, and from its vault key and root locator to the
 /// secrets that name and seal the storage's files.
 enum FormatTwoVault {
-    /// A new vault's secrets, its root's fixed part, and its unlock record, sealed for the
-    /// pattern (written before any other file: `FileWriter.writeUnlockRecord`). The record
-    /// takes the lowest free number of group 0.
+    /// A new vault's secrets, its root's fixed part, its identity (§14), and its unlock record,
+    /// sealed for the pattern (written before any other file: `FileWriter.writeUnlockRecord`).
+    /// The record takes the lowest free number of group 0.
     static func create(patternSecrets: VaultSecrets, vaultKey: SecretBytes, allocator: inout FileAllocator,
                        random: any RandomSource) throws
-        -> (secrets: VaultSecrets, root: FormatTwoRoot, unlock: (name: String, file: [UInt8])) {
+        -> (secrets: VaultSecrets, root: FormatTwoRoot, unlock: (name: String, file: [UInt8]), identity: X25519.PrivateKey) {
         let rootLocator = try SecretBytes.random(count: Format.keySize, using: random)
+        let identity = try X25519.PrivateKey(using: random)
         let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
         let secrets = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey,
                                    namesKey: try FormatTwoKeys.firstDeviceNamesKey(vaultKey: vaultKey))
         let number = allocator.allocate()
         allocator.markCreated(number)  // its file has the pattern's name, not a device name
         let file = FileRef(device: 0, number: number)
-        let sealed = try sealUnlock(vaultKey: vaultKey, rootLocator: rootLocator, file: file, patternSecrets: patternSecrets,
-                                    random: random)
+        let record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file,
+                                  identityKey: identity.rawRepresentation.copyBytes())
+        let sealed = try sealOwnerRecord(record, patternSecrets: patternSecrets, random: random)
         let nameBytes = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator)
         var prefix: UInt32 = 0
         while prefix == 0 { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
         let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: prefix, deviceName: [],
                                  specialFiles: [IndexRootV2.SpecialFile(file: file, role: .ownerUnlock, name: nameBytes)])
-        return (secrets, root, (FileName.encode(nameBytes), sealed))
+        return (secrets, root, (FileName.encode(nameBytes), sealed), identity)
     }
 
-    /// The owner's unlock record (§13.3: VK, RL, the file that holds it), sealed for the pattern.
+    /// The owner's unlock record (§13.3: VK, RL, the file that holds it), sealed for the pattern;
+    /// no identity yet (an upgraded vault gets one when sharing first needs it, §14.7).
     static func sealUnlock(vaultKey: SecretBytes, rootLocator: SecretBytes, file: FileRef, patternSecrets: VaultSecrets,
                            random: any RandomSource) throws -> [UInt8] {
-        var record = UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file)
-        defer {
-            Sealer.wipe(&record.vaultKey)
-            Sealer.wipe(&record.rootLocator)
-        }
-        return try seal(record, for: patternSecrets, random: random)
+        try sealOwnerRecord(UnlockRecord(vaultKey: vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(), ownFile: file),
+                            patternSecrets: patternSecrets, random: random)
     }
 
-    /// An owner record sealed for a pattern (its index key, the local location): the file's bytes.
-    static func seal(_ record: UnlockRecord, for patternSecrets: VaultSecrets, random: any RandomSource) throws -> [UInt8] {
+    /// The owner's record sealed for the pattern (kind 4, IK, `lp8("local")`); wipes the
+    /// record's keys where every copy of them reads.
+    static func sealOwnerRecord(_ record: UnlockRecord, patternSecrets: VaultSecrets, random: any RandomSource) throws -> [UInt8] {
         var body = record.encode()
-        defer { Sealer.wipe(&body) }
+        defer {
+            Sealer.wipe(&body)
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
         return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
                                        key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
                                        random: random).file

@@ -40,9 +40,16 @@ public enum GrantSeal {
 
     /// The grant's storage name at `location`, for the sharer (`identity` is the sender's).
     public static func name(sharing identity: X25519.PrivateKey, with recipient: [UInt8], location: [UInt8]) throws -> String {
+        FileName.encode(try nameBytes(sharing: identity, with: recipient, location: location))
+    }
+
+    /// The 16 bytes of that name, as the sharer's root lists them (§13.5).
+    public static func nameBytes(sharing identity: X25519.PrivateKey, with recipient: [UInt8], location: [UInt8]) throws -> [UInt8] {
         let secret = try pairSecret(identity: identity, peer: recipient)
         defer { secret.wipe() }
-        return try name(pairSecret: secret, sender: identity.publicKey, recipient: recipient, location: location)
+        return try HKDF.deriveBytes(from: secret, salt: [],
+                                    info: GrantFile.nameInfo(sender: identity.publicKey, recipient: recipient, location: location),
+                                    count: Format.nameBytes)
     }
 
     /// The grant's storage name at `location`, for the recipient (`identity` is the recipient's).

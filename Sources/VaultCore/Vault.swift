@@ -55,7 +55,7 @@ public final class Vault: Sendable {
     private let writeBehind: WriteBehindQueue
     private let storage: any StorageFolder
 
-    private init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
+    init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
         self.state = Mutex(state)
         self.storage = storage
         self.writeBehind = WriteBehindQueue(writeBehind)

@@ -48,6 +48,8 @@ extension VaultState {
                                      resuming: unlock)
         }
         if slots.allSatisfy({ $0 == nil }) {
+            // A grant names a vault that exists: never an empty one in its place.
+            guard record.role == .owner else { throw SharingError.sharedVaultMissing }
             // A first commit that died before its root: what it left is named from this record's
             // vault key. It goes, then the record; the vault starts again, empty.
             var state = try newVault(storage: storage, secrets: patternSecrets, random: random, clock: clock, options: options)
@@ -75,9 +77,11 @@ extension VaultState {
         do {
             // Role 3: a pattern change in progress still lists the old pattern's record (§13.11).
             guard let found = newest.specialFiles.first(where: { special in
-                special.file == record.ownFile
-                    && (special.role == .ownerUnlock || (special.role == .retiredOwner && FileName.encode(special.name) == unlock.name))
+                special.file == record.ownFile && (record.role == .grant ? special.role == .grant
+                    : special.role == .ownerUnlock || (special.role == .retiredOwner && FileName.encode(special.name) == unlock.name))
             }) else {
+                // A grant no root lists: a share cut short, or one withdrawn.
+                guard record.role == .owner else { throw SharingError.noGrant }
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
             openedThroughFormer = found.role == .retiredOwner
@@ -102,6 +106,7 @@ extension VaultState {
             patternSecrets.wipe()
             switch error {
             case let error as VaultError: throw error
+            case let error as SharingError: throw error
             case FormatError.newerVersion(let version): throw VaultError.newerFormat(version)
             default: throw VaultError.damagedIndex("\(error)")
             }
@@ -114,6 +119,7 @@ extension VaultState {
                                committer: committer, contents: contents, arena: arena)
         state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
         state.openedThroughFormerPattern = openedThroughFormer
+        if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)

@@ -35,7 +35,7 @@ extension VaultState {
         }
         let number = try writer.allocateUsable()
         record.ownFile = FileRef(device: 0, number: number)
-        try writer.storeFile(number, try FormatTwoVault.seal(record, for: newPattern, random: random))
+        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
         root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
                              IndexRootV2.SpecialFile(file: owner.file, role: .retiredOwner, name: owner.name)]

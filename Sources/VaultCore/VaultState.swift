@@ -44,6 +44,8 @@ struct VaultState {
     /// Format 2: the record that opened the vault was its owner's before a pattern change
     /// (role 3, docs/FORMAT.md §13.11): this pattern opens nothing once the change is finished.
     var openedThroughFormerPattern = false
+    /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
+    var sharing = VaultSharing()
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }
@@ -64,6 +66,7 @@ struct VaultState {
         let covers = Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count))
         var allocator = FileAllocator(newVaultWithCovers: UInt8(covers))
         var nextItemID = Format.rootItemID + 1
+        var identity: X25519.PrivateKey?
         if format == .one {
             self.secrets = secrets
             committer = try Committer(vaultKey: vaultKey, generation: 0)
@@ -74,6 +77,7 @@ struct VaultState {
             committer = try Committer(vaultKey: vaultKey, generation: 0, formatTwo: start.root)
             writer = FileWriter(storage: storage, secrets: start.secrets, random: random, allocator: allocator)
             writer.pendingUnlock = start.unlock
+            identity = start.identity
             nextItemID = UInt64(start.root.itemPrefix) << 32 | nextItemID
         }
         packs = PackStore()
@@ -82,6 +86,7 @@ struct VaultState {
         // The root folder is written at the first change, not before (R-VLT-2).
         tree = ItemTree(root: ItemRecord(type: .folder, mode: 0o755, uid: owner.uid, gid: owner.gid, atime: now, mtime: now, ctime: now),
                         nextItemID: nextItemID)
+        sharing.identity = identity
     }
 
     /// A vault read from its root and index (`IndexContents` has checked them).
@@ -107,6 +112,7 @@ struct VaultState {
         packs.wipe()
         arena.wipeAll()
         committer.wipe()
+        sharing.wipe()
         secrets.wipe()
         patternSecrets.wipe()
         tree.removeAll()

@@ -37,6 +37,7 @@ public final class CountingStorageFolder: StorageFolder {
     public func sync(_ names: [String]) throws { count(\.syncs); try base.sync(names) }
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }
     public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
+    public func replace(_ name: String, contents: [UInt8]) throws { count(\.creates); try base.replace(name, contents: contents) }
     public func rename(_ name: String, to newName: String) throws { count(\.renames); try base.rename(name, to: newName) }
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
     public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }

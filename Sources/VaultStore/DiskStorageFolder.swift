@@ -127,6 +127,32 @@ public final class DiskStorageFolder: StorageFolder {
         _ = written.withLock { $0.removeValue(forKey: name) }
     }
 
+    /// A copy at `NAME.recreated` (the re-creation's temporary name, §11.3, so that a crash's
+    /// leftover is removed at the next open), synced, renamed over NAME, the folder synced.
+    public func replace(_ name: String, contents: [UInt8]) throws {
+        precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
+        guard let status = try Syscalls.status(folder, name), status.isRegular, status.size == Format.fileSize else {
+            throw StoreError.unusableFile(name)
+        }
+        let temporary = name + StorageRecreator.temporarySuffix
+        try writers.withShared {
+            if try Syscalls.status(folder, temporary) != nil { try Syscalls.unlink(folder, temporary) }
+            let fd = try Syscalls.openFile(folder, temporary, O_WRONLY | O_CREAT | O_EXCL)
+            do {
+                defer { Syscalls.close(fd) }
+                try Syscalls.setMode(fd, 0o600)
+                try Syscalls.writeFully(fd, contents, offset: 0)
+                try Syscalls.fsync(fd)
+                try Syscalls.rename(folder, temporary, to: name)
+            } catch {
+                try? Syscalls.unlink(folder, temporary)
+                throw error
+            }
+            try Syscalls.fsync(folder)
+        }
+        written.withLock { $0[name] = $0[name] ?? status.modification }
+    }
+
     public func rename(_ name: String, to newName: String) throws {
         precondition(FileName.isWellFormed(newName), "storage files have one name form")
         try writers.withShared {

@@ -127,6 +127,15 @@ public final class SimulatedStorageFolder: StorageFolder {
         }
     }
 
+    /// One mutation: a crash falls before it (the old bytes) or after it (the new, durable).
+    public func replace(_ name: String, contents: [UInt8]) throws {
+        precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
+        try mutate { s in
+            guard s.files[name]?.linkedNow == true, !s.foreign.contains(name) else { throw StoreError.unusableFile(name) }
+            s.files[name] = File(current: contents, durable: contents, linkedNow: true, linkedDurably: true)
+        }
+    }
+
     /// The file keeps its bytes, synced or not; until `syncFolder` a power loss brings back the
     /// old name and drops the new one. (What the new name held before, durably, is not kept:
     /// the vault never renames onto a name it removed without a folder sync between.)

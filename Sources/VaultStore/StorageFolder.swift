@@ -1,3 +1,4 @@
+import Glibc
 import VaultCrypto
 
 /// The storage folder as the vault sees it: same-size files addressed by name. Implementations:
@@ -37,6 +38,10 @@ public protocol StorageFolder: AnyObject, Sendable {
     func rename(_ name: String, to newName: String) throws
     /// Bytes of the backing file system: total and available.
     func capacity() throws -> (total: UInt64, available: UInt64)
+    /// Puts new bytes at an existing name atomically and durably: after a crash the name holds
+    /// the old bytes or the new, never a mixture (docs/FORMAT.md §14.7: the owner's unlock
+    /// record gains the vault's identity).
+    func replace(_ name: String, contents: [UInt8]) throws
     /// At the open of a vault that writes: removes the copies an interrupted re-creation left
     /// (docs/FORMAT.md §11.3).
     func removeRecreationLeftovers() throws
@@ -47,6 +52,10 @@ public protocol StorageFolder: AnyObject, Sendable {
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
 extension StorageFolder {
+    /// A folder that cannot replace atomically refuses: a torn unlock record loses a vault.
+    public func replace(_ name: String, contents: [UInt8]) throws {
+        throw StoreError.system(operation: "replace \(name)", errno: ENOTSUP)
+    }
     public func removeRecreationLeftovers() throws {}
     public func recreateAtLock(random: any RandomSource) throws {}
 }

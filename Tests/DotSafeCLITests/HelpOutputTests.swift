@@ -13,6 +13,8 @@ import Testing
           mount           Open the vault a pattern finds and mount it as a folder.
           lock            Lock a vault: write changes, unmount, erase the keys.
           status          List your open vaults: mount point, storage, since when.
+          contact         Print the mounted vault's contact code, to be shared with.
+          share           Share the mounted vault with the vault of a contact code.
           fsck            Check a vault; with --repair, drop what cannot be read.
           audit           Show what the storage's metadata tells an observer.
           keyring         Show, back up, restore or move the keyring.
@@ -61,7 +63,7 @@ import Testing
         then writes nothing.
 
         USAGE: dotsafe fsck [--pattern P] [--pattern-stdin] [--pattern-file FILE]
-                            [--pattern-command CMD] [--repair] STORAGE
+                            [--pattern-command CMD] [--shared CODE] [--repair] STORAGE
 
         ARGUMENTS:
           STORAGE               The storage folder (made by 'dotsafe init').
@@ -74,6 +76,8 @@ import Testing
           --pattern-command CMD
                                 Run CMD with /bin/sh and read the pattern from its
                                 output.
+          --shared CODE         Open the vault the holder of this contact code shared
+                                with the vault the pattern opens.
           --repair              Drop what cannot be read, then commit.
           -h, --help            Show help.
 
@@ -137,6 +141,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "fsck", "audit", "keyring", "repattern", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "fsck", "audit", "keyring", "repattern", "completion", "help", "version"])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultFormat
 import VaultCrypto
 import VaultStore
 
@@ -28,17 +29,19 @@ struct FsckCommand: Command {
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let repair = OptionSpec.flag("repair", help: "Drop what cannot be read, then commit.")
-    static let signature = CommandSignature(options: PatternReader.options + [repair],
+    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, repair],
                                             positionals: [storage])
 
     let storagePath: String
     let patternReader: PatternReader
     let repairs: Bool
+    let sharedBy: String?
 
     init(parsing arguments: ParsedArguments) throws {
         storagePath = try arguments.required(Self.storage)
         patternReader = try PatternReader(parsing: arguments)
         repairs = arguments.flag(Self.repair)
+        sharedBy = arguments.value(ShareCommand.sharedBy)
     }
 
     func run(context: CommandContext) throws -> Int32 {
@@ -46,6 +49,7 @@ struct FsckCommand: Command {
         // daemon: no core dump, no ptrace or /proc/PID/mem for other processes of the user.
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make fsck non-dumpable: \(error)") }
         let out = context.standardOutput
+        let sharedBy = try self.sharedBy.map { try ContactCommand.parseCode($0) }
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
         let keyring = try Keyring(option: keyringPath, environment: context.environment)
@@ -59,12 +63,16 @@ struct FsckCommand: Command {
             throw error
         }
         defer { folder.leave() }
-        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .fsck) { "this vault is \($0): lock it first" }
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .fsck, sharedBy: sharedBy) {
+            "this vault is \($0): lock it first"
+        }
         // Held until fsck ends, so that no mount starts meanwhile.
         defer { vaultLock.release() }
         let vault: Vault
         do {
-            vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20))
+            let options = Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20)
+            vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets, sharedBy: $0, options: options) }
+                ?? Vault.open(storage: storage, secrets: secrets, options: options)
         } catch {
             secrets.wipe()
             throw error

@@ -1,5 +1,6 @@
 import Foundation
 import VaultCore
+import VaultFormat
 import VaultStore
 
 /// `dotsafe mount STORAGE MOUNTPOINT`: opens the vault a pattern finds (or a new, empty one) and
@@ -39,7 +40,8 @@ struct MountCommand: Command {
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
     static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
                                                  help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 10, at least 3 s; 0: only the files this session wrote).")
-    static let signature = CommandSignature(options: PatternReader.options + [foreground, readOnly, idle, cacheSize, recreateBudget, lockOnSuspend, fuseOptions, quiet],
+    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, foreground, readOnly, idle, cacheSize, recreateBudget,
+                                                                              lockOnSuspend, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
@@ -69,6 +71,7 @@ struct MountCommand: Command {
         options.allowOther = list.allowOther
         options.noExec = list.noExec
         options.lockOnSuspend = arguments.flag(Self.lockOnSuspend) || list.lockOnSuspend
+        options.sharedBy = arguments.value(ShareCommand.sharedBy)
         if let text = arguments.value(Self.idle) ?? list.idle {
             guard let seconds = DurationText.seconds(text) else { throw CLIError.usage("--idle needs a time such as 90s, 5m or 2h, not '\(text)'") }
             options.idleSeconds = seconds
@@ -94,6 +97,8 @@ struct MountCommand: Command {
             options.mountPoint = MountTable.canonical(options.mountPoint)
             options.storage = MountTable.canonical(options.storage)
             options.keyringPath = FileKeyringBackend.path(option: keyringOption ?? context.globalOptions.keyringPath, environment: context.environment)
+            // A mistyped code is said before the pattern is asked for.
+            options.sharedBy = try options.sharedBy.map { try ContactCommand.parseCode($0).compact }
             try options.checkMountPoint()
             let storage = try options.openStorage()
             let keyring = try Keyring(option: options.keyringPath, environment: context.environment)
@@ -130,6 +135,8 @@ struct MountOptions: Sendable {
     var noExec = false
     var lockOnSuspend = false
     var keyringPath = ""
+    /// `--shared CODE`: the vault that CODE's holder shared with the pattern's vault (§14).
+    var sharedBy: String?
 
     /// An existing, empty folder that is not mounted on already.
     func checkMountPoint() throws {
@@ -158,6 +165,7 @@ struct MountOptions: Sendable {
         if allowOther { arguments += ["-o", "allow_other"] }
         if noExec { arguments += ["-o", "noexec"] }
         if lockOnSuspend { arguments.append("--lock-on-suspend") }
+        if let sharedBy { arguments += ["--shared", sharedBy] }
         return arguments
     }
 }

@@ -48,17 +48,19 @@ final class LockChannel: Sendable {
         MountRecord(mountPoint: "", storage: "", started: 0, pid: 0, name: name).remove(from: folder)
     }
 
-    /// Serves lock and status requests on background threads until the process exits.
-    func serve(_ mount: FUSEMount, state: @escaping @Sendable () -> MountState) {
+    /// Serves lock and status requests on background threads until the process exits; any
+    /// other request goes to `answer`, whose one line is the reply (`ShareRequests`).
+    func serve(_ mount: FUSEMount, state: @escaping @Sendable () -> MountState,
+               answer: @escaping @Sendable (String) -> String? = { _ in nil }) {
         let owner = SystemCall.userID
         Thread.detachNewThread { [self] in
             while let peer = try? socket.accept() {
-                Thread.detachNewThread { [self] in handle(peer, owner: owner, mount: mount, state: state) }
+                Thread.detachNewThread { [self] in handle(peer, owner: owner, mount: mount, state: state, other: answer) }
             }
         }
     }
 
-    private func handle(_ peer: UnixSocket, owner: uid_t, mount: FUSEMount, state: () -> MountState) {
+    private func handle(_ peer: UnixSocket, owner: uid_t, mount: FUSEMount, state: () -> MountState, other: (String) -> String?) {
         guard let credentials = try? peer.peerCredentials(), credentials.userID == owner || credentials.userID == 0 else {
             peer.send("failed: only the user who mounted the vault can lock it")
             return
@@ -69,7 +71,11 @@ final class LockChannel: Sendable {
             peer.send(String(decoding: (try? JSONEncoder().encode(state())) ?? Data(), as: UTF8.self))
             return
         }
-        guard request == "lock" else { return }
+        guard let request else { return }
+        guard request == "lock" else {
+            if let reply = other(request) { peer.send(reply) }
+            return
+        }
         waiting.withLock { $0.append(peer) }
         do { try mount.unmount() } catch FUSEError.busy {
             answer(peer, "busy")

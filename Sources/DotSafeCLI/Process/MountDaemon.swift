@@ -5,6 +5,7 @@ import SystemCalls
 import VaultCore
 import VaultCrypto
 import VaultFileSystem
+import VaultFormat
 import VaultFUSE
 import VaultStore
 
@@ -34,8 +35,10 @@ struct MountDaemon {
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
+        let sharedBy = try options.sharedBy.map { try ContactCommand.parseCode($0) }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt)
-        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint)) {
+        let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint),
+                                            sharedBy: sharedBy) {
             "this vault is already \($0)"
         }
         defer { vaultLock.release() }
@@ -43,9 +46,13 @@ struct MountDaemon {
         let vault: Vault
         do {
             channel = try LockChannel.open(in: folder)
-            vault = try Vault.open(storage: storage, secrets: secrets,
-                                   options: Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
-                                                          owner: (getuid(), getgid()), writeBehind: .background(limit: 4)))
+            let vaultOptions = Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
+                                             owner: (getuid(), getgid()), writeBehind: .background(limit: 4))
+            if let sharedBy {
+                vault = try Vault.open(storage: storage, secrets: secrets, sharedBy: sharedBy, options: vaultOptions)
+            } else {
+                vault = try Vault.open(storage: storage, secrets: secrets, options: vaultOptions)
+            }
         } catch {
             secrets.wipe()
             throw error
@@ -91,11 +98,12 @@ struct MountDaemon {
         notifier.ready()
         let signals = Self.lockOnSignals(mount)
         let idleSeconds = options.idleSeconds
-        channel.serve(mount) {
+        let requests = ShareRequests(vault: vault, mountPoint: options.mountPoint)
+        channel.serve(mount, state: {
             let idle = Double(SystemClock().now() - fileSystem.lastActivity) / 1e9
             return MountState(pending: fileSystem.vault.hasUncommittedChanges,
                               idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds)
-        }
+        }, answer: { requests.answer($0) })
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
         watcher?.watch(while: { mount.isServing }) { event in
             if event == .busLost { log.write(.warning, "the system bus went away: locking, as --lock-on-suspend can no longer see a suspend") }

@@ -2,6 +2,7 @@ import Foundation
 import SystemCalls
 import VaultCrypto
 import VaultCore
+import VaultFormat
 import VaultStore
 
 /// One process per vault at a time (R-FS-3): `mount` and `fsck` hold an exclusive `flock` on a
@@ -27,13 +28,15 @@ enum MountGuard {
 
     /// Takes the guard for `holder`, or throws `whenHeld` with the holder's note ("mounted at
     /// …") when another process has it (the secrets are wiped).
+    /// A vault opened through a grant (`sharedBy`) has a guard of its own, apart from the
+    /// pattern's own vault.
     static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, folder: RuntimeFolder, for holder: Holder,
-                     whenHeld message: (String) -> String) throws -> LockFile {
+                     sharedBy: ContactCode? = nil, whenHeld message: (String) -> String) throws -> LockFile {
         let path: String
         do {
             let identity = try storage.identity()
             let vaultName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-            path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8)))
+            path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8) + (sharedBy?.publicKey ?? [])))
             if let held = try LockFile.take(path) {
                 held.note(holder.note)
                 return held

@@ -1,0 +1,29 @@
+/// Why a vault could not be shared or opened through a grant (docs/FORMAT.md §14.7). The
+/// description is the one line users see; the grant's own failures are `GrantSeal.Failure`.
+public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A format-1 vault (opened read-only: not upgraded) has no unlock record to hold an identity.
+    case formatOne
+    /// The vault was opened through a grant: only its owner holds the identity that grants.
+    case sharedWithYou
+    /// The root lists a grant to this contact code already.
+    case alreadyShared
+    /// No grant from that contact code to this vault is in the storage.
+    case noGrant
+    /// The grant opened, but the vault it names has no root in this storage.
+    case sharedVaultMissing
+
+    public var description: String {
+        switch self {
+        case .formatOne:
+            "this vault is in format 1, which cannot share; mounted writable, it is upgraded to format 2"
+        case .sharedWithYou:
+            "this vault was shared with you: only its owner can share it"
+        case .alreadyShared:
+            "this vault is shared with that contact code already"
+        case .noGrant:
+            "no vault shared by that contact code with the vault this pattern opens is in this storage"
+        case .sharedVaultMissing:
+            "the shared vault's index is not in this storage (copy or sync the whole storage)"
+        }
+    }
+}

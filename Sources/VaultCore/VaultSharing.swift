@@ -1,0 +1,34 @@
+import VaultCrypto
+import VaultFormat
+
+/// A vault's side of sharing (docs/FORMAT.md §14): the identity its owner's unlock record holds,
+/// or, for a vault opened through a grant, the opener's own identity and the sharer's public
+/// key. Keys live in locked memory and are wiped at lock with the rest.
+struct VaultSharing {
+    /// The owner's identity (tag 16 of the owner's record); nil before the vault has one.
+    var identity: X25519.PrivateKey?
+    /// The owner's record's tags from 1024 up, kept when the record is written again.
+    var ownerOptional: [IndexRootV2.Extension] = []
+    /// Set when the vault was opened through a grant.
+    var received: Received?
+
+    struct Received {
+        /// The identity of the vault that opened the grant (the recipient's own vault).
+        let recipient: X25519.PrivateKey
+        /// The sharer's public key: its contact code.
+        let sender: [UInt8]
+    }
+
+    init() {}
+
+    /// From the owner's record as opened; the caller wipes the record's arrays.
+    init(ownerRecord record: UnlockRecord) throws {
+        if !record.identityKey.isEmpty { identity = try X25519.PrivateKey(rawRepresentation: record.identityKey) }
+        ownerOptional = record.optional
+    }
+
+    func wipe() {
+        identity?.rawRepresentation.wipe()
+        received?.recipient.rawRepresentation.wipe()
+    }
+}

@@ -1,0 +1,110 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Sharing a vault (docs/FORMAT.md §14.7): the identity a contact code comes from, writing a
+/// grant, and opening a vault through one. A grant is a special file of the root (role 2): it
+/// takes a free number of the vault, whose file it replaces, so the storage keeps its count.
+extension VaultState {
+    /// The contact code of the vault that was opened: its own, or for a vault opened through a
+    /// grant the opener's own (`sharedWithYou`), the one its sharer granted to.
+    mutating func contactCode() throws -> (code: ContactCode, sharedWithYou: Bool) {
+        if let received = sharing.received { return (ContactCode(publicKey: received.recipient.publicKey), true) }
+        return (ContactCode(publicKey: try ensureIdentity().publicKey), false)
+    }
+
+    /// The vault's identity, made durable before anyone is given its code: a new vault, or a
+    /// format-1 vault being upgraded (§13.9), is committed first; a vault without an identity
+    /// gets its owner record again with tag 16.
+    mutating func ensureIdentity() throws -> X25519.PrivateKey {
+        guard committer.format == .two else { throw SharingError.formatOne }
+        guard sharing.received == nil else { throw SharingError.sharedWithYou }
+        if isNew || committer.upgrade != nil {
+            try checkWritable()
+            // The record goes first (a new vault's with its identity), then the root.
+            tree.dirtyItems.insert(Format.rootItemID)
+            try commit()
+        }
+        if let identity = sharing.identity { return identity }
+        try checkWritable()
+        let identity = try X25519.PrivateKey(using: random)
+        do { try writeOwnerRecord(identity: identity) } catch {
+            identity.rawRepresentation.wipe()
+            throw error
+        }
+        sharing.identity = identity
+        return identity
+    }
+
+    /// §14.7: the owner's record, the same but for tag 16, sealed anew and put in place of the
+    /// old one by the storage's atomic replace: a crash leaves the old record or the new.
+    private mutating func writeOwnerRecord(identity: X25519.PrivateKey) throws {
+        guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else {
+            throw VaultError.damagedIndex("the root lists no owner's unlock record")
+        }
+        let record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
+                                  identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
+        let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: patternSecrets, random: random)
+        try storage.replace(try FormatTwoKeys.unlockName(locator: patternSecrets.locator), contents: file)
+    }
+
+    /// Grants the vault to the holder of `recipient` (§14.7): the grant is created at its name
+    /// in place of a free file of the vault, then a commit's root lists it (role 2).
+    mutating func share(with recipient: [UInt8]) throws {
+        try checkWritable()
+        let identity = try ensureIdentity()
+        let nameBytes = try GrantSeal.nameBytes(sharing: identity, with: recipient, location: Label.localLocation)
+        guard let root = committer.formatTwo else { throw SharingError.formatOne }
+        guard !root.specialFiles.contains(where: { $0.role == .grant && $0.name == nameBytes }) else { throw SharingError.alreadyShared }
+        let name = FileName.encode(nameBytes)
+        let number = try writer.allocateUsable()
+        let ref = FileRef(device: 0, number: number)
+        let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
+                                  ownFile: ref)
+        defer {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+        }
+        let file = try GrantSeal.seal(record, from: identity, to: recipient, random: random)
+        // A grant there that no root lists is what a share cut short left: this one replaces it.
+        if try storage.entryExists(name) { try storage.remove(name) }
+        try storage.create(name, contents: file, durable: true)
+        if writer.allocator.needsCreate(number) { writer.allocator.markCreated(number) } else { try storage.remove(try self.name(number)) }
+        try storage.syncFolder()
+        committer.formatTwo?.specialFiles.append(IndexRootV2.SpecialFile(file: ref, role: .grant, name: nameBytes))
+        tree.dirtyItems.insert(Format.rootItemID)
+        try commit()
+    }
+
+    /// §14.4: the vault that `sender` shared with the vault these pattern secrets open. No grant
+    /// at its name is `noGrant`, as for a vault nobody shared with (and a new one, which has no
+    /// identity yet); one that does not open is `GrantSeal.Failure`. Nothing is written before
+    /// the grant has opened.
+    static func openShared(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8], random: any RandomSource,
+                           clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else {
+            throw SharingError.noGrant
+        }
+        let owner = unlock.record
+        defer {
+            owner.vaultKey.wipeStorage()
+            owner.rootLocator.wipeStorage()
+            owner.identityKey.wipeStorage()
+        }
+        guard !owner.identityKey.isEmpty else { throw SharingError.noGrant }
+        let recipient = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        do {
+            let name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation)
+            guard let file = try storage.read(name) else { throw SharingError.noGrant }
+            let record = try GrantSeal.open(file, recipient: recipient, sender: sender)
+            if !options.readOnly { try storage.removeRecreationLeftovers() }
+            var state = try openFormatTwo((name, record), storage: storage, secrets: patternSecrets, random: random, clock: clock,
+                                          options: options)
+            state.sharing.received = VaultSharing.Received(recipient: recipient, sender: sender)
+            return state
+        } catch {
+            recipient.rawRepresentation.wipe()
+            throw error
+        }
+    }
+}
