@@ -190,6 +190,11 @@ import VaultStore
             #expect(result.error.split(separator: "\n").filter { $0.hasPrefix("dotsafe: ") }.count == 1, "\(result)")
             #expect(!MountHarness.isMounted(point))
         }
+        // No rclone on PATH: said before anything is mounted.
+        let missing = h.mount(point, pattern: Self.pattern, options: ["--sync", h.base + "/remote"], environment: ["PATH": "/nonexistent"])
+        #expect(missing.status == 1 && missing.error == "dotsafe: rclone is not installed (no rclone program on PATH): sync needs it (apt-get install rclone)\n",
+                "\(missing)")
+        #expect(!MountHarness.isMounted(point))
         #expect(try h.storageSnapshot() == before)
         #expect(!FileManager.default.fileExists(atPath: h.base + "/remote"))
     }
