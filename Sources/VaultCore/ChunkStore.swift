@@ -107,6 +107,13 @@ struct ChunkStore {
         readEnds[item] = nil
     }
 
+    /// A sync replaced the item's content (or removed it): its chunks go, and its version moves
+    /// on, so that the kernel does not keep what it cached (FileSystem.open's keep_cache).
+    mutating func contentReplaced(_ item: UInt64) {
+        forget(item)
+        contentChanges(item)
+    }
+
     // MARK: Sequential writes and write-behind
 
     /// Notes a write of `start..<end` and returns the chunks it completed within one

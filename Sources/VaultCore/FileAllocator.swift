@@ -13,6 +13,9 @@ struct FileAllocator {
     let coverCount: UInt8
     /// Files the last published remote root references (§13.11): never freed until the next sync.
     private var pinned: Set<UInt64> = []
+    /// Those of the remote root a sync is about to publish: pinned beside the ones of the root
+    /// still on the remote until it is up (a mounted vault goes on writing meanwhile).
+    private var pinsToPublish: Set<UInt64> = []
     /// Free numbers, highest first, so the lowest is taken from the end.
     private var free: [UInt64] = []
     /// Freed since the last commit, but the committed root still points at them.
@@ -51,6 +54,21 @@ struct FileAllocator {
         self.init(ownedGroups: device.ownedGroups, nextFileNumber: device.nextFileNumber, coverCount: device.coverCount,
                   used: used.union(pinned), base: UInt64(index) << UInt64(FileRef.numberBits))
         self.pinned = pinned
+        pinsToPublish = pinned
+    }
+
+    /// A sync's commit: the files of the remote root it will publish are pinned too.
+    mutating func pin(_ numbers: Set<UInt64>) {
+        pinned.formUnion(numbers)
+        pinsToPublish = numbers
+    }
+
+    /// That remote root is up: files only the one before referenced are freed, unless the
+    /// vault still uses them (`stillUsed`).
+    mutating func publishedPins(stillUsed: Set<UInt64>) {
+        let dropped = pinned.subtracting(pinsToPublish)
+        pinned = pinsToPublish
+        for number in dropped where !stillUsed.contains(number) { release(number) }
     }
 
     private init(ownedGroups: [GroupRange], nextFileNumber: UInt64, coverCount: UInt8, used: Set<UInt64>, base: UInt64) {

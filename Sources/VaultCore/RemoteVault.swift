@@ -22,6 +22,8 @@ public final class RemoteVault: @unchecked Sendable {
     var uses: Set<FileUse> = []
     /// The local device table before the merge: groups of other devices it no longer owns go.
     var oldDevices: [DeviceEntry] = []
+    /// What the last merge changed in the local tree (for a mounted vault's kernel caches).
+    public internal(set) var pulled = PulledChanges()
 
     init(record: UnlockRecord?, vaultKey: SecretBytes, rootLocator: SecretBytes, joins: Bool) throws {
         self.record = record

@@ -59,3 +59,26 @@ public struct SyncTransfer: Sendable {
     /// In the order they go up: blocks, then the rest of their groups, then the pages.
     public var upload: [String] { blocks + groupFiles + pages }
 }
+
+/// What a mounted vault's sync decided from its local view: merge (with the remote's tree
+/// changed since the base) or only publish, against the remote generation it read.
+public struct LiveSyncPlan: Sendable {
+    /// The merged tree; nil when the remote did not change since the base.
+    public var merged: [MergedItem]?
+    public var nextItemID: UInt64
+    public var readGeneration: UInt64
+
+    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64) {
+        self.merged = merged; self.nextItemID = nextItemID; self.readGeneration = readGeneration
+    }
+}
+
+/// A mounted vault's sync commit: what goes up, the remote root sealed at that commit (the
+/// mount goes on committing), and what the merge changed for the kernel's caches.
+public struct LiveSyncCommit: Sendable {
+    public var transfer: SyncTransfer
+    public var rootFiles: [(name: String, file: [UInt8])]
+    /// The remote's unlock record, when the remote has none yet.
+    public var unlockFile: [UInt8]?
+    public var pulled: PulledChanges
+}

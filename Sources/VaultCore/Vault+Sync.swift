@@ -35,28 +35,7 @@ extension Vault {
     public func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] { try syncLocked { try $0.loadRemoteTree(remote) } }
 
     /// This vault's side of a sync.
-    public func localSyncView(deviceName: String) throws -> LocalSyncView {
-        try syncLocked { state in
-            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
-            let entries = try VaultState.entries(state.tree.items, state.arena)
-            var header: SyncBase.Header?, base: SyncBase?
-            if !state.isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
-                let root = try state.committer.rootV2(formatTwo, generation: state.committer.generation, releasing: [],
-                                                      nextItemID: state.tree.nextItemID, writer: state.writer, arena: state.arena)
-                defer { root.wipeKeys() }
-                let read = try VaultState.readSyncBase(root, storage: state.storage, secrets: state.secrets)
-                base = read?.base
-                header = try SyncBase.Header.decode(value)
-                for piece in header!.pieces { piece.key.wipeStorage() }
-                header!.pieces = []
-            }
-            var names: [UInt16: String] = [:]
-            for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
-            names[formatTwo.localDevice] = deviceName
-            return LocalSyncView(entries: entries, header: header, base: base, generation: state.committer.generation, isNew: state.isNew,
-                                 localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: state.tree.nextItemID)
-        }
-    }
+    public func localSyncView(deviceName: String) throws -> LocalSyncView { try syncLocked { try $0.localSyncView(deviceName: deviceName) } }
 
     /// Makes the merged tree this vault's (not yet committed); returns the other devices' files
     /// to download into the storage before `finishMerge`.
@@ -83,43 +62,7 @@ extension Vault {
     /// own files the committed state references under a key the remote root does not, own
     /// files the remote lacks, and files of own groups the remote root owned and this one does not.
     public func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
-        try syncLocked { state in
-            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
-            let local = formatTwo.localDevice
-            let theirs = remote.uses
-            let pages = Set(state.committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
-            var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
-            var referenced = Set<UInt64>()
-            for use in state.referencedFiles() where state.writer.allocator.isOwnDevice(use.file) {
-                referenced.insert(use.file)
-                let name = try state.name(use.file)
-                guard !theirs.contains(use) || !remoteNames.contains(name) else { continue }
-                if pages.contains(use.file) { pageNames.append(name) } else { blocks.append(name) }
-            }
-            let special = Set(formatTwo.specialFiles.map(\.file.raw))
-            var others: [String] = []
-            for range in state.writer.allocator.ownedGroups {
-                for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
-                    let name = try state.name(raw)
-                    if !remoteNames.contains(name), try state.storage.entryExists(name) { others.append(name) }
-                }
-            }
-            transfer.blocks = Array(Set(blocks)).sorted()
-            transfer.groupFiles = others.sorted()
-            transfer.pages = Array(Set(pageNames)).sorted()
-            if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
-                for range in old.devices[Int(local)].ownedGroups {
-                    for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {
-                        let raw = FileRef(device: local, number: number).raw
-                        guard !state.writer.allocator.owns(raw) else { continue }
-                        let name = try state.name(raw)
-                        if remoteNames.contains(name) { transfer.remove.append(name) }
-                    }
-                }
-            }
-            return transfer
-        }
+        try syncLocked { try $0.syncTransfer(remote, remoteNames: remoteNames) }
     }
 
     /// The committed state as remote root `generation`, original slot first, then its copy.

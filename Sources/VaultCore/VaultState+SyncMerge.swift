@@ -14,6 +14,7 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, arena)) }
         let oldDevices = old.devices
         if joining {
             try join(remote, root, deviceName: deviceName)
@@ -32,6 +33,7 @@ extension VaultState {
         }
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
         for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
+        remote.pulled = pulledChanges(from: oldItems, digests: Dictionary(uniqueKeysWithValues: oldDigests))
         let newUses = referencedFiles()
         let newFiles = Set(newUses.map(\.file))
         if !joining {
@@ -54,7 +56,8 @@ extension VaultState {
         var dirty = Set<UInt64>(), dirtySegments: [UInt64: Set<Int>] = [:]
         for entry in merged {
             guard var item = entry.source == .remote ? remote[entry.sourceID] : local[entry.sourceID] else { continue }
-            item.holds = 0
+            // An open file or a name the kernel knows keeps holding the item under its ID.
+            item.holds = local[entry.id]?.holds ?? 0
             if entry.id != Format.rootItemID { item.record.links = [ItemRecord.Link(parentID: entry.parent, name: entry.name)] }
             item.record.version = entry.version
             item.record.changedBy = entry.changedBy
@@ -76,11 +79,31 @@ extension VaultState {
             next.removedKeys += item.segmentIndexes.sorted().map { .segment(id, $0) }
         }
         tree = next
-        chunks.removeAll()
-        chunks = ChunkStore(cacheBytes: chunks.cache.limit)
         var store = PackStore()
         for (id, item) in items { if let member = item.packedMember { store.addMember(id, member) } }
         packs = store
+    }
+
+    /// What the merge changed against the tree before it: the chunks of every item whose payload
+    /// changed or that went are dropped from the cache and its content version moves on; the
+    /// names that appeared, went or moved, and their folders, are what the kernel must forget.
+    private mutating func pulledChanges(from old: [UInt64: Item], digests: [UInt64: [UInt8]]) -> PulledChanges {
+        var pulled = PulledChanges()
+        for id in Set(old.keys).union(tree.items.keys) {
+            let new = tree.items[id]
+            if new.map({ Self.syncDigest(id, $0, arena) }) != digests[id] {
+                chunks.contentReplaced(id)
+                pulled.items.insert(id)
+            }
+            let before = old[id]?.record.links ?? [], after = new?.record.links ?? []
+            guard before != after else { continue }
+            pulled.items.insert(id)
+            for link in before + after where !(before.contains(link) && after.contains(link)) {
+                pulled.names.insert(PulledChanges.Name(parent: link.parentID, name: link.name))
+                pulled.items.insert(link.parentID)
+            }
+        }
+        return pulled
     }
 
     /// A device that has never committed takes the remote's keys and device table, and adds
@@ -124,8 +147,14 @@ extension VaultState {
     /// for it (a file a provider changed stops the sync before anything is committed); every
     /// other device's groups are made whole with random files, and groups it no longer owns go.
     mutating func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
-        let names = Set(downloaded)
-        for (id, item) in tree.items {
+        try checkOpens(Set(downloaded), items: tree.items, naming: secrets)
+        try completeOtherGroups(remote)
+    }
+
+    /// Each of `names` that `items` reference opens under the key recorded for it.
+    mutating func checkOpens(_ names: Set<String>, items: [UInt64: Item], naming: VaultSecrets) throws {
+        func name(_ number: UInt64) throws -> String { try naming.fileName(number) }
+        for (id, item) in items {
             for (index, ref) in item.chunks {
                 guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
                 guard let file = try storage.read(try name(ref.fileNumber)),
@@ -143,6 +172,10 @@ extension VaultState {
                 plain.wipeStorage()
             }
         }
+    }
+
+    /// Every other device's groups made whole with random files; groups it no longer owns go.
+    mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
         var changed = false
