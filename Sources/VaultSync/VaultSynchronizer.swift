@@ -53,17 +53,24 @@ public struct VaultSynchronizer {
         }
         step(3)
         let header = view.header
-        let remoteUnchanged = remoteVault.generation == 0 || header.map {
-            (remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice)
-                || remoteVault.generation == $0.readGeneration
-        } ?? false
+        // A remote older than the one this device merged with was restored or rolled back: a
+        // merge with it would take everything since as deleted there.
+        if let header, remoteVault.generation < header.readGeneration {
+            throw SyncRefusal.damagedRemote("it holds generation \(remoteVault.generation), older than generation "
+                                            + "\(header.readGeneration) this device synced with (restored or rolled back?)")
+        }
+        // The remote holds what this device's last sync committed: that sync's root landed.
+        let landed = header.map { remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice } ?? false
+        let remoteUnchanged = remoteVault.generation == 0 || landed || header.map { remoteVault.generation == $0.readGeneration } ?? false
         let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
         let read = remoteVault.generation
         if !remoteUnchanged {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
-        let publishes = !(remoteUnchanged && localUnchanged)
+        // A sync cut short after its local commit (step 5) left the remote at the generation it
+        // read: publish again, though nothing changed here since.
+        let publishes = !(landed && localUnchanged)
         if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
