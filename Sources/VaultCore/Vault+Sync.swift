@@ -105,6 +105,14 @@ extension Vault {
                     if !remoteNames.contains(name), try state.storage.entryExists(name) { others.append(name) }
                 }
             }
+            // Own grants go up at their names (every storage of the vault holds them, §14.9),
+            // and a file at a grant's number's own name is not the vault's any more.
+            for special in formatTwo.specialFiles where special.role == .grant && state.writer.allocator.isOwnDevice(special.file.raw) {
+                let name = FileName.encode(special.name)
+                if !remoteNames.contains(name) { transfer.grants.append(name) }
+                let numberName = try state.name(special.file.raw)
+                if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
+            }
             transfer.blocks = Array(Set(blocks)).sorted()
             transfer.groupFiles = others.sorted()
             transfer.pages = Array(Set(pageNames)).sorted()
@@ -139,7 +147,12 @@ extension Vault {
     private func syncLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch { throw VaultError.wrap(error) }
+            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+                switch error {
+                case is SharingError, is GrantSeal.Failure: throw error
+                default: throw VaultError.wrap(error)
+                }
+            }
         }
     }
 }
