@@ -15,9 +15,9 @@ import VaultFormat
 /// `DOTSAFE_SHARE_SYNC_STEPS` (steps per sequence) and `DOTSAFE_SHARE_SYNC_SEEDS` (comma-separated).
 @Suite(.serialized) struct SharedSyncPropertyTests {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
-    static var steps: Int { environment["DOTSAFE_SHARE_SYNC_STEPS"].flatMap(Int.init) ?? 6 }
+    static var steps: Int { environment["DOTSAFE_SHARE_SYNC_STEPS"].flatMap(Int.init) ?? 5 }
     static var seeds: [UInt64] {
-        environment["DOTSAFE_SHARE_SYNC_SEEDS"].map { $0.split(separator: ",").compactMap { UInt64($0) } } ?? [1, 2]
+        environment["DOTSAFE_SHARE_SYNC_SEEDS"].map { $0.split(separator: ",").compactMap { UInt64($0) } } ?? [1]
     }
 
     /// SplitMix64: the sequence a seed gives is the same on every run.
