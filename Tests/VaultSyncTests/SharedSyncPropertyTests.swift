@@ -74,6 +74,11 @@ import VaultFormat
             try first.sync(remote)
             let treeA = try a.tree(), treeB = try shared!.tree()
             #expect(treeA == treeB, "seed \(seed), after \(log): both trees equal")
+            // Every storage holds whole groups: grants to others included (the stranger shares).
+            for folder in [a.folder, b.folder, remote.servedFolder!] {
+                let count = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.count == 26 }.count
+                #expect(count % 16 == 0, "seed \(seed), after \(log): \(count) files in \(folder)")
+            }
             let contents = Set(treeA.filter { !$0.key.hasSuffix("/") }.values)
             #expect(contents == live, "seed \(seed), after \(log): lost \(live.subtracting(contents)), unexpected \(contents.subtracting(live))")
         }
