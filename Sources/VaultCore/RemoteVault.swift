@@ -15,6 +15,9 @@ public final class RemoteVault: @unchecked Sendable {
     let rootKey: SecretBytes
     /// The local vault has never been committed: it takes the remote's keys and joins.
     let joins: Bool
+    /// For a vault shared with this one (FORMAT.md §14.9): the grant's bytes as the remote holds
+    /// them, which a joining device keeps as its own record (`record` is the grant's body).
+    var grantFile: [UInt8]?
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -42,7 +45,7 @@ public final class RemoteVault: @unchecked Sendable {
         }
     }
 
-    /// Whether the remote holds this vault's unlock record.
+    /// Whether the remote holds this vault's unlock record (for a shared vault, the grant).
     public var hasRecord: Bool { record != nil }
     /// The remote root's generation; 0 when the remote holds none.
     public var generation: UInt64 { root?.generation ?? 0 }

@@ -11,6 +11,12 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
     case noGrant
     /// The grant opened, but the vault it names has no root in this storage.
     case sharedVaultMissing
+    /// Sync: no grant from that contact code to this vault, in this storage or on the remote.
+    case noGrantOnRemote
+    /// Sync: the grant on the remote opened, but the remote holds no root of its vault yet.
+    case sharedVaultNotOnRemote
+    /// Sync: the grant on the remote names another vault than the one in this storage.
+    case otherSharedVault
 
     public var description: String {
         switch self {
@@ -24,6 +30,12 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
             "no vault shared by that contact code with the vault this pattern opens is in this storage"
         case .sharedVaultMissing:
             "the shared vault's index is not in this storage (copy or sync the whole storage)"
+        case .noGrantOnRemote:
+            "no vault shared by that contact code with the vault this pattern opens is in this storage or on the remote"
+        case .sharedVaultNotOnRemote:
+            "the shared vault's index is not on the remote yet: its owner's next sync puts it there"
+        case .otherSharedVault:
+            "the grant on the remote names another vault than the one shared with you in this storage; nothing was changed"
         }
     }
 }

@@ -53,11 +53,15 @@ public struct SyncTransfer: Sendable {
     public var pages: [String] = []
     /// Other files of own groups the remote lacks (groups go up whole).
     public var groupFiles: [String] = []
-    /// Files of own groups the remote owned and this device released.
+    /// Own grants the remote lacks (FORMAT.md §14.9), at their names.
+    public var grants: [String] = []
+    /// Files of own groups the remote owned and this device released, and files at the own
+    /// name of a number a grant took.
     public var remove: [String] = []
 
-    /// In the order they go up: blocks, then the rest of their groups, then the pages.
-    public var upload: [String] { blocks + groupFiles + pages }
+    /// In the order they go up: blocks, then the rest of their groups and the grants, then the
+    /// pages (a root lists a grant only once it is there).
+    public var upload: [String] { blocks + groupFiles + grants + pages }
 }
 
 /// What a mounted vault's sync decided from its local view: merge (with the remote's tree

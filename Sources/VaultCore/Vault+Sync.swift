@@ -82,7 +82,12 @@ extension Vault {
     private func syncLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch { throw VaultError.wrap(error) }
+            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+                switch error {
+                case is SharingError, is GrantSeal.Failure: throw error
+                default: throw VaultError.wrap(error)
+                }
+            }
         }
     }
 }

@@ -49,6 +49,14 @@ extension VaultState {
                 if !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
             }
         }
+        // Own grants go up at their names (every storage of the vault holds them, §14.9),
+        // and a file at a grant's number's own name is not the vault's any more.
+        for special in formatTwo.specialFiles where special.role == .grant && writer.allocator.isOwnDevice(special.file.raw) {
+            let name = FileName.encode(special.name)
+            if !remoteNames.contains(name) { transfer.grants.append(name) }
+            let numberName = try self.name(special.file.raw)
+            if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
+        }
         transfer.blocks = Array(Set(blocks)).sorted()
         transfer.groupFiles = others.sorted()
         transfer.pages = Array(Set(pageNames)).sorted()

@@ -58,7 +58,7 @@ extension VaultState {
         guard !root.specialFiles.contains(where: { $0.role == .grant && $0.name == nameBytes }) else { throw SharingError.alreadyShared }
         let name = FileName.encode(nameBytes)
         let number = try writer.allocateUsable()
-        let ref = FileRef(device: 0, number: number)
+        let ref = FileRef(raw: number)  // a number of this device (device 0 on the device that made the vault)
         let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
                                   ownFile: ref)
         defer {

@@ -26,6 +26,9 @@ extension VaultState {
             }
             var formatTwo = old
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
+            // Special files merge as the device table does: each device's from the side that is
+            // that device (a grant another device wrote comes from the remote).
+            formatTwo.specialFiles = root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
             var next = try Committer(vaultKey: committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
             next.useLoaded(PageTable(loaded: remoteContents.pages, orphaned: remoteContents.interiorPages))
@@ -46,6 +49,7 @@ extension VaultState {
             let present = try storage.entryExists(name)
             if !oldUses.contains(use) || !present { wanted.insert(name) }
         }
+        wanted.formUnion(try grantsToFetch(root.specialFiles))
         return wanted.sorted()
     }
 
@@ -119,10 +123,18 @@ extension VaultState {
         let joined = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
                                   rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), namesKey: namesKey, localDevice: index)
         for (other, device) in root.devices.enumerated() { joined.addDevice(UInt16(other), namesKey: try SecretBytes(copying: device.namesKey)) }
-        var body = record.encode()
-        defer { Sealer.wipe(&body) }
-        let unlock = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                             key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation), random: random).file
+        // A grantee keeps the grant as it found it (§14.9); an owner's device seals its own record.
+        let unlock: (name: String, file: [UInt8])
+        if let grant = remote.grantFile {
+            unlock = (try remoteUnlockName(), grant)
+        } else {
+            var body = record.encode()
+            defer { Sealer.wipe(&body) }
+            unlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator),
+                      try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                              key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                              random: random).file)
+        }
         let deviceID = try random.bytes(DeviceEntry.idSize)
         let entry = DeviceEntry(deviceID: deviceID, namesKey: [], itemPrefix: prefix, nextItemCounter: UInt32(Format.rootItemID + 1),
                                 nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
@@ -139,7 +151,7 @@ extension VaultState {
         secrets = joined
         writer = FileWriter(storage: storage, secrets: joined, random: random,
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
-        writer.pendingUnlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator), unlock)
+        writer.pendingUnlock = unlock
         tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
     }
 
@@ -178,7 +190,7 @@ extension VaultState {
     mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
-        var changed = false
+        var changed = try settleSpecialFiles(formatTwo.specialFiles)
         func numbers(_ device: DeviceEntry, _ index: Int) -> Set<UInt64> {
             var all = Set<UInt64>()
             for range in device.ownedGroups {

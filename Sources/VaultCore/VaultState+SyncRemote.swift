@@ -7,12 +7,14 @@ import VaultStore
 /// ones are downloaded), and the files this state sends it.
 extension VaultState {
     func remoteUnlockName() throws -> String {
-        try FormatTwoKeys.unlockName(locator: patternSecrets.locator, location: Label.remoteLocation)
+        if let received = sharing.received { return try grantName(received) }
+        return try FormatTwoKeys.unlockName(locator: patternSecrets.locator, location: Label.remoteLocation)
     }
 
     /// The remote's keys: from its unlock record, or this vault's own when it has none yet.
     func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault {
         guard committer.format == .two else { throw SyncRefusal.formatOne }
+        if let received = sharing.received { return try openRemoteGrant(received, file: unlockFile) }
         guard let unlockFile else {
             return try RemoteVault(record: nil, vaultKey: try SecretBytes(copying: committer.vaultKey.copyBytes()),
                                    rootLocator: try SecretBytes(copying: secrets.locator.copyBytes()), joins: false)
@@ -40,6 +42,7 @@ extension VaultState {
     /// The newest root of the remote's two slots (`files[s]`: nil when slot s has no file).
     func readRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws {
         remote.root = try Self.newestRemoteRoot(remote, files: files)
+        try checkGrantListed(remote)
     }
 
     /// The newest root that opens among the slots' files; nil when there are none. Something in

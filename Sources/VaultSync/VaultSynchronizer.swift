@@ -37,7 +37,7 @@ public struct VaultSynchronizer {
         let view = try vault.localSyncView(deviceName: deviceName)
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
-        if view.isNew && unlockFile == nil { throw SyncRefusal.noVault }
+        if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
         step(2)
         if remoteVault.hasRecord {

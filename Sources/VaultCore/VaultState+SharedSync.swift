@@ -1,0 +1,117 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A vault shared with this one, synced (docs/FORMAT.md §14.9). The grant is the record a
+/// grantee finds on the remote and keeps in its own storage, at the name it has everywhere
+/// (the sharer's storage, the remote, each grantee's); the grantee's device joins the shared
+/// vault as any device does, and never holds the sharer's pattern-derived keys.
+extension VaultState {
+    /// The grant of `received.sender` to this vault's identity: its name in every storage.
+    func grantName(_ received: VaultSharing.Received) throws -> String {
+        try GrantSeal.name(receiving: received.recipient, from: received.sender, location: Label.localLocation)
+    }
+
+    /// The remote's keys, from the grant found there. A vault already in this storage must be
+    /// the one the grant names (its VK).
+    func openRemoteGrant(_ received: VaultSharing.Received, file: [UInt8]?) throws -> RemoteVault {
+        guard let file else { throw SharingError.noGrantOnRemote }
+        let record = try GrantSeal.open(file, recipient: received.recipient, sender: received.sender)
+        if !isNew {
+            var mine = committer.vaultKey.copyBytes()
+            defer { Sealer.wipe(&mine) }
+            guard ConstantTime.equals(mine, record.vaultKey) else {
+                record.vaultKey.wipeStorage()
+                record.rootLocator.wipeStorage()
+                throw SharingError.otherSharedVault
+            }
+        }
+        let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
+                                     rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
+        remote.grantFile = file
+        return remote
+    }
+
+    /// A grant opens only a vault whose remote root lists it (role 2, at the grant's FileRef):
+    /// otherwise it was withdrawn, or its share was cut short. Checked before anything is
+    /// downloaded.
+    func checkGrantListed(_ remote: RemoteVault) throws {
+        guard sharing.received != nil, let record = remote.record else { return }
+        guard let root = remote.root else { throw SharingError.sharedVaultNotOnRemote }
+        guard root.specialFiles.contains(where: { $0.role == .grant && $0.file == record.ownFile }) else {
+            throw SharingError.noGrantOnRemote
+        }
+    }
+
+    /// The vault `sender` shared with the vault `patternSecrets` open, for a sync: as
+    /// `openShared` when this storage holds its grant; otherwise a new vault that joins through
+    /// the grant the sync finds on the remote. The pattern opens the opener's own record only;
+    /// nothing is written here.
+    static func openSharedForSync(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8],
+                                  random: any RandomSource, clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else {
+            throw SharingError.noGrantOnRemote
+        }
+        let owner = unlock.record
+        defer {
+            owner.vaultKey.wipeStorage()
+            owner.rootLocator.wipeStorage()
+            owner.identityKey.wipeStorage()
+        }
+        guard !owner.identityKey.isEmpty else { throw SharingError.noGrantOnRemote }
+        let recipient = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        let name: String
+        do { name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation) } catch {
+            recipient.rawRepresentation.wipe()
+            throw error
+        }
+        if try storage.entryExists(name) {
+            recipient.rawRepresentation.wipe()
+            return try openShared(storage: storage, secrets: patternSecrets, sender: sender, random: random, clock: clock, options: options)
+        }
+        // A device that joins (SyncMerge's `join`) replaces the keys, the root and the record
+        // to write: this new vault's own are never written.
+        var state = try VaultState(newVaultIn: storage, secrets: patternSecrets, random: random, clock: clock, readOnly: false,
+                                   cacheBytes: options.cacheBytes, owner: options.owner)
+        state.writer.pendingUnlock = nil
+        state.sharing.identity?.rawRepresentation.wipe()
+        state.sharing.identity = nil
+        state.sharing.received = VaultSharing.Received(recipient: recipient, sender: sender)
+        return state
+    }
+
+    /// The grants of other devices' vault that this storage lacks (every storage of the vault
+    /// holds every grant, as it holds every owned group whole), but the one that is this
+    /// device's own record.
+    func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> [String] {
+        var own = writer.pendingUnlock?.name
+        if own == nil, let received = sharing.received { own = try grantName(received) }
+        var names: [String] = []
+        for special in specialFiles where special.role == .grant && !writer.allocator.isOwnDevice(special.file.raw) {
+            let name = FileName.encode(special.name)
+            if name != own, try !storage.entryExists(name) { names.append(name) }
+        }
+        return names
+    }
+
+    /// Another device's special files in this storage (FORMAT.md §14.9): a grant takes its
+    /// number's place, so a file at the number's own name goes; on a grantee's device the
+    /// owner's record, which only the owner's devices hold, is a file of `random(F)` at its
+    /// number's name, so that the groups stay whole. Returns whether the folder changed.
+    mutating func settleSpecialFiles(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> Bool {
+        var changed = false
+        for special in specialFiles where !writer.allocator.isOwnDevice(special.file.raw) {
+            let name = try self.name(special.file.raw)
+            let exists = try storage.entryExists(name)
+            if special.role == .ownerUnlock && sharing.received != nil {
+                guard !exists else { continue }
+                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: false)
+                changed = true
+            } else if special.role == .grant && exists {
+                try storage.remove(name)
+                changed = true
+            }
+        }
+        return changed
+    }
+}
