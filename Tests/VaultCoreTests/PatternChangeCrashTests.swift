@@ -62,13 +62,7 @@ import VaultStore
         while !completed {
             let storage = CrashTests.storage(start.files)
             let vault = try TestVaults.open(storage, seed: Self.old)
-            storage.crash(afterMutations: mutations)
-            do {
-                try vault.changePattern(to: try TestVaults.secrets(Self.new))
-                completed = true
-            } catch VaultError.store(.simulatedCrash) {
-            }
-            if crash == .process { storage.processCrash() } else { storage.powerLoss() }
+            completed = try crash.cut(storage, afterMutations: mutations) { try vault.changePattern(to: try TestVaults.secrets(Self.new)) }
             let context = "\(crash) crash after \(mutations) mutations"
             let old = try Self.opens(storage, Self.old, context), new = try Self.opens(storage, Self.new, context)
             #expect(old == .all || new == .all, "\(context): neither pattern opens the vault")
