@@ -41,7 +41,8 @@ import VaultCore
         #expect(throws: SyncRefusal.patternChanged) { try second.sync(remote) }
         #expect(SyncRefusal.patternChanged.description.hasPrefix("the vault's pattern was changed on another device"))
         try second.reopen()
-        #expect(second.storageNames == before && (try second.tree()) == treeBefore)
+        let treeAfter = try second.tree()
+        #expect(second.storageNames == before && treeAfter == treeBefore)
 
         // A new device needs the new pattern; the old one opens nothing there.
         let stranger = try SyncDevice("old-pattern", seed: 7)
@@ -85,7 +86,8 @@ import VaultCore
                 defer { device.finish() }
                 do {
                     try device.sync(remote)
-                    #expect(["notes v1", "notes v2"].contains(try device.tree()["notes.txt"]), "\(stop): \(name) pattern")
+                    let notes = try device.tree()["notes.txt"]
+                    #expect(["notes v1", "notes v2"].contains(notes), "\(stop): \(name) pattern")
                 } catch SyncRefusal.noVault {
                     // This pattern's record is not on the remote at this instant.
                 } catch SyncRefusal.patternChanging {
@@ -98,7 +100,8 @@ import VaultCore
             try first.sync(remote)
             #expect(try first.vault.formerRemoteUnlockName() == nil, "\(stop)")
             let names = try Self.remoteNames(remote)
-            #expect(!names.contains(oldRemoteName) && names.contains(try first.vault.remoteUnlockName()), "\(stop)")
+            let newRemoteName = try first.vault.remoteUnlockName()
+            #expect(!names.contains(oldRemoteName) && names.contains(newRemoteName), "\(stop)")
             let fresh = try SyncDevice("fresh-\(stop)", seed: 8)
             defer { fresh.finish() }
             try fresh.sync(remote)
