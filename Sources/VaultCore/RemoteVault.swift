@@ -75,6 +75,12 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// Another device wrote a remote root while this sync ran: this device's changes are
     /// committed locally, and the next sync merges them.
     case raced
+    /// The remote's root slots are this vault's, but its unlock record is not this pattern's:
+    /// another device changed the pattern (FORMAT.md §13.12).
+    case patternChanged
+    /// The remote's unlock record is not the one its root lists: another device's sync of a
+    /// pattern change is under way or was cut short (its next sync finishes it).
+    case patternChanging
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
 
@@ -87,6 +93,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .formatOne: "this vault is in format 1: sync needs format 2"
         case .hardLinks: "the vault holds files with several names (hard links): sync does not handle them yet"
         case .raced: "another device synced to the remote meanwhile: this device's changes are kept here; sync again to merge them"
+        case .patternChanged:
+            "the vault's pattern was changed on another device: nothing was changed; this storage still opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty storage folder"
+        case .patternChanging:
+            "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         }
     }

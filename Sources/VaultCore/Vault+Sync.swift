@@ -70,6 +70,24 @@ extension Vault {
         try syncLocked { try $0.remoteRootFiles(generation: generation) }
     }
 
+    /// The remote's unlock record name of a pattern this vault had before a change not yet
+    /// synced (FORMAT.md §13.12): the next sync removes it there. Nil: none.
+    public func formerRemoteUnlockName() throws -> String? {
+        try syncLocked { state in
+            state.committer.formatTwo?.extensions.first { $0.tag == IndexRootV2.formerRemoteUnlockTag }.map { FileName.encode($0.value) }
+        }
+    }
+
+    /// Commits a root that no longer names a former pattern's remote record (it is gone there).
+    public func forgetFormerRemoteUnlock() throws {
+        try syncLocked { state in
+            guard state.committer.formatTwo?.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) == true else { return }
+            state.committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.formerRemoteUnlockTag }
+            state.committer.formatTwo?.rootDue = true
+            try state.commit()
+        }
+    }
+
     /// The remote unlock record of this vault (a first publish).
     public func remoteUnlockFile() throws -> [UInt8] { try syncLocked { try $0.remoteUnlockFile() } }
 

@@ -114,6 +114,11 @@ extension VaultState {
     /// its own entry (§13.11); its storage gets an unlock record of its own at the first commit.
     private mutating func join(_ remote: RemoteVault, _ root: IndexRootV2, deviceName: [UInt8]) throws {
         guard let record = remote.record else { throw SyncRefusal.noVault }
+        // A pattern change's sync puts the new record up before the root that lists it (§13.12):
+        // a record the root does not list as the owner's would leave this storage unopenable.
+        guard root.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else {
+            throw SyncRefusal.patternChanging
+        }
         let index = UInt16(root.devices.count)
         let namesKey = try SecretBytes.random(count: Format.keySize, using: random)
         let used = Set(root.devices.map(\.itemPrefix))

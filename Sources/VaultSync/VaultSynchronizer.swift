@@ -21,6 +21,9 @@ public struct VaultSynchronizer {
     public var progress: ((_ step: Int, _ steps: Int) -> Void)?
 
     static let steps = 6
+    /// Called before each change to the remote and before the last local commit; a test throws
+    /// from it to stop the sync there, as a process that died would (crash injection).
+    var beforeChange: ((_ change: String) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -39,8 +42,15 @@ public struct VaultSynchronizer {
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        // After a pattern change here the remote's record is still the former pattern's, at the
+        // name the root keeps (FORMAT.md §13.12); its keys are this vault's own.
+        let formerName = try vault.formerRemoteUnlockName()
+        let formerPresent = formerName.map(remoteNames.contains) ?? false
+        if !remoteVault.hasRecord && !formerPresent, try remoteVault.slotNames().contains(where: remoteNames.contains) {
+            throw SyncRefusal.patternChanged
+        }
         step(2)
-        if remoteVault.hasRecord {
+        if remoteVault.hasRecord || formerPresent {
             let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
@@ -69,11 +79,13 @@ public struct VaultSynchronizer {
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote at the generation it
-        // read: publish again, though nothing changed here since.
-        let publishes = !(landed && localUnchanged)
+        // read: publish again, though nothing changed here since. After a pattern change the new
+        // pattern's record goes up before the former one goes, even with nothing to merge.
+        let publishes = !(landed && localUnchanged) || (formerPresent && !remoteVault.hasRecord)
         if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
+        try beforeChange?("upload")
         try remote.upload(transfer.upload, from: storageFolder)
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
@@ -87,17 +99,31 @@ public struct VaultSynchronizer {
             let files = try slots.map { try remote.read($0) }
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
             if !remoteVault.hasRecord {
+                try beforeChange?("record")
                 try remote.write(unlockName, contents: try vault.remoteUnlockFile())
                 summary.filesUp += 1
             }
             for (name, file) in try vault.remoteRootFiles(generation: read + 1) {
+                try beforeChange?("root")
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
         }
         step(6)
+        try beforeChange?("remove")
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
+        if let formerName {
+            // The new pattern's record is on the remote (read, or written above): the former goes,
+            // and only then does the root stop naming it.
+            if formerPresent {
+                try beforeChange?("former record")
+                try remote.delete([formerName])
+                summary.filesRemoved += 1
+            }
+            try beforeChange?("forget")
+            try vault.forgetFormerRemoteUnlock()
+        }
         return summary
     }
 

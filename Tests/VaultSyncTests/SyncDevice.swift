@@ -13,9 +13,9 @@ final class SyncDevice {
     let folder: String
     private(set) var vault: Vault
     static let seed: UInt8 = 7
-    /// The pattern key's bytes (one person, one pattern), and for a vault shared with that
-    /// person's vault, the sharer's contact code.
-    let seed: UInt8
+    /// The pattern key's bytes (one person, one pattern: a pattern change gives another), and
+    /// for a vault shared with that person's vault, the sharer's contact code.
+    private(set) var seed: UInt8
     let sharedBy: ContactCode?
 
     init(_ name: String, seed: UInt8 = SyncDevice.seed) throws {
@@ -54,11 +54,32 @@ final class SyncDevice {
         vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
     }
 
+    /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
+    func changePattern(to newSeed: UInt8) throws {
+        try vault.changePattern(to: try Self.secrets(newSeed))
+        seed = newSeed
+        try reopen()
+    }
+
+    /// A sync stopped where `stop` throws (a process that died there); the vault is opened
+    /// again from the disk afterwards.
+    func sync(_ remote: TestRemote, stoppingAt stop: @escaping (String) throws -> Void) throws {
+        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        synchronizer.beforeChange = stop
+        defer {
+            vault.discard()
+            vault = (try? Self.open(folder, seed: seed)) ?? vault
+        }
+        _ = try synchronizer.run()
+    }
+
+    static func remoteStorage(_ remote: TestRemote) throws -> RemoteStorage {
+        RemoteStorage(try RemoteLocation(remote.path), rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
+    }
+
     @discardableResult
     func sync(_ remote: TestRemote) throws -> SyncSummary {
-        let storage = RemoteStorage(try RemoteLocation(remote.path),
-                                    rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
-        let summary = try VaultSynchronizer(vault: vault, remote: storage, storageFolder: folder, deviceName: name).run()
+        let summary = try VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name).run()
         try reopen()
         return summary
     }
