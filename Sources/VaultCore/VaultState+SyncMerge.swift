@@ -116,7 +116,9 @@ extension VaultState {
         guard let record = remote.record else { throw SyncRefusal.noVault }
         // A pattern change's sync puts the new record up before the root that lists it (§13.12):
         // a record the root does not list as the owner's would leave this storage unopenable.
-        guard root.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else {
+        // A grantee's record is its grant, which the root lists as one (§14.9).
+        let role: IndexRootV2.SpecialFile.Role = record.role == .grant ? .grant : .ownerUnlock
+        guard root.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else {
             throw SyncRefusal.patternChanging
         }
         let index = UInt16(root.devices.count)
