@@ -49,17 +49,7 @@ extension VaultState {
     /// nothing is written here.
     static func openSharedForSync(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8],
                                   random: any RandomSource, clock: any VaultClock, options: OpenOptions) throws -> VaultState {
-        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else {
-            throw SharingError.noGrantOnRemote
-        }
-        let owner = unlock.record
-        defer {
-            owner.vaultKey.wipeStorage()
-            owner.rootLocator.wipeStorage()
-            owner.identityKey.wipeStorage()
-        }
-        guard !owner.identityKey.isEmpty else { throw SharingError.noGrantOnRemote }
-        let recipient = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        let recipient = try ownIdentity(storage: storage, patternSecrets: patternSecrets, missing: .noGrantOnRemote)
         let name: String
         do { name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation) } catch {
             recipient.rawRepresentation.wipe()

@@ -82,17 +82,7 @@ extension VaultState {
     /// the grant has opened.
     static func openShared(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8], random: any RandomSource,
                            clock: any VaultClock, options: OpenOptions) throws -> VaultState {
-        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else {
-            throw SharingError.noGrant
-        }
-        let owner = unlock.record
-        defer {
-            owner.vaultKey.wipeStorage()
-            owner.rootLocator.wipeStorage()
-            owner.identityKey.wipeStorage()
-        }
-        guard !owner.identityKey.isEmpty else { throw SharingError.noGrant }
-        let recipient = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        let recipient = try ownIdentity(storage: storage, patternSecrets: patternSecrets, missing: .noGrant)
         do {
             let name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation)
             guard let file = try storage.read(name) else { throw SharingError.noGrant }
@@ -106,5 +96,19 @@ extension VaultState {
             recipient.rawRepresentation.wipe()
             throw error
         }
+    }
+
+    /// The identity in the pattern's owner record: what a grant to this person's vault is sealed
+    /// to. The record's other secrets are wiped; `missing` is thrown where there is none.
+    static func ownIdentity(storage: any StorageFolder, patternSecrets: VaultSecrets, missing: SharingError) throws -> X25519.PrivateKey {
+        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else { throw missing }
+        let owner = unlock.record
+        defer {
+            owner.vaultKey.wipeStorage()
+            owner.rootLocator.wipeStorage()
+            owner.identityKey.wipeStorage()
+        }
+        guard !owner.identityKey.isEmpty else { throw missing }
+        return try X25519.PrivateKey(rawRepresentation: owner.identityKey)
     }
 }
