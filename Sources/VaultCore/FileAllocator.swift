@@ -125,13 +125,14 @@ struct FileAllocator {
     }
 
     /// Gives up a group from `startGroup` whose files could not all be made: the newest group
-    /// leaves as if never made, and its numbers come again with the next group.
-    mutating func giveUpGroup(_ numbers: Range<UInt64>) {
+    /// leaves as if never made, and its numbers come again with the next group. `taken`: numbers
+    /// an assembled group handed out (`GroupAssembly`), which their write-behinds release.
+    mutating func giveUpGroup(_ numbers: Range<UInt64>, taken: Set<UInt64> = []) {
         let group = numbers.lowerBound / Self.group
         guard numbers.upperBound == nextFileNumber, groupsSinceCommit.last == group else {
             // Another group came after it (two were being made at once): kept, its missing
-            // files made when data goes in or at the commit.
-            return groupIsMade(numbers)
+            // files made, whole, at the commit.
+            return groupIsMade(numbers, except: taken)
         }
         unwritten.subtract(numbers)
         allocatedSinceCommit.subtract(numbers)
