@@ -175,6 +175,7 @@ extension VaultState {
             return
         }
         if let old = tree.setChunk(id, index, ref) { release(old) }
+        chunks.dropStored(write.key, body)
     }
 
     mutating func finishGroupWrite(_ write: GroupWrite, _ outcome: GroupWrite.Outcome) {
