@@ -282,12 +282,13 @@ struct FileWriter {
     /// An assembled group was made: its untaken numbers become free. One that could not be made
     /// (a full disk) is given up as a group made for random bytes is.
     mutating func finishAssembly(_ creation: GroupCreation, failure: (any Error)?) {
-        let taken = Set(creation.numbers).subtracting(creation.untaken)
-        guard failure == nil else { return allocator.giveUpGroup(creation.numbers, taken: taken) }
+        // Taken numbers are their write-behinds' to release; something not ours is never ours.
+        let notFree = Set(creation.numbers).subtracting(creation.untaken)
+        guard failure == nil else { return allocator.giveUpGroup(creation.numbers, taken: notFree) }
         for number in creation.numbers { allocator.markCreated(number) }
         unsynced.formUnion(creation.created)
         if !creation.created.isEmpty { createdSinceCommit = true }
-        allocator.groupIsMade(creation.numbers, except: taken)
+        allocator.groupIsMade(creation.numbers, except: notFree)
     }
 
     /// A chunk written behind was stored at `number` (`created`: as a new file).

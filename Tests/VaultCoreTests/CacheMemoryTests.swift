@@ -61,6 +61,23 @@ import VaultFormat
         try vault.lock()
     }
 
+    /// README, "Memory": writing does not fill the cache; a chunk leaves it once stored, and its
+    /// block is zeroed and used again.
+    @Test func aLongWriteDoesNotFillTheCache() throws {
+        let vault = try TestVaults.open(try TestVaults.storage(), cacheBytes: 64 << 20)
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+        let bytes = TestVaults.content(40 * Self.chunk)
+        for start in stride(from: 0, to: bytes.count, by: 1 << 20) {
+            try vault.write(id, offset: UInt64(start), bytes: Array(bytes[start..<start + (1 << 20)]))
+        }
+        try vault.commit()
+        let pool = Self.pool(vault)
+        #expect(pool.inUseByteCount == 0, "\(pool.inUseByteCount / Self.chunk) chunks stayed")
+        #expect(pool.mappedByteCount <= 24 * Self.chunk, "\(pool.mappedByteCount >> 20) MiB mapped for a 10 MiB write")
+        #expect(try vault.readAll("big") == bytes)
+        try vault.lock()
+    }
+
     @Test func lockZeroesTheWholeCache() throws {
         let vault = try TestVaults.open(try TestVaults.storage())
         let id = try vault.makeFile("a", Self.marker(2 * Self.chunk + 5000))
