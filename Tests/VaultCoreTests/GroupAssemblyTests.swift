@@ -67,8 +67,8 @@ import VaultStore
             if count % Format.groupSize != 0 { midGroup += 1 }
             if powerLoss { storage.powerLoss() } else { storage.processCrash() }
             let reopened = try TestVaults.open(storage)
-            #expect(try reopened.readAll("kept") == [7, 7, 7], context)
-            if completed { #expect(try reopened.readAll("big") == Self.bytes, context) }
+            #expect(try reopened.readAll("kept") == [7, 7, 7], "\(context)")
+            if completed { #expect(try reopened.readAll("big") == Self.bytes, "\(context)") }
             try reopened.lock()
             try checkStorageInvariants(storage)
             if completed { break }
