@@ -284,7 +284,7 @@ struct FileWriter {
     mutating func finishAssembly(_ creation: GroupCreation, failure: (any Error)?) {
         // Taken numbers are their write-behinds' to release; something not ours is never ours.
         let notFree = Set(creation.numbers).subtracting(creation.untaken)
-        guard failure == nil else { return allocator.giveUpGroup(creation.numbers, taken: notFree) }
+        guard failure == nil else { return allocator.giveUpGroup(creation.numbers) }
         for number in creation.numbers { allocator.markCreated(number) }
         unsynced.formUnion(creation.created)
         if !creation.created.isEmpty { createdSinceCommit = true }
