@@ -4,7 +4,9 @@
 public struct IndexRootV2: Equatable, Sendable {
     /// A file listed by name rather than named from a device key: an unlock record.
     public struct SpecialFile: Equatable, Sendable {
-        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2 }
+        /// `retiredOwner`: the owner record of the pattern before a change, still at that
+        /// pattern's name until the change turns it into a cover (docs/FORMAT.md §13.12).
+        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, retiredOwner = 3 }
         public var file: FileRef
         public var role: Role
         /// The 16 bytes whose base32 is the file's name.
