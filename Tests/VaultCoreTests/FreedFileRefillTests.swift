@@ -13,17 +13,19 @@ import VaultStore
 @Suite struct FreedFileRefillTests {
     static let payload = Format.payloadSize
 
-    /// The chunk files of a 5-chunk file, found as the files its commit added or changed.
+    /// The chunk files of a 5-chunk file: the files its index entry references, each written by
+    /// its commit. Not every file that commit added: a new group's files that no chunk took hold
+    /// random bytes (§3.3) and were never freed, so no refill is due for them (§9.2 step 6).
     static func chunkFiles(_ vault: Vault, _ storage: SimulatedStorageFolder) throws -> [String: [UInt8]] {
-        let numbers = try FileNumbers(storage)
         let before = storage.snapshot
-        try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
+        let id = try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
         try vault.commit()
         let after = storage.snapshot
-        let chunks = numbers.dataFiles(SnapshotDiff(before, after).written).filter {
-            after[$0]!.count == Format.fileSize && before[$0] != after[$0]
+        let chunks = try vault.state.withLock { state in
+            try state.tree.items[id]!.chunks.values.map { try state.writer.name($0.fileNumber) }
         }
-        #expect(chunks.count >= 5)
+        #expect(chunks.count == 5)
+        #expect(chunks.allSatisfy { after[$0]?.count == Format.fileSize && before[$0] != after[$0] }, "written by the commit")
         return Dictionary(uniqueKeysWithValues: chunks.map { ($0, after[$0]!) })
     }
 
