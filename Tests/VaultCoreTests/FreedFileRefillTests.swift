@@ -61,6 +61,34 @@ import VaultStore
         try checkStorageInvariants(storage)
     }
 
+    /// Chunks written behind into a group assembled in memory (§3.3) are refilled as any freed
+    /// file: one commit later in format 1, at the commit that frees them in format 2 (or removed
+    /// with their released group). 24 chunks: at most 6 fit the free files of group 0, so at
+    /// least one new group is made from the chunks, whatever the number of covers.
+    @Test(arguments: [StorageFormat.one, .two]) func chunksOfAnAssembledGroupAreRefilled(format: StorageFormat) throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage, format: format)
+        let id = try vault.makeFile("big", TestVaults.content(24 * Self.payload, seed: 4))
+        try vault.commit()
+        let numbers = vault.state.withLock { $0.tree.items[id]!.chunks.values.map(\.fileNumber) }
+        #expect(numbers.count == 24)
+        #expect(numbers.filter { $0 >= UInt64(Format.groupSize) }.count >= 16, "the chunks filled a new group")
+        let names = try vault.state.withLock { state in try numbers.map { try state.writer.name($0) } }
+        let old = names.map { storage.snapshot[$0] }
+        #expect(old.allSatisfy { $0 != nil })
+
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.commit()
+        if format == .one {
+            try vault.setAttributes(Vault.rootID, mtime: 7)
+            try vault.commit()
+        }
+        let stillOld = zip(names, old).filter { storage.snapshot[$0.0] == $0.1 }
+        #expect(stillOld.isEmpty, "\(stillOld.count) of the assembled chunk files keep their old bytes")
+        try vault.lock()
+        try checkStorageInvariants(storage)
+    }
+
     /// A delete followed by a lock: the lock writes the root once more, so that both slots hold
     /// it, and refills at once. The forensic coercer finds the deleted content before the lock
     /// and not after it.
