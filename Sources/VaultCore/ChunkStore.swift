@@ -150,6 +150,14 @@ struct ChunkStore {
         return flight.buffer
     }
 
+    /// A chunk its write-behind stored leaves the cache, unless something changed it since (its
+    /// buffer is no longer the flight's) or it is dirty again: a long sequential write streams
+    /// through a few blocks instead of filling the cache with chunks nobody asked to read (the
+    /// daemon's memory during a write, issue 17); a later read loads it again.
+    mutating func dropStored(_ key: Key, _ buffer: PlaintextBuffer) {
+        if cache.buffer(key) === buffer, !cache.isDirty(key) { cache.remove(key) }
+    }
+
     /// After a failed write-behind (the latest of its chunk): the chunk is dirty again. The cache
     /// holds its newest bytes if it holds it at all (the flight's buffer, or a copy a later write
     /// changed), else they are the flight's.

@@ -142,20 +142,18 @@ struct FileAllocator {
         for number in numbers.reversed() where number >= firstDataNumber && !except.contains(number) { insertFree(number) }
     }
 
-    /// Gives up a group from `startGroup` whose files could not all be made: the newest group
-    /// leaves as if never made, and its numbers come again with the next group.
+    /// Gives up a group from `startGroup` whose files could not all be made (a full disk): it
+    /// leaves the owned groups as if never made. The newest group's numbers come again with the
+    /// next group; an older one's (two were being made at once) stay unused, a gap as a released
+    /// group leaves, so that no file of it is ever made alone. Numbers it handed out are no
+    /// longer owned: their write-behinds' release does nothing.
     mutating func giveUpGroup(_ numbers: Range<UInt64>) {
         let group = numbers.lowerBound / Self.group
-        guard numbers.upperBound == nextFileNumber, groupsSinceCommit.last == group else {
-            // Another group came after it (two were being made at once): kept, its missing
-            // files made when data goes in or at the commit.
-            return groupIsMade(numbers)
-        }
         unwritten.subtract(numbers)
         allocatedSinceCommit.subtract(numbers)
         removeOwned(group)
-        nextFileNumber -= Self.group
-        groupsSinceCommit.removeLast()
+        groupsSinceCommit.removeAll { $0 == group }
+        if numbers.upperBound == nextFileNumber { nextFileNumber -= Self.group }
     }
 
     /// Whether the file for `number` exists yet (new groups are made lazily).
