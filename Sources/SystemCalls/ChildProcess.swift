@@ -15,8 +15,12 @@ public enum ChildProcess {
     /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
     /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
     /// program that keeps going after a failure that already decides the outcome.
+    /// `takingErrorLines` is offered each whole line of standard error first (without its
+    /// newline): a line it takes (returns true for) is a report, such as a file done, and
+    /// neither error output nor a reason to stop.
     public static func run(_ path: String, _ arguments: [String], environment: [String],
-                           input: [UInt8] = [], stopOnErrorOutput: Bool = false) throws(SystemError) -> Result {
+                           input: [UInt8] = [], stopOnErrorOutput: Bool = false,
+                           takingErrorLines: ((String) -> Bool)? = nil) throws(SystemError) -> Result {
         ignoreBrokenPipes
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         let pid: pid_t
@@ -30,7 +34,7 @@ public enum ChildProcess {
         }
         SystemCall.close(stdin.read); SystemCall.close(stdout.write); SystemCall.close(stderr.write)
         let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
-                                             stopping: stopOnErrorOutput ? pid : nil)
+                                             stopping: stopOnErrorOutput ? pid : nil, taking: takingErrorLines)
         var status: Int32 = 0
         _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
         let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
@@ -71,8 +75,14 @@ public enum ChildProcess {
 
     /// Feeds the input and drains both outputs together, so that no full pipe blocks the child.
     private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32,
-                                 stopping child: pid_t?) -> ([UInt8], [UInt8]) {
+                                 stopping child: pid_t?, taking: ((String) -> Bool)?) -> ([UInt8], [UInt8]) {
         var output: [UInt8] = [], errorOutput: [UInt8] = []
+        // With `taking`, standard error waits here until its line is whole.
+        var partialLine: [UInt8] = []
+        func addErrorOutput(_ bytes: some Collection<UInt8>) {
+            if let child, errorOutput.isEmpty { kill(child, SIGTERM) }
+            errorOutput.append(contentsOf: bytes)
+        }
         var written = 0
         var inputOpen = true, outputOpen = true, errorOpen = true
         if input.isEmpty { SystemCall.close(stdin); inputOpen = false }
@@ -99,11 +109,18 @@ public enum ChildProcess {
                 if count <= 0 {
                     SystemCall.close(descriptor)
                     if index == 1 { outputOpen = false } else { errorOpen = false }
+                    if index == 2 && !partialLine.isEmpty { addErrorOutput(partialLine) }
                 } else if index == 1 {
                     output.append(contentsOf: buffer[0..<count])
+                } else if let taking {
+                    partialLine.append(contentsOf: buffer[0..<count])
+                    while let end = partialLine.firstIndex(of: 0x0a) {
+                        let line = partialLine[...end]
+                        if !taking(String(decoding: line.dropLast(), as: UTF8.self)) { addErrorOutput(line) }
+                        partialLine.removeSubrange(...end)
+                    }
                 } else {
-                    if let child, errorOutput.isEmpty { kill(child, SIGTERM) }
-                    errorOutput.append(contentsOf: buffer[0..<count])
+                    addErrorOutput(buffer[0..<count])
                 }
             }
         }

@@ -28,8 +28,10 @@ public struct MountedSynchronizer: Sendable {
 
     public typealias Holding = (() throws -> LiveSyncCommit?) throws -> LiveSyncCommit?
 
-    /// One round. `pulled` is told what the merge changed, once it is committed.
-    public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in }) throws -> SyncSummary {
+    /// One round. `pulled` is told what the merge changed, once it is committed; `filesMoved`
+    /// hears each batch of files move (a terminal shows the mount's first round).
+    public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in },
+                    filesMoved: ((SyncProgress) -> Void)? = nil) throws -> SyncSummary {
         var summary = SyncSummary()
         let listing = try remote.list()
         let remoteNames = Set(listing.storageFiles)
@@ -39,15 +41,15 @@ public struct MountedSynchronizer: Sendable {
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
         if remoteVault.hasRecord {
-            let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
+            let slots = try remote.read(remoteVault.slotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
-            try download(try vault.remotePagesToFetch(remoteVault), &summary)
+            try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
             remoteEntries = try vault.loadRemoteTree(remoteVault)
             let fetched = try vault.remoteFilesToFetch(remoteVault)
-            try download(fetched, &summary)
+            try download(fetched, &summary, filesMoved)
             try vault.checkFetched(remoteVault, names: fetched)
         }
         let read = remoteVault.generation
@@ -67,13 +69,14 @@ public struct MountedSynchronizer: Sendable {
         }.count
         if !committed.pulled.isEmpty { pulled(committed.pulled) }
         let transfer = committed.transfer
-        try remote.upload(transfer.upload, from: storageFolder)
+        try remote.upload(transfer.upload, from: storageFolder,
+                          filesDone: SyncProgress.batch(.up, total: transfer.upload.count, to: filesMoved))
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
         summary.pagesUp = transfer.pages.count
         summary.groupFilesUp = transfer.groupFiles.count
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
-        let files = try remoteVault.slotNames().map { try remote.read($0) }
+        let files = try remote.read(remoteVault.slotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
         if let unlock = committed.unlockFile {
             try remote.write(unlockName, contents: unlock)
@@ -111,9 +114,9 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read)
     }
 
-    private func download(_ names: [String], _ summary: inout SyncSummary) throws {
+    private func download(_ names: [String], _ summary: inout SyncSummary, _ filesMoved: ((SyncProgress) -> Void)?) throws {
         guard !names.isEmpty else { return }
-        try remote.download(names, into: storageFolder)
+        try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
         summary.filesDown += names.count
     }
 }

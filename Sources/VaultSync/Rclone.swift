@@ -62,28 +62,50 @@ public struct Rclone: Sendable {
     /// Runs one rclone command about `remote`; the result whatever its exit status. With
     /// `stopAtFirstError`, rclone is ended at its first error line: a batch whose server went
     /// away would otherwise try every remaining file in turn (seconds each), and one failed
-    /// file fails the batch anyway.
+    /// file fails the batch anyway. With `filesDone`, a copy tells it how many files it has
+    /// moved so far, after each one.
     func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [],
-             stopAtFirstError: Bool = false) throws(RemoteError) -> ChildProcess.Result {
+             stopAtFirstError: Bool = false, filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> ChildProcess.Result {
         let config: [String]
         if let configFile { config = ["--config", configFile] } else if case .named = remote.kind { config = [] } else { config = ["--config", ""] }
-        let common = ["--ask-password=false", "--log-level", "ERROR", "--retries", "1",
+        // At level INFO rclone says "INFO  : NAME: Copied (new)" for each file; its statistics
+        // stay below that level (one line each if they ever showed).
+        let level = filesDone == nil ? ["--log-level", "ERROR"] : ["--log-level", "INFO", "--stats-log-level", "DEBUG", "--stats-one-line"]
+        let common = ["--ask-password=false", "--retries", "1",
                       "--low-level-retries", String(settings.lowLevelRetries),
                       "--contimeout", "\(settings.connectTimeoutSeconds)s", "--timeout", "\(settings.idleTimeoutSeconds)s"]
         let shell = ["-c", "umask 077 && exec \"$0\" \"$@\"", executable]
+        var done = 0
+        let taking = filesDone.map { report in
+            { (line: String) -> Bool in
+                guard Self.isReport(line) else { return false }
+                if line.contains(": Copied (") {
+                    done += 1
+                    report(done)
+                }
+                return true
+            }
+        }
         do {
-            return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + common + settings.extraArguments
+            return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
                                             + arguments.dropFirst(), environment: environment, input: input,
-                                        stopOnErrorOutput: stopAtFirstError)
+                                        stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking)
         } catch {
             throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
         }
     }
 
+    /// A line rclone logs below level ERROR (INFO and NOTICE: level ERROR never shows them), as
+    /// `2026/12/02 03:00:00 INFO  : NAME: Copied (new)`.
+    static func isReport(_ line: String) -> Bool {
+        line.contains(" INFO  : ") || line.contains(" NOTICE: ")
+    }
+
     /// Runs a command that must succeed (ended at its first error); its standard output.
     @discardableResult
-    func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool) throws(RemoteError) -> [UInt8] {
-        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true)
+    func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool,
+               filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> [UInt8] {
+        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true, filesDone: filesDone)
         guard result.status == 0 && result.errorOutput.isEmpty else {
             let error = RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
             throw probed(error, remote)

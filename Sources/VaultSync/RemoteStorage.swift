@@ -58,8 +58,8 @@ public struct RemoteStorage: Sendable {
 
     /// Copies these files of a local folder to the remote, replacing files of the same names,
     /// in one rclone process. Every file must be a regular file of the storage size (rclone
-    /// would skip a missing one without a word).
-    public func upload(_ names: [String], from folder: String) throws(RemoteError) {
+    /// would skip a missing one without a word). `filesDone` hears how many have gone up so far.
+    public func upload(_ names: [String], from folder: String, filesDone: ((Int) -> Void)? = nil) throws(RemoteError) {
         guard !names.isEmpty else { return }
         for name in names {
             precondition(FileName.isWellFormed(name), "only storage names are uploaded")
@@ -70,19 +70,20 @@ public struct RemoteStorage: Sendable {
         }
         try rclone.check(["copy", "--files-from-raw", "-", "--no-check-dest", "--no-traverse",
                           "--transfers", String(rclone.settings.transfers), folder, location.path],
-                         on: location, input: Self.list(names), writing: true)
+                         on: location, input: Self.list(names), writing: true, filesDone: filesDone)
     }
 
     /// Copies these remote files into a local folder in one rclone process, writing straight at
     /// their names (a file already there is truncated and rewritten: the caller chooses names
     /// that nothing relies on). Their times are not copied. Throws `missingFiles` when any did
-    /// not arrive whole (rclone skips a missing source file without a word).
-    public func download(_ names: [String], into folder: String) throws(RemoteError) {
+    /// not arrive whole (rclone skips a missing source file without a word). `filesDone` hears
+    /// how many have come down so far.
+    public func download(_ names: [String], into folder: String, filesDone: ((Int) -> Void)? = nil) throws(RemoteError) {
         guard !names.isEmpty else { return }
         precondition(names.allSatisfy(FileName.isWellFormed), "only storage names are downloaded")
         try rclone.check(["copy", "--files-from-raw", "-", "--no-check-dest", "--no-traverse", "--local-no-set-modtime",
                           "--transfers", String(rclone.settings.transfers), location.path, folder],
-                         on: location, input: Self.list(names), writing: false)
+                         on: location, input: Self.list(names), writing: false, filesDone: filesDone)
         let missing = names.filter { name in
             guard let status = try? SystemCall.status(folder + "/" + name) else { return true }
             return !status.isRegular || status.size != Format.fileSize

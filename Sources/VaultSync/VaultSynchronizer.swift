@@ -19,6 +19,14 @@ public struct VaultSynchronizer {
     public var now: () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     /// Called at each step with its number and the number of steps (a terminal shows it).
     public var progress: ((_ step: Int, _ steps: Int) -> Void)?
+    /// Called as each batch of files moves (a terminal shows it).
+    public var filesMoved: ((SyncProgress) -> Void)?
+    /// The remote's listing, begun by the caller beside its key derivation; nil: step 1 lists.
+    public var listing: (() throws -> RemoteListing)?
+    /// Called once nothing local is read or written any more, only the remote's root and
+    /// removals to go: the caller may lock the vault meanwhile (its re-creation overlaps them).
+    /// Not called when the sync must still commit here (a pattern change's former record).
+    public var localDone: (() -> Void)?
 
     static let steps = 6
     /// Called before each change to the remote and before the last local commit; a test throws
@@ -35,7 +43,7 @@ public struct VaultSynchronizer {
     public func run() throws -> SyncSummary {
         var summary = SyncSummary()
         step(1)
-        let listing = try remote.list()
+        let listing = try self.listing?() ?? remote.list()
         var remoteNames = Set(listing.storageFiles)
         let view = try vault.localSyncView(deviceName: deviceName)
         let unlockName = try vault.remoteUnlockName()
@@ -51,7 +59,7 @@ public struct VaultSynchronizer {
         }
         step(2)
         if remoteVault.hasRecord || formerPresent {
-            let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
+            let slots = try remote.read(remoteVault.slotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
@@ -86,7 +94,8 @@ public struct VaultSynchronizer {
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
         try beforeChange?("upload")
-        try remote.upload(transfer.upload, from: storageFolder)
+        try remote.upload(transfer.upload, from: storageFolder,
+                          filesDone: SyncProgress.batch(.up, total: transfer.upload.count, to: filesMoved))
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
         summary.pagesUp = transfer.pages.count
@@ -95,20 +104,23 @@ public struct VaultSynchronizer {
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
             // overwritten here (a race in the same instant still can be: the next sync heals it).
-            let slots = try remoteVault.slotNames()
-            let files = try slots.map { try remote.read($0) }
+            let files = try remote.read(remoteVault.slotNames())
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
-            if !remoteVault.hasRecord {
+            let record = remoteVault.hasRecord ? nil : try vault.remoteUnlockFile()
+            let roots = try vault.remoteRootFiles(generation: read + 1)
+            if formerName == nil { localDone?() }
+            if let record {
                 try beforeChange?("record")
-                try remote.write(unlockName, contents: try vault.remoteUnlockFile())
+                try remote.write(unlockName, contents: record)
                 summary.filesUp += 1
             }
-            for (name, file) in try vault.remoteRootFiles(generation: read + 1) {
+            for (name, file) in roots {
                 try beforeChange?("root")
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
         }
+        if !publishes && formerName == nil { localDone?() }
         step(6)
         try beforeChange?("remove")
         try remote.delete(transfer.remove)
@@ -149,7 +161,7 @@ public struct VaultSynchronizer {
 
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
         guard !names.isEmpty else { return }
-        try remote.download(names, into: storageFolder)
+        try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
         summary.filesDown += names.count
     }
 

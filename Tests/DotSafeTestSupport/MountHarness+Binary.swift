@@ -31,6 +31,11 @@ extension MountHarness {
         return result
     }
 
+    /// A mount the test made another way (under script(1), say): `finish()` removes it if left.
+    public func track(_ mountPoint: String) {
+        _ = mounted.withLock { $0.insert(mountPoint) }
+    }
+
     /// `dotsafe lock`; once it succeeds, the daemon of that mount must be gone.
     @discardableResult
     public func lock(_ mountPoint: String) -> CommandResult {

@@ -86,6 +86,32 @@ import VaultFormat
         print("RemoteStorage \(kind): 24 files uploaded in \(String(format: "%.2f", uploadSeconds)) s")
     }
 
+    /// A terminal's progress counts files as rclone reports each one moved: every count from 1
+    /// to the batch's size, once, in order; the files arrive as without it.
+    @Test(arguments: [TestRemote.Kind.local, .webdav])
+    func batchesReportEachFileMoved(kind: TestRemote.Kind) throws {
+        let remote = try TestRemote(kind)
+        defer { remote.finish() }
+        let storage = try Self.storage(remote)
+        let local = remote.folder + "/local"
+        let files = try Self.localFiles(local, count: 20)
+        var up: [Int] = []
+        try storage.upload(files.keys.sorted(), from: local, filesDone: { up.append($0) })
+        #expect(up == Array(1...20))
+        #expect(try storage.list().storageFiles == files.keys.sorted())
+
+        let down = remote.folder + "/down"
+        try FileManager.default.createDirectory(atPath: down, withIntermediateDirectories: true)
+        var counts: [Int] = []
+        try storage.download(Array(files.keys.sorted().prefix(7)), into: down, filesDone: { counts.append($0) })
+        #expect(counts == Array(1...7))
+        for name in files.keys.sorted().prefix(7) { #expect(Self.contents(down + "/" + name) == files[name]) }
+        // A missing file is still named, though rclone now reports at level INFO.
+        #expect(throws: RemoteError.missingFiles(remote: storage.location.description, names: [Self.name(99)])) {
+            try storage.download([Self.name(99)], into: down, filesDone: { _ in })
+        }
+    }
+
     @Test(arguments: TestRemote.Kind.allCases)
     func missingFilesAreNamed(kind: TestRemote.Kind) throws {
         let remote = try TestRemote(kind)
@@ -121,8 +147,12 @@ import VaultFormat
         let local = remote.folder + "/local"
         let mine = try Self.localFiles(local, count: 2, from: 60)
         let refusedUpload = #expect(throws: RemoteError.self) { try storage.upload(mine.keys.sorted(), from: local) }
+        // Reporting each file (rclone at level INFO) changes nothing of the error.
+        let refusedReporting = #expect(throws: RemoteError.self) {
+            try storage.upload(mine.keys.sorted(), from: local, filesDone: { _ in Issue.record("no file went up") })
+        }
         let refusedDelete = #expect(throws: RemoteError.self) { try storage.delete(files.keys.sorted()) }
-        for error in [refusedWrite, refusedUpload, refusedDelete] {
+        for error in [refusedWrite, refusedUpload, refusedReporting, refusedDelete] {
             guard case .writeRefused = error else { Issue.record("not a refusal: \(String(describing: error))"); continue }
             #expect(error!.description.hasPrefix("the remote :\(kind):storage refused to store or remove files: "))
             #expect(!error!.description.contains("\n"))

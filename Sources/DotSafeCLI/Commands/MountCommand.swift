@@ -141,11 +141,14 @@ struct MountCommand: Command {
             let keyring = try Keyring(option: options.keyringPath, environment: context.environment)
             let salt = try keyring.requiredPatternSalt()
             let pattern = try patternReader.read(daemonChild ? context.withoutHints : context)
+            // The first sync's files as they move, on a terminal only (never in a log).
+            let showingProgress = daemonChild ? context.environment[MountDaemon.progressVariable] == "1"
+                : options.sync != nil && !quiet && context.standardError.isTerminal
             if foreground || daemonChild {
                 return try MountDaemon(options: options, storage: storage).run(pattern: pattern, salt: salt, context: context,
-                                                                                 detached: daemonChild)
+                                                                                 detached: daemonChild, showingProgress: showingProgress)
             }
-            try MountDaemon.spawn(options: options, pattern: pattern, context: context)
+            try MountDaemon.spawn(options: options, pattern: pattern, context: context, showingProgress: showingProgress)
             if context.isMountHelper { return 0 }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
             if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }

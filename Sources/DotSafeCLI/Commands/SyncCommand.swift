@@ -68,8 +68,11 @@ struct SyncCommand: Command {
         let salt = try Keyring(option: keyringPath, environment: context.environment).requiredPatternSalt()
         let existed = FileManager.default.fileExists(atPath: storagePath)
         let made = try Self.makeStorageIfEmpty(storagePath)
+        // The listing needs no key: it runs while the keys are derived (issue 13).
+        let remote = RemoteStorage(location, rclone: rclone)
+        let listing = remote.listInBackground()
         do {
-            let summary = try sync(location: location, rclone: rclone, salt: salt, sharedBy: sharedBy, context: context)
+            let summary = try sync(remote: remote, listing: listing, salt: salt, sharedBy: sharedBy, context: context)
             context.standardOutput.writeLine(summary.line)
             return 0
         } catch {
@@ -80,8 +83,8 @@ struct SyncCommand: Command {
         }
     }
 
-    private func sync(location: RemoteLocation, rclone: Rclone, salt: Keyring.PatternSalt, sharedBy: ContactCode?,
-                      context: CommandContext) throws -> SyncSummary {
+    private func sync(remote: RemoteStorage, listing: @escaping () throws -> RemoteListing, salt: Keyring.PatternSalt,
+                      sharedBy: ContactCode?, context: CommandContext) throws -> SyncSummary {
         let storage = try Storage.open(at: storagePath)
         let secrets = try VaultSecrets(pattern: try patternReader.read(context), salt: salt)
         let folder: RuntimeFolder
@@ -103,17 +106,22 @@ struct SyncCommand: Command {
             secrets.wipe()
             throw error
         }
-        var synchronizer = VaultSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storagePath,
-                                             deviceName: deviceName)
-        let progress = ProgressReporter("sync", unit: "steps", to: context.standardError)
-        synchronizer.progress = { progress.update(done: $0, total: $1) }
+        var synchronizer = VaultSynchronizer(vault: vault, remote: remote, storageFolder: storagePath, deviceName: deviceName)
+        synchronizer.listing = listing
+        let progress = SyncProgressLine(to: context.standardError)
+        synchronizer.progress = { progress.step($0, of: $1) }
+        // Only for a terminal: elsewhere rclone runs as it always does, reporting errors only.
+        if context.standardError.isTerminal { synchronizer.filesMoved = { progress.moved($0) } }
         defer { progress.finish() }
+        let lock = OverlappedLock(vault)
+        synchronizer.localDone = { lock.start() }
         let summary: SyncSummary
         do { summary = try synchronizer.run() } catch {
+            lock.waitIfStarted()
             vault.discard()
             throw error
         }
-        try vault.lock()
+        try lock.finish()
         return summary
     }
 

@@ -8,6 +8,7 @@ import VaultFileSystem
 import VaultFormat
 import VaultFUSE
 import VaultStore
+import VaultSync
 
 /// The process that serves a mounted vault. `dotsafe mount` starts it as a detached child (or
 /// becomes it with `-f`): it derives the keys, takes the vault's mount guard (`MountGuard`), opens the vault,
@@ -17,11 +18,16 @@ import VaultStore
 struct MountDaemon {
     /// Set in the child's environment: report readiness on standard output, then detach.
     static let childVariable = "DOTSAFE_MOUNT_DAEMON"
+    /// Set in the child's environment when its parent shows the first sync's progress.
+    static let progressVariable = "DOTSAFE_MOUNT_PROGRESS"
 
     let options: MountOptions
     let storage: DiskStorageFolder
 
-    func run(pattern: Pattern, salt: Keyring.PatternSalt, context: CommandContext, detached: Bool) throws -> Int32 {
+    /// `showingProgress`: the first sync's files are shown as they move, on this terminal or,
+    /// detached, by the parent (told over the readiness pipe).
+    func run(pattern: Pattern, salt: Keyring.PatternSalt, context: CommandContext, detached: Bool,
+             showingProgress: Bool = false) throws -> Int32 {
         if detached { ProcessCalls.startSession() }
         // Freed 256 KiB chunk buffers otherwise linger in one malloc arena per FUSE thread
         // (docs/PERFORMANCE.md: 377 → 326 MiB peak for a 1 GiB write with two arenas).
@@ -62,7 +68,11 @@ struct MountDaemon {
         do {
             sync = try options.sync.map { try MountSync(remote: $0.remote, configFile: $0.configFile, device: $0.device, interval: $0.interval,
                                                         vault: vault, storage: options.storage, environment: context.environment, log: log) }
-            syncWarning = try sync?.first()
+            let line = showingProgress && !detached ? SyncProgressLine(to: context.standardError) : nil
+            defer { line?.finish() }
+            var filesMoved: ((SyncProgress) -> Void)?
+            if let line { filesMoved = { line.moved($0) } } else if showingProgress { filesMoved = { Self.reportProgress($0) } }
+            syncWarning = try sync?.first(filesMoved: filesMoved)
         } catch {
             vault.discard()
             channel.unregister()
@@ -154,12 +164,13 @@ struct MountDaemon {
 
     /// Starts `dotsafe … mount -f` as a detached child with the pattern on its standard input and
     /// returns when it reports the mount ready, or throws its error.
-    static func spawn(options: MountOptions, pattern: Pattern, context: CommandContext) throws {
+    static func spawn(options: MountOptions, pattern: Pattern, context: CommandContext, showingProgress: Bool) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = options.childArguments
         var environment = context.environment
         environment[childVariable] = "1"
+        if showingProgress { environment[progressVariable] = "1" }
         process.environment = environment
         let input = Pipe(), ready = Pipe()
         process.standardInput = input
@@ -172,7 +183,7 @@ struct MountDaemon {
         try? pattern.withCanonicalBytes { try SystemCall.writeAll(pipe, $0) }
         try? newline.withUnsafeBytes { try SystemCall.writeAll(pipe, $0) }
         try? input.fileHandleForWriting.close()
-        var answer = String(decoding: ready.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var answer = readAnswer(ready.fileHandleForReading, progress: SyncProgressLine(to: context.standardError))
         while answer.hasPrefix("note: ") || answer.hasPrefix("warning: "), let end = answer.firstIndex(of: "\n") {
             context.standardError.writeLine("dotsafe: " + answer[..<end])
             answer = String(answer[answer.index(after: end)...])
@@ -183,6 +194,35 @@ struct MountDaemon {
             throw CLIError.failure(String(answer.dropFirst("error: ".count)).trimmingCharacters(in: .newlines))
         }
         throw CLIError.failure("the mount daemon ended before the mount was ready (status \(process.terminationStatus))")
+    }
+
+    /// The child's answer up to its end, the first sync's progress lines shown as they come.
+    private static func readAnswer(_ pipe: FileHandle, progress: SyncProgressLine) -> String {
+        defer { progress.finish() }
+        var answer = "", pending: [UInt8] = []
+        while true {
+            let chunk = pipe.availableData
+            if chunk.isEmpty { break }
+            pending.append(contentsOf: chunk)
+            while let end = pending.firstIndex(of: 0x0a) {
+                let line = String(decoding: pending[..<end], as: UTF8.self)
+                pending.removeSubrange(...end)
+                if let moved = parseProgress(line) { progress.moved(moved) } else { answer += line + "\n" }
+            }
+        }
+        return answer + String(decoding: pending, as: UTF8.self)
+    }
+
+    /// `progress: up 12 40`: 12 of a batch of 40 files up, from the child to its parent.
+    static func reportProgress(_ moved: SyncProgress) {
+        FileDescriptorOutput.standardOutput.write("progress: \(moved.direction.rawValue) \(moved.done) \(moved.total)\n")
+    }
+
+    static func parseProgress(_ line: String) -> SyncProgress? {
+        let words = line.split(separator: " ")
+        guard words.count == 4, words[0] == "progress:", let direction = SyncProgress.Direction(rawValue: String(words[1])),
+              let done = Int(words[2]), let total = Int(words[3]) else { return nil }
+        return SyncProgress(direction: direction, done: done, total: total)
     }
 
     /// The daemon child's one message to its parent, on standard output: "ready" or an error,

@@ -54,9 +54,10 @@ final class MountSync: Sendable {
 
     /// The round before the mount is ready. Throws for a remote rclone cannot use (a mistyped
     /// REMOTE, no rclone: the mount is refused); any other failure is returned as a warning
-    /// for standard error, and the mount goes on with the vault as it is here.
-    func first() throws -> String? {
-        guard let failure = round(fileSystem: nil, mount: nil) else { return nil }
+    /// for standard error, and the mount goes on with the vault as it is here. `filesMoved`
+    /// hears its batches of files move (the terminal of `mount` shows them).
+    func first(filesMoved: ((SyncProgress) -> Void)? = nil) throws -> String? {
+        guard let failure = round(fileSystem: nil, mount: nil, filesMoved: filesMoved) else { return nil }
         switch failure {
         case RemoteError.unparseable, RemoteError.rcloneMissing: throw CLIError.failure(Self.describe(failure))
         default:
@@ -118,7 +119,8 @@ final class MountSync: Sendable {
 
     /// One round; its failure, if any.
     @discardableResult
-    private func round(fileSystem: FileSystem?, mount: FUSEMount?, logging: Bool = true) -> (any Error)? {
+    private func round(fileSystem: FileSystem?, mount: FUSEMount?, logging: Bool = true,
+                       filesMoved: ((SyncProgress) -> Void)? = nil) -> (any Error)? {
         rounds.withLock { _ in
             state.withLock { state in
                 state.commitRoundAt = nil
@@ -130,7 +132,7 @@ final class MountSync: Sendable {
                     return try fileSystem.holdingRequests(body)
                 }, pulled: { changes in
                     mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
-                })
+                }, filesMoved: filesMoved)
                 state.withLock { state in
                     state.lastSuccess = Date()
                     state.failing = false
