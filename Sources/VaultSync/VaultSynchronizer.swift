@@ -7,7 +7,8 @@ import VaultFormat
 /// `RemoteStorage`; blocks go up before the pages that reference them, pages before the root,
 /// and the remote root goes into slot (g + 1) mod 2 before its copy. The local vault is
 /// committed (step 5) before anything goes up, so a sync cut short anywhere leaves both sides
-/// opening to a consistent state, and the next sync completes it.
+/// opening to a consistent state, and the next sync completes it; that commit keeps the
+/// remote's tree as read for its base until its root is up (`SyncDecision`).
 public struct VaultSynchronizer {
     public let vault: Vault
     public let remote: RemoteStorage
@@ -69,20 +70,21 @@ public struct VaultSynchronizer {
             throw SyncRefusal.damagedRemote("it holds generation \(remoteVault.generation), older than generation "
                                             + "\(header.readGeneration) this device synced with (restored or rolled back?)")
         }
-        // The remote holds what this device's last sync committed: that sync's root landed.
-        let landed = header.map { remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice } ?? false
-        let remoteUnchanged = remoteVault.generation == 0 || landed || header.map { remoteVault.generation == $0.readGeneration } ?? false
-        let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
+        let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
-        if !remoteUnchanged {
+        if decision.merges {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
-        // A sync cut short after its local commit (step 5) left the remote at the generation it
-        // read: publish again, though nothing changed here since. After a pattern change the new
+        // A sync cut short after its local commit (step 5) left the remote without its root:
+        // publish again, though nothing changed here since. After a pattern change the new
         // pattern's record goes up before the former one goes, even with nothing to merge.
-        let publishes = !(landed && localUnchanged) || (formerPresent && !remoteVault.hasRecord)
-        if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
+        let publishes = decision.publishes || (formerPresent && !remoteVault.hasRecord)
+        if publishes {
+            try vault.commitSync(remoteVault)
+        } else if decision.confirmsLanded {
+            try vault.confirmLandedSync(generation: read)
+        }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
         try beforeChange?("upload")
@@ -94,7 +96,7 @@ public struct VaultSynchronizer {
         remoteNames.formUnion(transfer.upload)
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
-            // overwritten here (a race in the same instant still can be: the next sync heals it).
+            // overwritten here (a race in the same instant still can be, FORMAT.md §13.11).
             let slots = try remoteVault.slotNames()
             let files = try slots.map { try remote.read($0) }
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
@@ -108,6 +110,8 @@ public struct VaultSynchronizer {
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
+            // Only now is the committed state one the remote holds: the next merge's base.
+            try vault.syncBasePublished()
         }
         step(6)
         try beforeChange?("remove")
