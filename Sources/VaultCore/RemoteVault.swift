@@ -23,6 +23,8 @@ public final class RemoteVault: @unchecked Sendable {
     var contents: IndexContents?
     /// The files the remote root references, with digests of their keys.
     var uses: Set<FileUse> = []
+    /// The remote root's items as a sync base (what the remote is known to hold).
+    var baseItems: [SyncBase.Item] = []
     /// The local device table before the merge: groups of other devices it no longer owns go.
     var oldDevices: [DeviceEntry] = []
     /// What the last merge changed in the local tree (for a mounted vault's kernel caches).

@@ -65,15 +65,18 @@ public struct SyncTransfer: Sendable {
 }
 
 /// What a mounted vault's sync decided from its local view: merge (with the remote's tree
-/// changed since the base) or only publish, against the remote generation it read.
+/// changed since the base), only publish, or only confirm, against the remote generation it read.
 public struct LiveSyncPlan: Sendable {
     /// The merged tree; nil when the remote did not change since the base.
     public var merged: [MergedItem]?
     public var nextItemID: UInt64
     public var readGeneration: UInt64
+    /// False: nothing goes up; the remote holds the root of this device's last sync, which
+    /// never learnt it, and the base moves to it.
+    public var publishes: Bool
 
-    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64) {
-        self.merged = merged; self.nextItemID = nextItemID; self.readGeneration = readGeneration
+    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64, publishes: Bool = true) {
+        self.merged = merged; self.nextItemID = nextItemID; self.readGeneration = readGeneration; self.publishes = publishes
     }
 }
 

@@ -33,16 +33,6 @@ extension Vault {
         }
     }
 
-    /// The remote root of the last `commitLive` is up: files that only the one before it
-    /// referenced may be reused again.
-    public func remoteRootPublished() {
-        state.withLock { state in
-            guard !state.isLocked else { return }
-            let used = Set(state.referencedFiles().map(\.file))
-            state.writer.allocator.publishedPins(stillUsed: used)
-        }
-    }
-
     private func liveLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }

@@ -48,14 +48,27 @@ extension Vault {
         try syncLocked { try $0.finishMerge(remote, downloaded: downloaded) }
     }
 
-    /// Commits the state (merged or not) with a new sync base naming the remote generation read
-    /// and the one about to be written.
-    public func commitSync(readGeneration: UInt64, publishedGeneration: UInt64) throws {
-        try syncLocked { state in
-            state.pendingSyncBase = (readGeneration, publishedGeneration)
-            state.committer.formatTwo?.rootDue = true
-            try state.commit()
+    /// Commits the state (merged or not) before its remote root goes up, with the remote's
+    /// tree as read for the base (FORMAT.md §13.11): the state becomes the base only once that
+    /// root is up, `syncBasePublished`.
+    public func commitSync(_ remote: RemoteVault) throws {
+        try syncLocked { try $0.commitSyncBase(remote) }
+    }
+
+    /// The remote root of the last sync's commit is up: the commit's state becomes the base,
+    /// and files only the remote root before referenced may be reused again.
+    public func syncBasePublished() throws {
+        // A mount locked meanwhile keeps its base: its next sync finds its root up and confirms.
+        try afterWritesBehind { state in
+            guard !state.isLocked else { return }
+            try state.confirmSyncBase()
         }
+    }
+
+    /// The remote holds this device's last sync's root (`generation`), which that sync never
+    /// learnt, and nothing changed here since: the state becomes the base.
+    public func confirmLandedSync(generation: UInt64) throws {
+        try syncLocked { try $0.confirmLandedSyncBase(generation: generation) }
     }
 
     /// What goes up (blocks first: chunks and packs, then pages) and what goes from the remote:

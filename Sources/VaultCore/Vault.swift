@@ -331,7 +331,7 @@ public final class Vault: Sendable {
 
     /// Runs `body` under the lock once no chunk is being written behind: a commit includes them.
     /// Groups still being assembled are made first, with what they have.
-    private func afterWritesBehind(_ body: (inout VaultState) throws -> Void) throws {
+    func afterWritesBehind(_ body: (inout VaultState) throws -> Void) throws {
         while true {
             writeBehind.waitUntilIdle()
             let groups = try state.withLock { state -> [GroupCreation]? in

@@ -98,13 +98,18 @@ extension VaultState {
 
     /// A mounted vault's steps 4–5 in one: pending changes committed, the view `plan` decides
     /// on, the merge (every other device's file it needs already here, or it stops before
-    /// changing anything), the commit with the new sync base, and what then goes up.
+    /// changing anything), the commit with the sync base, and what then goes up. Nil when
+    /// nothing goes up.
     mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
                              plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
         try commit()
         guard remote.joins == isNew else { throw SyncRefusal.raced }
         let view = try localSyncView(deviceName: deviceName)
         guard let decided = try plan(view) else { return nil }
+        guard decided.publishes else {
+            try confirmLandedSyncBase(generation: decided.readGeneration)
+            return nil
+        }
         remote.pulled = PulledChanges()
         if let merged = decided.merged, let contents = remote.contents, let root = remote.root {
             let naming = try Self.remoteNames(remote, root)
@@ -120,9 +125,7 @@ extension VaultState {
             try completeOtherGroups(remote)
         }
         let generation = decided.readGeneration + 1
-        pendingSyncBase = (decided.readGeneration, generation)
-        committer.formatTwo?.rootDue = true
-        try commit()
+        try commitSyncBase(remote)
         return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),
                               rootFiles: try remoteRootFiles(generation: generation),
                               unlockFile: remote.hasRecord ? nil : try remoteUnlockFile(), pulled: remote.pulled)

@@ -59,17 +59,80 @@ extension VaultState {
         return uses
     }
 
-    /// Writes the base of the state being committed (its versions counted, its pages written)
-    /// into new pieces, and records them in extension tag 1; the old pieces are freed.
-    mutating func writeSyncBase(_ generations: (read: UInt64, published: UInt64)) throws {
-        let items = syncedItems.map { id, item in
+    /// The base items of the state as it is (after a commit: with its versions counted).
+    var currentBaseItems: [SyncBase.Item] {
+        syncedItems.map { id, item in
             let link = item.record.links.first
             return SyncBase.Item(id: id, version: item.record.version, parent: link?.parentID ?? 0,
                                  nameHash: Self.nameHash(link?.name ?? []), digest: Self.syncDigest(id, item, session.arena))
         }
-        let pinned = Set(referencedFiles().map(\.file).filter { writer.allocator.isOwnDevice($0) }).sorted()
-        writer.allocator.pin(Set(pinned))
-        let stream = SyncBase(items: items, pinned: pinned).encode()
+    }
+
+    /// This device's files that the state references (what its remote root would).
+    var ownReferencedFiles: Set<UInt64> { Set(referencedFiles().map(\.file).filter { writer.allocator.isOwnDevice($0) }) }
+
+    /// A sync's commit, before its remote root goes up: the base it records is the remote's
+    /// tree as read (what the remote is known to hold, and the committed state includes), with
+    /// the own files of that remote root pinned beside the committed state's. The committed
+    /// state becomes the base only once its root is up (`confirmSyncBase`): a sync cut before
+    /// that, or a root another device's replaced, leaves a base every later remote root
+    /// descends from, so the next merge sees this device's changes as changes.
+    mutating func commitSyncBase(_ remote: RemoteVault) throws {
+        let read = remote.generation
+        let remoteFiles = Set(remote.uses.map(\.file).filter { writer.allocator.isOwnDevice($0) })
+        // A first root: no root of this vault can be on the remote but one made from this one.
+        pendingSyncBase = SyncBasePlan(items: read == 0 ? nil : remote.baseItems, pinned: remoteFiles, read: read, published: read + 1,
+                                       localGeneration: nil)
+        committer.formatTwo?.rootDue = true
+        try commit()
+        publishingBase = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: read + 1, published: read + 1,
+                                      localGeneration: committer.generation)
+    }
+
+    /// The remote root of the last sync's commit is up: that commit's state becomes the base
+    /// (read = published). Its local generation is the new commit's own when nothing changed
+    /// since, else the sync's commit's (older: the next sync sends what changed meanwhile).
+    /// The own files only the remote root before referenced may be reused again.
+    mutating func confirmSyncBase() throws {
+        guard var plan = publishingBase else { return }
+        publishingBase = nil
+        if committer.generation == plan.localGeneration && !hasChanges { plan.localGeneration = nil }
+        pendingSyncBase = plan
+        committer.formatTwo?.rootDue = true
+        try commit()
+        writer.allocator.publishedPins(stillUsed: filesInUse)
+    }
+
+    /// Every own file the committed root needs: what it references, its special files, and the
+    /// base's pieces (a pinned number of a remote root may be one of these here by now).
+    var filesInUse: Set<UInt64> {
+        var used = Set(referencedFiles().map(\.file))
+        guard let formatTwo = committer.formatTwo else { return used }
+        used.formUnion(formatTwo.specialFiles.map(\.file.raw))
+        if let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value,
+           let header = try? SyncBase.Header.decode(value) {
+            for piece in header.pieces {
+                used.insert(piece.file.raw)
+                piece.key.wipeStorage()
+            }
+        }
+        return used
+    }
+
+    /// The remote holds the root of this device's last sync, which never learnt it (cut after
+    /// the root went up), and nothing changed here since: the state is that root's, the base.
+    mutating func confirmLandedSyncBase(generation: UInt64) throws {
+        publishingBase = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: generation, published: generation,
+                                      localGeneration: committer.generation)
+        try confirmSyncBase()
+    }
+
+    /// Writes `plan`'s base into new pieces and records them in extension tag 1; the old pieces
+    /// are freed. Pinned: the plan's files and the committed state's own (its pages written).
+    mutating func writeSyncBase(_ plan: SyncBasePlan) throws {
+        let pinned = ownReferencedFiles.union(plan.pinned)
+        writer.allocator.pin(pinned)
+        let stream = SyncBase(items: plan.items ?? currentBaseItems, pinned: pinned.sorted()).encode()
         var pieces: [(file: FileRef, key: [UInt8])] = []
         defer { for piece in pieces { piece.key.wipeStorage() } }
         for (index, body) in SyncBase.pieces(of: stream).enumerated() {
@@ -87,14 +150,26 @@ extension VaultState {
                 piece.key.wipeStorage()
             }
         }
-        let header = SyncBase.Header(localGeneration: committer.generation + 1, readGeneration: generations.read,
-                                     publishedGeneration: generations.published, pieces: pieces)
+        let header = SyncBase.Header(localGeneration: plan.localGeneration ?? committer.generation + 1, readGeneration: plan.read,
+                                     publishedGeneration: plan.published, pieces: pieces)
         formatTwo.extensions.removeAll { $0.tag == SyncBase.extensionTag }
         formatTwo.extensions.append(IndexRootV2.Extension(tag: SyncBase.extensionTag, value: header.encode()))
         formatTwo.extensions.sort { $0.tag < $1.tag }
         committer.formatTwo = formatTwo
         pendingSyncBase = nil
     }
+}
+
+/// A sync base for a commit to record (FORMAT.md §13.11): the items of a state the remote is
+/// known to hold (nil: the committed state's), own files to pin beside the committed state's,
+/// the remote generations, and the local generation the base goes with (nil: the committing
+/// root's own).
+struct SyncBasePlan {
+    var items: [SyncBase.Item]?
+    var pinned: Set<UInt64>
+    var read: UInt64
+    var published: UInt64
+    var localGeneration: UInt64?
 }
 
 /// A file a state references, with a digest of the key it is read with (no key).

@@ -106,7 +106,11 @@ extension VaultState {
         remote.contents = contents
         // Taken now: the merge and the commit free keys that these records share.
         remote.uses = referencedFiles(pages: contents.pages.map { $0.ref }, items: contents.items)
-        return try Self.entries(contents.items, session.arena)
+        let entries = try Self.entries(contents.items, session.arena)
+        remote.baseItems = entries.map {
+            SyncBase.Item(id: $0.id, version: $0.version, parent: $0.parent, nameHash: Self.nameHash($0.name), digest: $0.digest)
+        }
+        return entries
     }
 
     /// The items a sync compares, each with its first link and digest; several links refused.

@@ -9,7 +9,8 @@ import VaultFormat
 /// `holdingRequests` (the file system's own lock: no request of several vault calls sees half
 /// of a merge). What the merge changed goes to `pulled` (the kernel's caches) before anything
 /// goes up. A round cut short anywhere leaves the vault as committed and the remote as it was
-/// or a step further; the next round completes it.
+/// or a step further; the next round completes it. A round that loses a race with another
+/// device runs again at once (`run`).
 public struct MountedSynchronizer: Sendable {
     public let vault: Vault
     public let remote: RemoteStorage
@@ -28,10 +29,28 @@ public struct MountedSynchronizer: Sendable {
 
     public typealias Holding = (() throws -> LiveSyncCommit?) throws -> LiveSyncCommit?
 
-    /// One round. `pulled` is told what the merge changed, once it is committed; `filesMoved`
-    /// hears each batch of files move (a terminal shows the mount's first round).
+    /// How many times a round that lost a race runs again before it fails.
+    static let raceRetries = 3
+
+    /// One round, run again when it loses a race: another device's root went up while it ran
+    /// (its commit kept the remote's tree as read for its base, so the next run merges with that
+    /// root), or files of the root it read went from the remote meanwhile. `pulled` is told
+    /// what a merge changed, once it is committed; `filesMoved` hears each batch of files move
+    /// (a terminal shows the mount's first round).
     public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in },
                     filesMoved: ((SyncProgress) -> Void)? = nil) throws -> SyncSummary {
+        var retries = 0
+        while true {
+            do {
+                return try round(holdingRequests: holdingRequests, pulled: pulled, filesMoved: filesMoved)
+            } catch SyncRefusal.raced where retries < Self.raceRetries {
+                retries += 1
+            }
+        }
+    }
+
+    private func round(holdingRequests: Holding, pulled: (PulledChanges) -> Void,
+                       filesMoved: ((SyncProgress) -> Void)?) throws -> SyncSummary {
         var summary = SyncSummary()
         let listing = try remote.list()
         let remoteNames = Set(listing.storageFiles)
@@ -46,11 +65,19 @@ public struct MountedSynchronizer: Sendable {
         }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
-            try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
-            remoteEntries = try vault.loadRemoteTree(remoteVault)
-            let fetched = try vault.remoteFilesToFetch(remoteVault)
-            try download(fetched, &summary, filesMoved)
-            try vault.checkFetched(remoteVault, names: fetched)
+            do {
+                try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
+                remoteEntries = try vault.loadRemoteTree(remoteVault)
+                let fetched = try vault.remoteFilesToFetch(remoteVault)
+                try download(fetched, &summary, filesMoved)
+                try vault.checkFetched(remoteVault, names: fetched)
+            } catch let error as RemoteError {
+                // Files of a root that another device replaced meanwhile may be gone since.
+                guard case .missingFiles = error else { throw error }
+                let files = try remoteVault.slotNames().map { try remote.read($0) }
+                guard try vault.remoteGeneration(remoteVault, slotFiles: files) == remoteVault.generation else { throw SyncRefusal.raced }
+                throw error
+            }
         }
         let read = remoteVault.generation
         var actions: [MergeAction] = []
@@ -86,25 +113,25 @@ public struct MountedSynchronizer: Sendable {
             try remote.write(name, contents: file)
             summary.filesUp += 1
         }
-        vault.remoteRootPublished()
+        try vault.syncBasePublished()
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
         return summary
     }
 
-    /// What the round does, decided on the local view under the vault's lock: nothing when
-    /// neither side changed since the base; the merge when the remote did; a publish when only
-    /// this side did.
+    /// What the round does, decided on the local view under the vault's lock (`SyncDecision`):
+    /// nothing when neither side changed since the base; the merge when the remote did; a
+    /// publish when only this side did; a confirmation when the remote holds this device's
+    /// root that a round cut short never learnt was up.
     private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault,
                       _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
-        let remoteUnchanged = read == 0 || view.header.map {
-            (read == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice) || read == $0.readGeneration
-        } ?? false
-        let localUnchanged = view.header.map { view.generation == $0.localGeneration } ?? false
-        if remoteUnchanged && localUnchanged { return nil }
-        guard !remoteUnchanged else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
+        let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
+        guard decision.publishes else {
+            return decision.confirmsLanded ? LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false) : nil
+        }
+        guard decision.merges else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)

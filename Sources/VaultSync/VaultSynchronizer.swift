@@ -7,7 +7,8 @@ import VaultFormat
 /// `RemoteStorage`; blocks go up before the pages that reference them, pages before the root,
 /// and the remote root goes into slot (g + 1) mod 2 before its copy. The local vault is
 /// committed (step 5) before anything goes up, so a sync cut short anywhere leaves both sides
-/// opening to a consistent state, and the next sync completes it.
+/// opening to a consistent state, and the next sync completes it; that commit keeps the
+/// remote's tree as read for its base until its root is up (`SyncDecision`).
 public struct VaultSynchronizer {
     public let vault: Vault
     public let remote: RemoteStorage
@@ -23,8 +24,9 @@ public struct VaultSynchronizer {
     public var filesMoved: ((SyncProgress) -> Void)?
     /// The remote's listing, begun by the caller beside its key derivation; nil: step 1 lists.
     public var listing: (() throws -> RemoteListing)?
-    /// Called once nothing local is read or written any more, only the remote's root and
-    /// removals to go: the caller may lock the vault meanwhile (its re-creation overlaps them).
+    /// Called once nothing local is read or written any more (the root is up and the base that
+    /// names it committed), only the remote's removals to go: the caller may lock the vault
+    /// meanwhile (its re-creation overlaps them).
     /// Not called when the sync must still commit here (a pattern change's former record).
     public var localDone: (() -> Void)?
 
@@ -77,20 +79,21 @@ public struct VaultSynchronizer {
             throw SyncRefusal.damagedRemote("it holds generation \(remoteVault.generation), older than generation "
                                             + "\(header.readGeneration) this device synced with (restored or rolled back?)")
         }
-        // The remote holds what this device's last sync committed: that sync's root landed.
-        let landed = header.map { remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice } ?? false
-        let remoteUnchanged = remoteVault.generation == 0 || landed || header.map { remoteVault.generation == $0.readGeneration } ?? false
-        let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
+        let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
-        if !remoteUnchanged {
+        if decision.merges {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
-        // A sync cut short after its local commit (step 5) left the remote at the generation it
-        // read: publish again, though nothing changed here since. After a pattern change the new
+        // A sync cut short after its local commit (step 5) left the remote without its root:
+        // publish again, though nothing changed here since. After a pattern change the new
         // pattern's record goes up before the former one goes, even with nothing to merge.
-        let publishes = !(landed && localUnchanged) || (formerPresent && !remoteVault.hasRecord)
-        if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
+        let publishes = decision.publishes || (formerPresent && !remoteVault.hasRecord)
+        if publishes {
+            try vault.commitSync(remoteVault)
+        } else if decision.confirmsLanded {
+            try vault.confirmLandedSync(generation: read)
+        }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
         try beforeChange?("upload")
@@ -103,12 +106,11 @@ public struct VaultSynchronizer {
         remoteNames.formUnion(transfer.upload)
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
-            // overwritten here (a race in the same instant still can be: the next sync heals it).
+            // overwritten here (a race in the same instant still can be, FORMAT.md §13.11).
             let files = try remote.read(remoteVault.slotNames())
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
             let record = remoteVault.hasRecord ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
-            if formerName == nil { localDone?() }
             if let record {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)
@@ -119,8 +121,12 @@ public struct VaultSynchronizer {
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
+            // Only now is the committed state one the remote holds: the next merge's base.
+            try vault.syncBasePublished()
         }
-        if !publishes && formerName == nil { localDone?() }
+        // The vault is not touched after this (the base above is its last commit): its lock may
+        // run while the remote's removals go.
+        if formerName == nil { localDone?() }
         step(6)
         try beforeChange?("remove")
         try remote.delete(transfer.remove)
