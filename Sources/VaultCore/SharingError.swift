@@ -11,6 +11,13 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
     case noGrant
     /// The grant opened, but the vault it names has no root in this storage.
     case sharedVaultMissing
+    /// `unshare`: the root lists no grant to that contact code.
+    case notShared
+    /// `unshare`: a grant of the vault has a recipient its owner's record does not list (a
+    /// grant made before the record kept them), so it could not be given the new keys.
+    case unknownRecipient
+    /// The grant at that code's name is an ended grant: its owner withdrew it (§14.8).
+    case accessEnded
 
     public var description: String {
         switch self {
@@ -24,6 +31,12 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
             "no vault shared by that contact code with the vault this pattern opens is in this storage"
         case .sharedVaultMissing:
             "the shared vault's index is not in this storage (copy or sync the whole storage)"
+        case .notShared:
+            "this vault is not shared with that contact code; nothing was changed"
+        case .unknownRecipient:
+            "a grant of this vault was made before DotSafe kept its recipient's code, so it cannot be given new keys; nothing was changed"
+        case .accessEnded:
+            "access to the vault shared by that contact code ended: its owner withdrew it, and nothing written since reaches you or them"
         }
     }
 }

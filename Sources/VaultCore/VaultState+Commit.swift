@@ -10,6 +10,11 @@ extension VaultState {
     /// came since they last were (R-COV-3).
     mutating func commit(final: Bool = false) throws {
         guard !readOnly, !isLocked else { return }
+        // A vault opened through a grant whose owner withdrew it since: its slots are gone from
+        // a storage both write, and nothing of this session goes in (§14.8).
+        if sharing.received != nil, !isNew, try !storage.entryExists(name(0)) && !storage.entryExists(name(1)) {
+            throw SharingError.accessEnded
+        }
         try normalizeLayouts()
         try flushDirtyChunks()
         // Housekeeping rides on a commit that writes anyway: a session that changed nothing

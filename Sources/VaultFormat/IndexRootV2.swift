@@ -4,7 +4,8 @@
 public struct IndexRootV2: Equatable, Sendable {
     /// A file listed by name rather than named from a device key: an unlock record.
     public struct SpecialFile: Equatable, Sendable {
-        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2 }
+        /// 3: a grant withdrawn (§14.8), its file an ended grant to the same recipient.
+        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, endedGrant = 3 }
         public var file: FileRef
         public var role: Role
         /// The 16 bytes whose base32 is the file's name.

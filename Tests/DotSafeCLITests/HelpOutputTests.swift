@@ -141,6 +141,6 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "fsck", "audit", "sync", "keyring", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "unshare", "fsck", "audit", "sync", "keyring", "completion", "help", "version"])
     }
 }
