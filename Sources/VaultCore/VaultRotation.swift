@@ -80,7 +80,8 @@ enum VaultRotation {
             for slot in 0..<Format.indexSlotCount {
                 let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
                 guard try !storage.entryExists(name) else { continue }
-                try storage.create(name, contents: try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random), durable: true)
+                let file = try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random)
+                try storage.create(name, contents: file, durable: true)
                 try storage.syncFolder()
             }
             try reissueGrants(root, owner: record, storage: storage, random: random)
@@ -114,10 +115,12 @@ enum VaultRotation {
                 try GrantSeal.nameBytes(sharing: identity, with: $0, location: Label.localLocation) == special.name
             }) else { continue }
             let grant = special.role == .grant
-                ? UnlockRecord(role: .grant, vaultKey: owner.vaultKey.map { $0 }, rootLocator: owner.rootLocator.map { $0 }, ownFile: special.file)
+                ? UnlockRecord(role: .grant, vaultKey: owner.vaultKey.map { $0 }, rootLocator: owner.rootLocator.map { $0 },
+                               ownFile: special.file)
                 : UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: special.file)
             defer { grant.vaultKey.wipeStorage(); grant.rootLocator.wipeStorage() }
-            try storage.replace(FileName.encode(special.name), contents: try GrantSeal.seal(grant, from: identity, to: recipient, random: random))
+            let file = try GrantSeal.seal(grant, from: identity, to: recipient, random: random)
+            try storage.replace(FileName.encode(special.name), contents: file)
         }
     }
 
@@ -125,9 +128,12 @@ enum VaultRotation {
     static func newestRoot(storage: any StorageFolder, rootLocator: SecretBytes, rootKey: SecretBytes) throws -> IndexRootV2? {
         var newest: IndexRootV2?
         for slot in 0..<Format.indexSlotCount {
-            guard let file = try storage.read(try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))) else { continue }
-            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
-                                                      key: .secret(rootKey), seal: .indexRootV2(slot: slot)) else { continue }
+            // A slot torn by a crash (not of the storage's form) is one that does not open.
+            let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
+            guard let file = (try? storage.read(name)) ?? nil else { continue }
+            let version = StorageFormat.two.envelopeVersion
+            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: version, key: .secret(rootKey),
+                                                      seal: .indexRootV2(slot: slot)) else { continue }
             defer { body.wipeStorage() }
             guard let root = try? IndexRootV2.decode(body[...]) else { continue }
             if let older = newest, older.generation >= root.generation { root.wipeKeys(); continue }
@@ -140,7 +146,8 @@ enum VaultRotation {
     /// The public keys of the codes the vault was shared with (tag 1025, 32 bytes each).
     static func recipients(_ optional: [IndexRootV2.Extension]) -> [[UInt8]] {
         guard let value = optional.first(where: { $0.tag == UnlockRecord.Tag.recipients })?.value else { return [] }
-        return stride(from: 0, to: value.count - value.count % Format.keySize, by: Format.keySize).map { Array(value[$0 ..< $0 + Format.keySize]) }
+        let size = Format.keySize
+        return stride(from: 0, to: value.count - value.count % size, by: size).map { Array(value[$0 ..< $0 + size]) }
     }
 
     static func with(_ optional: [IndexRootV2.Extension], tag: UInt16, value: [UInt8]) -> [IndexRootV2.Extension] {

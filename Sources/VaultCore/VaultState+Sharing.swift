@@ -73,7 +73,8 @@ extension VaultState {
         let name = FileName.encode(nameBytes)
         // Shared again after a withdrawal: the ended grant's file takes the grant.
         let ended = root.specialFiles.firstIndex { $0.role == .endedGrant && $0.name == nameBytes }
-        let ref = try ended.map { root.specialFiles[$0].file } ?? FileRef(device: 0, number: writer.allocateUsable())
+        let ref: FileRef
+        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(device: 0, number: try writer.allocateUsable()) }
         let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
                                   ownFile: ref)
         defer {
@@ -89,7 +90,11 @@ extension VaultState {
             if try storage.entryExists(name) { try storage.remove(name) }
             try storage.create(name, contents: file, durable: true)
             let number = ref.raw
-            if writer.allocator.needsCreate(number) { writer.allocator.markCreated(number) } else { try storage.remove(try self.name(number)) }
+            if writer.allocator.needsCreate(number) {
+                writer.allocator.markCreated(number)
+            } else {
+                try storage.remove(try self.name(number))
+            }
             try storage.syncFolder()
             committer.formatTwo?.specialFiles.append(IndexRootV2.SpecialFile(file: ref, role: .grant, name: nameBytes))
         }

@@ -23,7 +23,9 @@ struct UnshareCommand: Command {
 
     init(parsing arguments: ParsedArguments) throws {
         mountPoint = try arguments.required(Self.mountPoint)
-        guard let code = arguments.value(Self.to) else { throw CLIError.usage("missing --to CODE: the contact code to withdraw the vault from") }
+        guard let code = arguments.value(Self.to) else {
+            throw CLIError.usage("missing --to CODE: the contact code to withdraw the vault from")
+        }
         self.code = code
     }
 
@@ -33,7 +35,8 @@ struct UnshareCommand: Command {
         guard reply == ShareRequests.unshared else {
             throw CLIError.failure("the daemon of \(mountPoint) gave an answer this dotsafe does not know")
         }
-        context.standardOutput.writeLine("Withdrew the vault at \(mountPoint) from \(recipient.text): it has new keys, and what you write from now on is not theirs to read.")
+        context.standardOutput.writeLine("Withdrew the vault at \(mountPoint) from \(recipient.text): it has new keys, "
+                                         + "and what is written from now on is not theirs to read.")
         return 0
     }
 }
