@@ -22,6 +22,7 @@ public enum DotSafeCLI {
         AuditCommand.self,
         SyncCommand.self,
         KeyringCommand.self,
+        RepatternCommand.self,
         CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,

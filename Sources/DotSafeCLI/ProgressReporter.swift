@@ -5,7 +5,7 @@ import Foundation
 /// ends so that the command's own output follows on a clean line. Nothing at all when the
 /// output is not a terminal: a log or a pipe gets only the result.
 ///
-/// Used by `fsck` and `audit`; repattern and sync are meant to report through it too. Not
+/// Used by `fsck`, `audit` and `repattern`; sync is meant to report through it too. Not
 /// thread-safe: one worker updates it.
 final class ProgressReporter {
     private let output: (any TextOutput)?
@@ -38,6 +38,7 @@ final class ProgressReporter {
     /// Erases the line, so that the next output starts at the line's beginning.
     func finish() {
         guard let output, drewSomething else { return }
+        drewSomething = false
         output.write("\r\u{1B}[K")
     }
 

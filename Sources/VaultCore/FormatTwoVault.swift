@@ -54,6 +54,16 @@ enum FormatTwoVault {
                                        random: random).file
     }
 
+    /// What a pattern's names hold in a storage, without opening anything: an owner record
+    /// (format 2), an index slot (format 1), or nothing (the pattern opens a new, empty vault).
+    static func use(of patternSecrets: VaultSecrets, in storage: any StorageFolder) throws -> Vault.PatternUse {
+        if try storage.entryExists(try FormatTwoKeys.unlockName(locator: patternSecrets.locator)) { return .formatTwo }
+        for slot in 0..<UInt8(Format.indexSlotCount) where try storage.entryExists(try patternSecrets.indexName(slot: slot)) {
+            return .formatOne
+        }
+        return .none
+    }
+
     /// The owner's unlock record at the pattern's name, opened and decoded; nil when no file is
     /// there (a format-1 vault, or none). Something there that does not open is damage.
     static func readUnlock(storage: any StorageFolder, patternSecrets: VaultSecrets) throws -> (name: String, record: UnlockRecord)? {

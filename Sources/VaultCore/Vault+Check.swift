@@ -126,7 +126,12 @@ extension VaultState {
         let allocator = writer.allocator
         if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
         // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
-        let special = specialFileNames
+        var special = specialFileNames
+        // While a pattern change is in progress (a role-3 file listed, §13.12), the owner records
+        // move between their pattern's names and their device names: either is the vault's file.
+        if committer.formatTwo?.specialFiles.contains(where: { $0.role == .retiredOwner }) == true {
+            for (number, listed) in special where !all.contains(listed) { special[number] = try name(number) }
+        }
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)

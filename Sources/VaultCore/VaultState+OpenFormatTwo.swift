@@ -76,13 +76,18 @@ extension VaultState {
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
         let contents: IndexContents
         var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
+        var openedThroughFormer = false
         do {
-            let role: IndexRootV2.SpecialFile.Role = record.role == .owner ? .ownerUnlock : .grant
-            guard newest.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else {
+            // Role 3: a pattern change in progress still lists the old pattern's record (§13.12).
+            guard let found = newest.specialFiles.first(where: { special in
+                special.file == record.ownFile && (record.role == .grant ? special.role == .grant
+                    : special.role == .ownerUnlock || (special.role == .retiredOwner && FileName.encode(special.name) == unlock.name))
+            }) else {
                 // A grant no root lists: a share cut short, or one withdrawn.
                 guard record.role == .owner else { throw SharingError.noGrant }
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
+            openedThroughFormer = found.role == .retiredOwner
             contents = try loadContentsV2(newest, storage: storage, secrets: stateSecrets, arena: arena)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
@@ -108,10 +113,12 @@ extension VaultState {
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        state.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.committer.restoreMissingSlot(writer: state.writer)
+            try state.finishPatternChange()
         }
         return state
     }

@@ -42,9 +42,12 @@ struct VaultState {
     /// Format 2: a committed root the slots should hold is missing, damaged or older (design
     /// §E); said once by `mount`, and by `fsck` as damage.
     var rollbackWarning: String?
+    /// Format 2: the record that opened the vault was its owner's before a pattern change
+    /// (role 3, docs/FORMAT.md §13.12): this pattern opens nothing once the change is finished.
+    var openedThroughFormerPattern = false
     /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
     var sharing = VaultSharing()
-    /// Sync: the next commit records a new sync base with these remote generations (§13.11).
+    /// Sync: the next commit records a new sync base with these remote generations (§13.12).
     var pendingSyncBase: (read: UInt64, published: UInt64)?
 
     var storage: any StorageFolder { writer.storage }

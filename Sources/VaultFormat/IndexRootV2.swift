@@ -4,8 +4,10 @@
 public struct IndexRootV2: Equatable, Sendable {
     /// A file listed by name rather than named from a device key: an unlock record.
     public struct SpecialFile: Equatable, Sendable {
-        /// 3: a grant withdrawn (§14.8), its file an ended grant to the same recipient.
-        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, endedGrant = 3 }
+        /// `retiredOwner`: the owner record of the pattern before a change, still at that
+        /// pattern's name until the change turns it into a cover (docs/FORMAT.md §13.12).
+        /// `endedGrant`: a grant withdrawn (§14.8), its file an ended grant to the same recipient.
+        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, retiredOwner = 3, endedGrant = 4 }
         public var file: FileRef
         public var role: Role
         /// The 16 bytes whose base32 is the file's name.

@@ -148,17 +148,8 @@ import VaultStore
         while !completed {
             let storage = Self.storage(run.storages[step])
             let vault = try Self.prepare(storage, step: step, secondCommit: testCase.secondCommit)
-            storage.crash(afterMutations: mutations)
-            do {
-                try vault.commit()
-                completed = true
-            } catch VaultError.store(.simulatedCrash) {
-            }
-            switch testCase.crash {
-            case .process: storage.processCrash()
-            case .power: storage.powerLoss()
-            case .failure:
-                storage.processCrash()
+            completed = try testCase.crash.cut(storage, afterMutations: mutations) { try vault.commit() }
+            if testCase.crash == .failure {
                 try vault.lock()
                 let reopened = try Self.open(storage, step: step + 100)
                 expectSame(try reopened.tree(), after, "step \(step), failure after \(mutations) mutations, then lock")

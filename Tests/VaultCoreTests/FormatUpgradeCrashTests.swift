@@ -11,7 +11,7 @@ import VaultStore
 /// one in format 2; `fsck` finds it clean; and a further commit completes the upgrade. Run on a
 /// vault made here and on the checked-in format-1 fixture.
 @Suite struct FormatUpgradeCrashTests {
-    enum Crash: String, Sendable, CaseIterable { case process, power, failure }
+    typealias Crash = CrashTests.Crash
 
     enum Source: String, Sendable, CaseIterable { case made, fixture }
 
@@ -81,19 +81,8 @@ import VaultStore
             let storage = CrashTests.storage(start.files)
             let vault = try Self.open(storage, start, seed: 3)
             try start.change(vault)
-            storage.crash(afterMutations: mutations)
-            do {
-                try vault.commit()
-                completed = true
-            } catch VaultError.store(.simulatedCrash) {
-            }
-            switch testCase.crash {
-            case .process: storage.processCrash()
-            case .power: storage.powerLoss()
-            case .failure:
-                storage.processCrash()
-                try vault.lock()
-            }
+            completed = try testCase.crash.cut(storage, afterMutations: mutations) { try vault.commit() }
+            if testCase.crash == .failure { try vault.lock() }
             let opened = try Self.open(storage, start, readOnly: true, seed: 4)
             let tree = try opened.tree()
             let format = opened.formatVersion

@@ -33,6 +33,15 @@ import VaultFormat
                 && !root.fileIsValid(FileRef(device: 1, number: 6)) && !root.fileIsValid(FileRef(device: 0, number: 32)))
     }
 
+    /// A pattern change in progress lists the old owner record as role 3 beside the new one (§13.12).
+    @Test func aRetiredOwnerRecordIsKeptBesideTheOwner() throws {
+        var root = Self.valid()
+        root.specialFiles.append(.init(file: FileRef(device: 0, number: 7), role: .retiredOwner, name: Array(16..<32)))
+        #expect(try IndexRootV2.decode(root.encode()[...]) == root)
+        root.specialFiles.removeFirst()
+        #expect(throws: FormatError.invalid("index root: owner unlock record")) { try IndexRootV2.decode(root.encode()[...]) }
+    }
+
     enum RootRule: String, CaseIterable, Sendable {
         case generationZero, noDevice, writerBeyondDevices, sameDeviceTwice, samePrefixTwice, twoUpgradedDevices
         case noOwnerRecord, twoOwnerRecords, unknownRole, fileOfUnknownDevice, fileInCover, fileInSlot, fileOutsideGroups
@@ -63,8 +72,8 @@ import VaultFormat
         case .unknownRole:
             bytes = root.encode()
             let at = 8 + 2 + 2 + (try deviceSize()) + 2 + 8
-            bytes![at] = 3
-            expected = .invalid("index root: special file role 3")
+            bytes![at] = 4
+            expected = .invalid("index root: special file role 4")
         case .fileOfUnknownDevice: root.top[1].file = FileRef(device: 1, number: 50); expected = file("1:50")
         case .fileInCover: root.top[0].file = FileRef(device: 0, number: 4); expected = file("0:4")
         case .fileInSlot: root.top[0].file = FileRef(device: 0, number: 1); expected = file("0:1")

@@ -81,9 +81,11 @@ struct MountDaemon {
         if let watcher, watcher.sessionPath == nil {
             notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
         }
-        // A root the vault committed is not in its slots (docs/FORMAT-2-DESIGN.md §E): said once.
-        let warning = vault.rollbackWarning
-        if warning != nil { log.rootFallback() }
+        // A root the vault committed is not in its slots (docs/FORMAT-2-DESIGN.md §E), or this
+        // pattern lost the vault to an interrupted repattern, finished by this open: said once.
+        let warning = vault.rollbackWarning ?? (vault.openedThroughFormerPattern ? PatternChangeError.formerPattern.description
+                                                + " (this pattern opens it for this session only)" : nil)
+        if vault.rollbackWarning != nil { log.rootFallback() }
         if detached {
             Self.reportReady(failure: nil, notes: notes, warning: warning)
             ProcessCalls.detachStandardStreams()

@@ -16,12 +16,14 @@ enum MountGuard {
         case mount(at: String)
         case fsck
         case sync
+        case repattern
 
         var note: String {
             switch self {
             case .mount(let mountPoint): "mounted at \(mountPoint)"
             case .fsck: "being checked by dotsafe fsck"
             case .sync: "being synced by dotsafe sync"
+            case .repattern: "getting a new pattern from dotsafe repattern"
             }
         }
     }

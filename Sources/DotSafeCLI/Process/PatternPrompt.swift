@@ -24,11 +24,13 @@ enum PatternPrompt {
     /// Longer than any pattern written with spaces; a longer line is refused.
     static let lineLimit = 512
 
-    static func ask() throws -> Pattern {
+    /// `prompt`: what the line asks for; the grid is drawn above it unless `drawGrid` is false
+    /// (a second question right after the first).
+    static func ask(_ prompt: String = prompt, drawGrid: Bool = true) throws -> Pattern {
         guard let terminal = Terminal.controlling() else {
             throw CLIError.failure("no pattern given: use --pattern P, --pattern-stdin, or run on a terminal")
         }
-        terminal.write(grid + prompt)
+        terminal.write((drawGrid ? grid : "") + prompt)
         let buffer = try SecretBytes(count: lineLimit)
         defer { buffer.wipe() }
         let line: Terminal.Line

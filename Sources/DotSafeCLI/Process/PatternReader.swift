@@ -60,15 +60,20 @@ struct PatternReader {
         case .prompt:
             pattern = try PatternPrompt.ask()
         }
-        for hint in pattern.hints { context.standardError.writeLine("hint: \(hint)") }
+        Self.printHints(pattern, to: context.standardError)
+        return pattern
+    }
+
+    /// The hints of a weak pattern (R-PAT-3), on standard error.
+    static func printHints(_ pattern: Pattern, to output: any TextOutput) {
+        for hint in pattern.hints { output.writeLine("hint: \(hint)") }
         if pattern.pointCount < Pattern.recommendedPoints {
             let count = Pattern.count(ofLengthAtMost: pattern.pointCount)
             // One PBKDF2 of 600,000 rounds takes about 0.3 s on one core (PLATFORM-NOTES.md).
             let hours = Double(count) * 0.3 / 3600
             let effort = hours < 1 ? "\(Int(hours * 60) + 1) minutes" : "\(Int(hours.rounded(.up))) hours"
-            context.standardError.writeLine("hint: only \(count) patterns have \(pattern.pointCount) points or fewer: with your keyring, one computer tries them all in about \(effort)")
+            output.writeLine("hint: only \(count) patterns have \(pattern.pointCount) points or fewer: with your keyring, one computer tries them all in about \(effort)")
         }
-        return pattern
     }
 
     /// Turns a refusal into the one-line message.

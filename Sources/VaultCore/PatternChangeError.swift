@@ -1,0 +1,26 @@
+/// Why a pattern change is refused; nothing was written.
+public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No vault is at the current pattern's names.
+    case noVault
+    /// The vault is in format 1 (its upgrade to format 2 is not built yet).
+    case formatOne
+    /// Something is at the new pattern's names: another vault, which the change would hide.
+    case newPatternInUse
+    /// The vault was upgraded from format 1: its pattern still names its files (design §G).
+    case upgraded
+    /// The current pattern opened the vault through a record a finished change had retired.
+    case formerPattern
+    /// The vault has been synced: the remote's unlock record is sealed with the current pattern.
+    case synced
+
+    public var description: String {
+        switch self {
+        case .noVault: "no vault opens with this pattern"
+        case .formatOne: "this vault is in the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
+        case .newPatternInUse: "the new pattern already opens another vault in this storage: changing to it would hide that vault"
+        case .upgraded: "this vault was upgraded from the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
+        case .synced: "this vault has been synced with a remote, whose copy would keep the current pattern: changing the pattern of a synced vault is not possible yet"
+        case .formerPattern: "this vault's pattern was changed by an earlier repattern, which was interrupted and is now finished: use the new pattern"
+        }
+    }
+}

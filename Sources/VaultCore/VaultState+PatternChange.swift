@@ -1,0 +1,96 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A pattern change (docs/FORMAT.md §13.12, R-KEY-6): the same vault key and root under a new
+/// owner record, the old one turned into a cover. The root is the arbiter: until it lists the
+/// new record only the old pattern opens the vault; from then on the new one does, and the old
+/// record, listed with role 3 until it is random bytes at a device name, opens it at most until
+/// the change is finished, which any writing open does.
+extension VaultState {
+    /// Steps 1–5 of §13.12. `progress` is told each step done (1…3). The caller checked that
+    /// the new pattern's names hold nothing; checked again here, since nothing may be hidden.
+    mutating func changePattern(to newPattern: VaultSecrets, progress: (Int) -> Void) throws {
+        guard !readOnly else { throw VaultError.readOnly }
+        guard var root = committer.formatTwo, committer.upgrade == nil else { throw PatternChangeError.formatOne }
+        guard !isNew else { throw PatternChangeError.noVault }
+        guard !openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
+        // A vault upgraded from format 1 keeps the pattern's LOC as RL and its NK as device 0's
+        // NKd (design §G): the old pattern would still name its files. Moving them is not built.
+        guard namesArePatternDerived == (false, false) else { throw PatternChangeError.upgraded }
+        // The remote's unlock record is sealed with this pattern, and the other devices' too.
+        guard root.devices.count <= 1, !root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }) else {
+            throw PatternChangeError.synced
+        }
+        guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
+        guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
+              !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
+              let current = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets),
+              current.record.ownFile == owner.file else {
+            throw VaultError.damagedIndex("the vault's unlock record is not the one its root lists")
+        }
+        // The record as found keeps the identity key and optional tags; only its file changes.
+        var record = current.record
+        defer {
+            // The copy shares its buffers with the record as read: zeroed in place, once.
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
+        let number = try writer.allocateUsable()
+        record.ownFile = FileRef(device: 0, number: number)
+        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: random))
+        let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
+        root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
+                             IndexRootV2.SpecialFile(file: owner.file, role: .retiredOwner, name: owner.name)]
+        let before = committer.formatTwo, generation = committer.generation
+        committer.formatTwo = root
+        committer.formatTwo?.rootDue = true
+        // The new record is synced before the root that lists it: the commit point.
+        do { try commit() } catch {
+            // Before the commit point the vault is still the old pattern's, in memory too.
+            if committer.generation == generation {
+                committer.formatTwo = before
+            }
+            throw error
+        }
+        progress(1)
+        try finishPatternChange(progress: progress)
+    }
+
+    /// Steps 3–5 of §13.12, each only where its effect is not there yet: after a crash any
+    /// writing open comes here, and so does the change itself after its commit point.
+    mutating func finishPatternChange(progress: (Int) -> Void = { _ in }) throws {
+        guard var root = committer.formatTwo, root.specialFiles.contains(where: { $0.role == .retiredOwner }),
+              let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }) else { return }
+        try completeRename(try name(owner.file.number), to: FileName.encode(owner.name))
+        try storage.syncFolder()
+        for former in root.specialFiles where former.role == .retiredOwner {
+            let deviceName = try name(former.file.number)
+            try completeRename(FileName.encode(former.name), to: deviceName)
+            try storage.syncFolder()
+            if try storage.entryExists(deviceName) {
+                try storage.write(deviceName, offset: 0, bytes: try random.bytes(Format.fileSize))
+                try storage.sync([deviceName])
+            }
+            writer.release(former.file.number)
+        }
+        progress(2)
+        root.specialFiles.removeAll { $0.role == .retiredOwner }
+        committer.formatTwo = root
+        committer.formatTwo?.rootDue = true
+        try commit()
+        progress(3)
+    }
+
+    /// A rename that may have happened already. Where both names exist and hold the same bytes
+    /// (a copy put back beside the file) the old name goes; where they differ, the old name is
+    /// not ours (a vault made at that pattern's name since) and stays.
+    private func completeRename(_ from: String, to: String) throws {
+        guard try storage.entryExists(from) else { return }
+        guard try storage.entryExists(to) else { return try storage.rename(from, to: to) }
+        if let source = try? storage.read(from), let target = try? storage.read(to), source == target {
+            try storage.remove(from)
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import DotSafeTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// `dotsafe repattern` (R-KEY-6, issue 15 item 3) with the built binary and real mounts: the new
+/// pattern mounts the files, the old one an empty vault; a mounted vault and every bad input are
+/// refused with one line and nothing changed; progress only on a terminal.
+@Suite struct RepatternTests {
+    static let old = "b2-c2-d3-d4-c4-b4-a5"
+    static let new = "c3-d2-d3-e4-d4-c5-b4"
+    static let other = "d2-c2-b3-b4-c4-d4"
+
+    static func repattern(_ h: MountHarness, _ input: String) -> CommandResult {
+        h.dotsafe(["repattern", h.storage, "--pattern-stdin"], input: input)
+    }
+
+    static func lines(_ text: String) -> [Substring] { text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() }
+
+    @Test func theNewPatternOpensTheFilesAndTheOldOneNothing() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        h.sh("echo one > a && mkdir d && head -c 700000 /dev/urandom > d/big && sync d/big", in: vault)
+        let sums = h.sh("sha256sum a d/big", in: vault).output
+
+        let mounted = Self.repattern(h, "\(Self.old)\n\(Self.new)\n")
+        #expect(mounted.status == 1 && Self.lines(mounted.error).count == 1, "\(mounted)")
+        #expect(mounted.error.hasPrefix("dotsafe: this vault is mounted at ") && mounted.error.contains(vault)
+                && mounted.error.hasSuffix(": lock it first; nothing was changed\n"), "\(mounted)")
+        #expect(h.lock(vault).status == 0)
+
+        // A second vault, at another pattern: a change to that pattern would hide it.
+        try #require(h.mount(vault, pattern: Self.other).status == 0)
+        h.sh("echo other > o && sync o", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let before = try h.storageSnapshot()
+        let refusals: [(String, String)] = [
+            ("e1-d1-c2-c3-b4-a5\n\(Self.new)\n", "no vault opens with this pattern in \(h.storage); nothing was changed"),
+            ("\(Self.old)\n\(Self.old)\n", "the new pattern is the current one; nothing was changed"),
+            ("\(Self.old)\n\(Self.other)\n",
+             "the new pattern already opens another vault in this storage: changing to it would hide that vault; nothing was changed"),
+            ("\(Self.old)\nb2-b2-b3\n", "invalid pattern: "),
+            ("\(Self.old)\n", "no new pattern on standard input (two lines: the current pattern, then the new one)"),
+            ("", "no current pattern on standard input (two lines: the current pattern, then the new one)"),
+        ]
+        for (input, message) in refusals {
+            let result = Self.repattern(h, input)
+            #expect(result.status == 1 && Self.lines(result.error).count == 1 && result.output.isEmpty, "\(input): \(result)")
+            #expect(result.error.hasPrefix("dotsafe: " + message), "\(input): \(result)")
+            #expect(try h.storageSnapshot() == before, "\(input): the storage changed")
+        }
+        for arguments in [["repattern"], ["repattern", h.storage, "--pattern", Self.old]] {
+            let result = h.dotsafe(arguments, input: "\(Self.old)\n\(Self.new)\n")
+            #expect(result.status == 64 && result.error.hasPrefix("dotsafe: ") && result.error.hasSuffix("Try 'dotsafe help repattern'.\n"),
+                    "\(arguments): \(result)")
+        }
+        #expect(try h.storageSnapshot() == before)
+
+        let changed = Self.repattern(h, "\(Self.old)\n\(Self.new)\n")
+        #expect(changed.status == 0 && changed.error.isEmpty, "\(changed)")
+        #expect(changed.output == "Changed the pattern of the vault in \(h.storage): the new pattern opens it, the old one opens nothing.\n")
+        let after = try h.storageSnapshot()
+        #expect(after.count == before.count && after.values.allSatisfy { $0.hasPrefix("262192 ") }, "\(after.count) files")
+
+        try #require(h.mount(vault, pattern: Self.new).status == 0)
+        #expect(h.sh("sha256sum a d/big", in: vault).output == sums)
+        #expect(h.lock(vault).status == 0)
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        #expect(h.sh("ls -A", in: vault).output.isEmpty)
+        #expect(h.lock(vault).status == 0)
+        try #require(h.mount(vault, pattern: Self.other).status == 0)
+        #expect(h.sh("cat o", in: vault).output == "other\n")
+        #expect(h.lock(vault).status == 0)
+        let fsck = h.dotsafe(["fsck", h.storage, "--pattern-stdin"], input: Self.new + "\n")
+        #expect(fsck.status == 0 && fsck.output.hasPrefix("Checked 4 items"), "\(fsck)")
+
+        // On a terminal (script(1)), progress on one line, erased before the result; the
+        // patterns come from a pipe.
+        let command = "printf '%s\\n%s\\n' \(Self.new) \(Self.old) | '\(MountHarness.binary)' repattern '\(h.storage)' --pattern-stdin"
+        let terminal = h.run("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"], input: nil)
+        #expect(terminal.status == 0, "\(terminal)")
+        #expect(terminal.output.contains("\r\u{1B}[Krepattern: 0/7 steps (0%)"), "\(terminal.output)")
+        #expect(terminal.output.contains("repattern: 7/7 steps (100%)") && terminal.output.contains("\r\u{1B}[KChanged the pattern"),
+                "\(terminal.output)")
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        #expect(h.sh("sha256sum a d/big", in: vault).output == sums)
+        #expect(h.lock(vault).status == 0)
+    }
+
+    /// On a terminal it asks for the current pattern (under the grid), then the new one twice,
+    /// without echo; two different entries change nothing.
+    @Test func asksOnTheTerminal() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        h.sh("echo one > a && sync a", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let pane = try PatternPromptTests.Pane(h)
+        defer { pane.close() }
+        let command = "env DOTSAFE_KEYRING=\(h.environment["DOTSAFE_KEYRING"]!) DOTSAFE_ALLOW_WEAK_KDF=1 DOTSAFE_KDF_ROUNDS=1000 "
+            + "\(MountHarness.binary) repattern \(h.storage) < /dev/null"
+        for (attempt, again) in [(1, Self.other), (2, Self.new)] {
+            // Each prompt is waited for (its count on the screen): keys sent earlier would be echoed.
+            func waitFor(_ prompt: String) -> Bool {
+                for _ in 0..<200 {
+                    if pane.screen.components(separatedBy: prompt).count > attempt { return true }
+                    usleep(50_000)
+                }
+                return false
+            }
+            pane.type(command)
+            try #require(waitFor("Current pattern:"), "no prompt:\n\(pane.screen)")
+            pane.type(Self.old)
+            try #require(waitFor("New pattern:"), "\(pane.screen)")
+            pane.type(Self.new)
+            try #require(waitFor("New pattern again:"), "\(pane.screen)")
+            pane.type(again)
+            let result = attempt == 1 ? "dotsafe: the two entries of the new pattern differ; nothing was changed" : "Changed the pattern of the vault"
+            try #require(pane.waitFor(result), "\(pane.screen)")
+        }
+        let screen = pane.screen
+        #expect(screen.components(separatedBy: "      a   b   c   d   e\n").count == 3, "the grid once per run:\n\(screen)")
+        // Nothing typed is echoed: each prompt's line holds the prompt alone.
+        let promptLines = screen.split(separator: "\n").filter { $0.hasPrefix("Current pattern:") || $0.hasPrefix("New pattern") }
+        #expect(promptLines == ["Current pattern:", "New pattern:", "New pattern again:", "Current pattern:", "New pattern:", "New pattern again:"],
+                "echoed: \(promptLines)")
+        try #require(h.mount(vault, pattern: Self.new).status == 0)
+        #expect(h.sh("cat a", in: vault).output == "one\n")
+        #expect(h.lock(vault).status == 0)
+    }
+
+    /// A vault of the format-1 release (the fixture of VaultCoreTests): refused with one line,
+    /// nothing changed.
+    @Test func aFormatOneVaultIsRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let archive = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("VaultCoreTests/Fixtures/format1.tar.gz").path
+        let folder = h.base + "/format1"
+        h.sh("mkdir \(folder) && tar -xzf \(archive) -C \(folder)")
+        let files = { try FileManager.default.contentsOfDirectory(atPath: folder + "/storage").sorted().map {
+            try Data(contentsOf: URL(fileURLWithPath: folder + "/storage/" + $0))
+        } }
+        let before = try files()
+        let result = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
+                               input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
+        #expect(result.status == 1 && result.error == "dotsafe: this vault is in the format of an older DotSafe (format 1), "
+                + "whose pattern cannot be changed yet; nothing was changed\n", "\(result)")
+        #expect(try files() == before)
+
+        // Mounted and written, it is upgraded to format 2 (FORMAT.md §13.9), and refused still:
+        // its pattern names its files.
+        let vault = try h.mountPoint()
+        let mounted = h.dotsafe(["--keyring", folder + "/keyring", "mount", folder + "/storage", vault, "--pattern-stdin"],
+                                input: "a1-b2-c3-d4-e5-e4-d3\n")
+        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        h.sh("echo new > added && sync added", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let upgraded = try files()
+        let again = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
+                              input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
+        #expect(again.status == 1 && again.error == "dotsafe: this vault was upgraded from the format of an older DotSafe (format 1), "
+                + "whose pattern cannot be changed yet; nothing was changed\n", "\(again)")
+        #expect(try files() == upgraded)
+    }
+}

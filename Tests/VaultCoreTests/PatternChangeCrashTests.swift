@@ -1,0 +1,115 @@
+import Testing
+@testable import VaultCore
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// R-KEY-6, docs/FORMAT.md §13.12: a pattern change cut by a crash at every storage mutation
+/// (the process killed, or the power cut) leaves a storage in which the old or the new pattern
+/// opens the whole vault, never neither, and the other opens the whole vault too or nothing. Run
+/// again the way a user would, the change then finishes: the new pattern opens the vault, the
+/// old one nothing, no file opens as the old pattern's unlock record, and the file count never
+/// moved.
+@Suite struct PatternChangeCrashTests {
+    static let old: UInt8 = 1
+    static let new: UInt8 = 2
+
+    struct Start: Sendable {
+        var files: [String: [UInt8]]
+        var tree: Tree
+    }
+
+    /// A vault of the old pattern: a folder, small files (a pack) and a three-chunk file.
+    static let start = Result { () throws -> Start in
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage, seed: old)
+        try vault.create(.folder, in: Vault.rootID, named: Array("dir".utf8), mode: 0o755)
+        try vault.makeFile("small", TestVaults.content(1000, seed: 1))
+        try vault.makeFile("big", TestVaults.content(2 * Format.payloadSize + 7, seed: 2))
+        try vault.makeFile("inner", TestVaults.content(300, seed: 3), in: try vault.id(at: "dir"))
+        try vault.lock()
+        let reopened = try TestVaults.open(storage, seed: old, readOnly: true)
+        defer { try? reopened.lock() }
+        return Start(files: storage.snapshot, tree: try reopened.tree())
+    }
+
+    enum Opens: Equatable { case all, nothing }
+
+    /// What a pattern opens, read-only (a read-only open changes nothing): the whole vault, or a
+    /// new, empty one. Anything else (part of it, an error) fails the test.
+    static func opens(_ storage: SimulatedStorageFolder, _ seed: UInt8, _ context: String) throws -> Opens {
+        let expected = try start.get().tree
+        let vault = try TestVaults.open(storage, seed: seed, readOnly: true)
+        defer { try? vault.lock() }
+        if vault.isNew { return .nothing }
+        let tree = try vault.tree()
+        #expect(tree == expected, "\(context): pattern \(seed) opens part of the vault: \(treeDifference(tree, expected))")
+        return .all
+    }
+
+    /// Whether `file` opens as an owner unlock record with the pattern's index key.
+    static func opensAsUnlockRecord(_ file: [UInt8], _ secrets: VaultSecrets) -> Bool {
+        (try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
+                                  key: .secret(secrets.indexKey), seal: .unlock(location: Label.localLocation))) != nil
+    }
+
+    @Test(arguments: [CrashTests.Crash.process, .power])
+    func crashAtEveryMutationOfAPatternChange(_ crash: CrashTests.Crash) throws {
+        let start = try Self.start.get()
+        var mutations = 0
+        var completed = false
+        var seen: Set<String> = []
+        while !completed {
+            let storage = CrashTests.storage(start.files)
+            let vault = try TestVaults.open(storage, seed: Self.old)
+            completed = try crash.cut(storage, afterMutations: mutations) { try vault.changePattern(to: try TestVaults.secrets(Self.new)) }
+            let context = "\(crash) crash after \(mutations) mutations"
+            let old = try Self.opens(storage, Self.old, context), new = try Self.opens(storage, Self.new, context)
+            #expect(old == .all || new == .all, "\(context): neither pattern opens the vault")
+            if completed { #expect(old == .nothing && new == .all, "\(context): the change returned") }
+            seen.insert("\(old)/\(new)")
+            try checkStorageInvariants(storage)
+            #expect(storage.snapshot.count == start.files.count, "\(context): the file count moved")
+            seen.insert(try Self.finish(storage, context))
+            mutations += 1
+            try #require(mutations < 200, "the change never completed")
+        }
+        // Every state of §13.12's table was met, and each way a run finishes a change.
+        #expect(seen.isSuperset(of: ["all/nothing", "all/all", "nothing/all", "changed again", "finished by the old pattern's open",
+                                     "finished by the new pattern's open"]), "\(seen)")
+        #expect(mutations > 10)
+    }
+
+    /// What a user does next: runs the change again with the old pattern, or, when the old one
+    /// opens nothing any more, mounts with the new one. Then checks the end state. Returns how
+    /// the change was finished.
+    static func finish(_ storage: SimulatedStorageFolder, _ context: String) throws -> String {
+        let oldSecrets = try TestVaults.secrets(old), newSecrets = try TestVaults.secrets(new)
+        let oldName = try FormatTwoKeys.unlockName(locator: oldSecrets.locator)
+        let vault = try TestVaults.open(storage, seed: old)
+        let how: String
+        if vault.isNew {
+            try vault.lock()
+            let viaNew = try TestVaults.open(storage, seed: new)
+            how = viaNew.openedThroughFormerPattern ? "?" : "finished by the new pattern's open"
+            try viaNew.lock()
+        } else if vault.openedThroughFormerPattern {
+            #expect(try vault.isOwned(by: newSecrets), "\(context)")
+            how = "finished by the old pattern's open"
+            try vault.lock()
+        } else {
+            try vault.changePattern(to: newSecrets)
+            how = "changed again"
+            try vault.lock()
+        }
+        let then = "\(context), then \(how)"
+        #expect(try opens(storage, old, then) == .nothing && opens(storage, new, then) == .all, "\(then)")
+        try checkStorageInvariants(storage)
+        let files = storage.snapshot
+        #expect(files.count == (try start.get().files.count), "\(then): the file count moved")
+        #expect(files[oldName] == nil, "\(then): the old pattern's unlock name is still there")
+        #expect(!files.values.contains { opensAsUnlockRecord($0, oldSecrets) }, "\(then): the old unlock record is still in a file")
+        #expect(files.values.filter { opensAsUnlockRecord($0, newSecrets) }.count == 1, "\(then): not one new unlock record")
+        return how
+    }
+}
