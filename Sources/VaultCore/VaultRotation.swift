@@ -69,8 +69,8 @@ enum VaultRotation {
                 return record
             }
             defer { root.wipeKeys() }
+            // A copy of its own: it goes into tag 1026, read after this block.
             let oldLocator = record.rootLocator.map { $0 }
-            defer { oldLocator.wipeStorage() }
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()
             record.vaultKey = vaultKey.copyBytes()

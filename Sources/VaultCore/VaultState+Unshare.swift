@@ -34,13 +34,13 @@ extension VaultState {
                                  identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
         let pending = try VaultRotation.start(storage: storage, patternSecrets: patternSecrets, owner: owner, current: current,
                                               revoked: revoked, random: random)
-        owner.vaultKey.wipeStorage()
-        owner.rootLocator.wipeStorage()
-        owner.identityKey.wipeStorage()
+        // `pending` shares the owner record's arrays: they are wiped once the rotation is done.
         let done = try VaultRotation.resume(pending, storage: storage, patternSecrets: patternSecrets, readOnly: false, random: random)
-        done.vaultKey.wipeStorage()
-        done.rootLocator.wipeStorage()
-        done.identityKey.wipeStorage()
+        for record in [owner, done] {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
         try reopen()
     }
 
