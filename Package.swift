@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "DotSafeTestSupport", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"],
                 path: "Tests/DotSafeTestSupport"),
         .testTarget(name: "VaultStoreTests", dependencies: ["DotSafeTestSupport", "VaultStore", "VaultFormat", "VaultCrypto"]),
-        .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto"],
+        .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto", "VaultSync"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["DotSafeTestSupport", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),

@@ -107,6 +107,13 @@ struct ChunkStore {
         readEnds[item] = nil
     }
 
+    /// A sync replaced the item's content (or removed it): its chunks go, and its version moves
+    /// on, so that the kernel does not keep what it cached (FileSystem.open's keep_cache).
+    mutating func contentReplaced(_ item: UInt64) {
+        forget(item)
+        contentChanges(item)
+    }
+
     // MARK: Sequential writes and write-behind
 
     /// Notes a write of `start..<end` and returns the chunks it completed within one
@@ -141,6 +148,14 @@ struct ChunkStore {
         guard let flight = flights[key], flight.token == token else { return nil }
         flights[key] = nil
         return flight.buffer
+    }
+
+    /// A chunk its write-behind stored leaves the cache, unless something changed it since (its
+    /// buffer is no longer the flight's) or it is dirty again: a long sequential write streams
+    /// through a few blocks instead of filling the cache with chunks nobody asked to read (the
+    /// daemon's memory during a write, issue 17); a later read loads it again.
+    mutating func dropStored(_ key: Key, _ buffer: PlaintextBuffer) {
+        if cache.buffer(key) === buffer, !cache.isDirty(key) { cache.remove(key) }
     }
 
     /// After a failed write-behind (the latest of its chunk): the chunk is dirty again. The cache

@@ -13,6 +13,9 @@ struct FileAllocator {
     let coverCount: UInt8
     /// Files the last published remote root references (§13.11): never freed until the next sync.
     private var pinned: Set<UInt64> = []
+    /// Those of the remote root a sync is about to publish: pinned beside the ones of the root
+    /// still on the remote until it is up (a mounted vault goes on writing meanwhile).
+    private var pinsToPublish: Set<UInt64> = []
     /// Free numbers, highest first, so the lowest is taken from the end.
     private var free: [UInt64] = []
     /// Freed since the last commit, but the committed root still points at them.
@@ -51,6 +54,21 @@ struct FileAllocator {
         self.init(ownedGroups: device.ownedGroups, nextFileNumber: device.nextFileNumber, coverCount: device.coverCount,
                   used: used.union(pinned), base: UInt64(index) << UInt64(FileRef.numberBits))
         self.pinned = pinned
+        pinsToPublish = pinned
+    }
+
+    /// A sync's commit: the files of the remote root it will publish are pinned too.
+    mutating func pin(_ numbers: Set<UInt64>) {
+        pinned.formUnion(numbers)
+        pinsToPublish = numbers
+    }
+
+    /// That remote root is up: files only the one before referenced are freed, unless the
+    /// vault still uses them (`stillUsed`).
+    mutating func publishedPins(stillUsed: Set<UInt64>) {
+        let dropped = pinned.subtracting(pinsToPublish)
+        pinned = pinsToPublish
+        for number in dropped where !stillUsed.contains(number) { release(number) }
     }
 
     private init(ownedGroups: [GroupRange], nextFileNumber: UInt64, coverCount: UInt8, used: Set<UInt64>, base: UInt64) {
@@ -124,20 +142,18 @@ struct FileAllocator {
         for number in numbers.reversed() where number >= firstDataNumber && !except.contains(number) { insertFree(number) }
     }
 
-    /// Gives up a group from `startGroup` whose files could not all be made: the newest group
-    /// leaves as if never made, and its numbers come again with the next group.
+    /// Gives up a group from `startGroup` whose files could not all be made (a full disk): it
+    /// leaves the owned groups as if never made. The newest group's numbers come again with the
+    /// next group; an older one's (two were being made at once) stay unused, a gap as a released
+    /// group leaves, so that no file of it is ever made alone. Numbers it handed out are no
+    /// longer owned: their write-behinds' release does nothing.
     mutating func giveUpGroup(_ numbers: Range<UInt64>) {
         let group = numbers.lowerBound / Self.group
-        guard numbers.upperBound == nextFileNumber, groupsSinceCommit.last == group else {
-            // Another group came after it (two were being made at once): kept, its missing
-            // files made when data goes in or at the commit.
-            return groupIsMade(numbers)
-        }
         unwritten.subtract(numbers)
         allocatedSinceCommit.subtract(numbers)
         removeOwned(group)
-        nextFileNumber -= Self.group
-        groupsSinceCommit.removeLast()
+        groupsSinceCommit.removeAll { $0 == group }
+        if numbers.upperBound == nextFileNumber { nextFileNumber -= Self.group }
     }
 
     /// Whether the file for `number` exists yet (new groups are made lazily).

@@ -18,6 +18,8 @@ struct FileWriter {
     /// one for each request whose data needs it now (a request never waits for another's: a
     /// write-behind may be slow to get going).
     private(set) var groupsBeingMade = 0
+    /// Groups being assembled from chunks written behind (`GroupAssembly`).
+    private(set) var assemblies: [GroupAssembly] = []
     var groupBeingMade: Bool { groupsBeingMade > 0 }
     /// Whether data that finds the free files down to the reserve makes a new group at once,
     /// under the vault's lock: in a commit (which holds the lock throughout anyway) and for a
@@ -93,8 +95,9 @@ struct FileWriter {
     mutating func allocateUsable(data: Bool = false) throws -> UInt64 {
         try writeUnlockRecord()
         while true {
-            if data && allocator.freeCount <= Self.reservedFiles {
-                guard groupsUnderLock else { throw GroupNeeded() }
+            let dataWaits = data && allocator.freeCount <= Self.reservedFiles
+            if dataWaits || allocator.freeCount == 0 {
+                if dataWaits { guard groupsUnderLock else { throw GroupNeeded() } }
                 // Data never takes the last free files: a new group is made, whole, first. If
                 // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
                 // for the index pages of a delete, and no later commit needs room for the group.
@@ -129,21 +132,30 @@ struct FileWriter {
     /// Whether `number`'s file can be read (a pack that takes new members must be).
     func isUsable(_ number: UInt64) -> Bool { (try? storage.read(try name(number), offset: 0, count: 0)) != nil }
 
-    /// Makes the files of a new group (random bytes).
+    /// Makes the files of a new group (random bytes), together (§3.3).
     private mutating func createGroupFiles(_ numbers: Range<UInt64>) throws {
-        for other in numbers where allocator.needsCreate(other) {
-            try createRandomFile(other)
-        }
+        try createRandomFiles(numbers.filter { allocator.needsCreate($0) })
     }
 
-    /// A file of random bytes at a number of a new group, unless something not ours is there
-    /// (R-SEC-4): then the number is skipped (never handed out), and the group has one file less.
-    private mutating func createRandomFile(_ number: UInt64) throws {
-        if try storage.entryExists(try name(number)) {
-            allocator.markCreated(number)
-            return
+    /// Files of random bytes at numbers of new groups, made together, unless something not ours
+    /// is at one (R-SEC-4): then that number is skipped (never handed out), and the group has one
+    /// file less.
+    private mutating func createRandomFiles(_ numbers: [UInt64]) throws {
+        var files: [(name: String, contents: [UInt8])] = [], made: [UInt64] = []
+        for number in numbers {
+            let name = try name(number)
+            if try storage.entryExists(name) {
+                allocator.markCreated(number)
+                continue
+            }
+            files.append((name, try random.bytes(Format.fileSize)))
+            made.append(number)
         }
-        try storeFile(number, try random.bytes(Format.fileSize))
+        guard !files.isEmpty else { return }
+        try storage.createGroup(files)
+        for number in made { allocator.markCreated(number) }
+        unsynced.formUnion(made)
+        createdSinceCommit = true
     }
 
     /// Writes a whole file at `number`: created if its group is new, else overwritten.
@@ -224,6 +236,61 @@ struct FileWriter {
         groupsBeingMade -= 1
     }
 
+    // MARK: Groups assembled from chunks written behind
+
+    /// A number of a group being assembled for a chunk written behind (docs/FORMAT.md §3.3):
+    /// from the newest assembly with room, else from a new group whose files are not made yet.
+    mutating func takeAssembledNumber() throws -> UInt64 {
+        try writeUnlockRecord()
+        if let index = assemblies.lastIndex(where: \.hasRoom), let number = assemblies[index].take() { return number }
+        let (numbers, names) = try allocator.startGroupNames(name)
+        // Something not ours at one of the names (R-SEC-4) is left alone; a name that cannot be
+        // checked counts as taken.
+        let present = Set(zip(numbers, names).filter { (try? storage.entryExists($0.1)) != false }.map(\.0))
+        var assembly = GroupAssembly(numbers: numbers, names: names, present: present)
+        let number = assembly.take()
+        assemblies.append(assembly)
+        guard let number else { throw GroupNeeded() }
+        return number
+    }
+
+    /// A number from `takeAssembledNumber` whose write-behind could not be prepared.
+    mutating func giveBackAssembled(_ number: UInt64) {
+        guard let index = assemblies.firstIndex(where: { $0.contains(number) }) else { return }
+        assemblies[index].giveBack(number)
+    }
+
+    func isAssembled(_ number: UInt64) -> Bool { assemblies.contains { $0.contains(number) } }
+    var hasAssemblies: Bool { !assemblies.isEmpty }
+
+    /// A write-behind sealed its chunk (or failed to); returns the group to make
+    /// when this was the last of it.
+    mutating func deposit(_ write: ChunkWrite, _ sealed: Result<[UInt8], any Error>) -> GroupCreation? {
+        guard let index = assemblies.firstIndex(where: { $0.contains(write.number) }) else { return nil }
+        assemblies[index].deposit(write, sealed)
+        guard assemblies[index].isFull else { return nil }
+        return assemblies.remove(at: index).creation(random: random)
+    }
+
+    /// Before a commit, no write-behind running: each assembly is made with what it has.
+    mutating func closeAssemblies() -> [GroupCreation] {
+        let idle = assemblies.filter(\.isIdle)
+        assemblies.removeAll { $0.isIdle }
+        return idle.map { $0.creation(random: random) }
+    }
+
+    /// An assembled group was made: its untaken numbers become free. One that could not be made
+    /// (a full disk) is given up as a group made for random bytes is.
+    mutating func finishAssembly(_ creation: GroupCreation, failure: (any Error)?) {
+        // Taken numbers are their write-behinds' to release; something not ours is never ours.
+        let notFree = Set(creation.numbers).subtracting(creation.untaken)
+        guard failure == nil else { return allocator.giveUpGroup(creation.numbers) }
+        for number in creation.numbers { allocator.markCreated(number) }
+        unsynced.formUnion(creation.created)
+        if !creation.created.isEmpty { createdSinceCommit = true }
+        allocator.groupIsMade(creation.numbers, except: notFree)
+    }
+
     /// A chunk written behind was stored at `number` (`created`: as a new file).
     mutating func didStoreBehind(_ number: UInt64, created: Bool) {
         if created {
@@ -247,9 +314,7 @@ struct FileWriter {
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     mutating func createUnwrittenFiles() throws {
         try writeUnlockRecord()
-        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount {
-            try createRandomFile(number)
-        }
+        try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
     }
 
     /// Syncs every file written since the last commit, and the folder if files were made.

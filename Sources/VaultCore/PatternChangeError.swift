@@ -10,8 +10,8 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
     case upgraded
     /// The current pattern opened the vault through a record a finished change had retired.
     case formerPattern
-    /// The vault has been synced: the remote's unlock record is sealed with the current pattern.
-    case synced
+    /// A device that joined the vault through sync: the owner record is the first device's.
+    case notFirstDevice
 
     public var description: String {
         switch self {
@@ -19,7 +19,7 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
         case .formatOne: "this vault is in the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
         case .newPatternInUse: "the new pattern already opens another vault in this storage: changing to it would hide that vault"
         case .upgraded: "this vault was upgraded from the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
-        case .synced: "this vault has been synced with a remote, whose copy would keep the current pattern: changing the pattern of a synced vault is not possible yet"
+        case .notFirstDevice: "this device joined the vault through sync: its pattern can be changed only on the device that made it, for now"
         case .formerPattern: "this vault's pattern was changed by an earlier repattern, which was interrupted and is now finished: use the new pattern"
         }
     }

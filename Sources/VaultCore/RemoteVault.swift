@@ -15,6 +15,13 @@ public final class RemoteVault: @unchecked Sendable {
     let rootKey: SecretBytes
     /// The local vault has never been committed: it takes the remote's keys and joins.
     let joins: Bool
+    /// For a vault shared with this one (FORMAT.md §14.9): the grant's bytes as the remote holds
+    /// them, which a joining device keeps as its own record (`record` is the grant's body).
+    var grantFile: [UInt8]?
+    /// The remote holds the vault under keys a withdrawal replaced (§14.8): for the owner, the
+    /// keys of the former record; for a grantee, the grant on the remote names new keys. This
+    /// sync moves the remote (owner) or this storage (grantee) to the new keys.
+    public internal(set) var rotated = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -22,6 +29,8 @@ public final class RemoteVault: @unchecked Sendable {
     var uses: Set<FileUse> = []
     /// The local device table before the merge: groups of other devices it no longer owns go.
     var oldDevices: [DeviceEntry] = []
+    /// What the last merge changed in the local tree (for a mounted vault's kernel caches).
+    public internal(set) var pulled = PulledChanges()
 
     init(record: UnlockRecord?, vaultKey: SecretBytes, rootLocator: SecretBytes, joins: Bool) throws {
         self.record = record
@@ -40,7 +49,7 @@ public final class RemoteVault: @unchecked Sendable {
         }
     }
 
-    /// Whether the remote holds this vault's unlock record.
+    /// Whether the remote holds this vault's unlock record (for a shared vault, the grant).
     public var hasRecord: Bool { record != nil }
     /// The remote root's generation; 0 when the remote holds none.
     public var generation: UInt64 { root?.generation ?? 0 }
@@ -70,6 +79,12 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// Another device wrote a remote root while this sync ran: this device's changes are
     /// committed locally, and the next sync merges them.
     case raced
+    /// The remote's root slots are this vault's, but its unlock record is not this pattern's:
+    /// another device changed the pattern (FORMAT.md §13.12).
+    case patternChanged
+    /// The remote's unlock record is not the one its root lists: another device's sync of a
+    /// pattern change is under way or was cut short (its next sync finishes it).
+    case patternChanging
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
 
@@ -82,6 +97,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .formatOne: "this vault is in format 1: sync needs format 2"
         case .hardLinks: "the vault holds files with several names (hard links): sync does not handle them yet"
         case .raced: "another device synced to the remote meanwhile: this device's changes are kept here; sync again to merge them"
+        case .patternChanged:
+            "the vault's pattern was changed on another device: nothing was changed; this storage still opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty storage folder"
+        case .patternChanging:
+            "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         }
     }

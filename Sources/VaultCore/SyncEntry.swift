@@ -53,9 +53,36 @@ public struct SyncTransfer: Sendable {
     public var pages: [String] = []
     /// Other files of own groups the remote lacks (groups go up whole).
     public var groupFiles: [String] = []
-    /// Files of own groups the remote owned and this device released.
+    /// Own grants the remote lacks (FORMAT.md §14.9), at their names.
+    public var grants: [String] = []
+    /// Files of own groups the remote owned and this device released, and files at the own
+    /// name of a number a grant took.
     public var remove: [String] = []
 
-    /// In the order they go up: blocks, then the rest of their groups, then the pages.
-    public var upload: [String] { blocks + groupFiles + pages }
+    /// In the order they go up: blocks, then the rest of their groups and the grants, then the
+    /// pages (a root lists a grant only once it is there).
+    public var upload: [String] { blocks + groupFiles + grants + pages }
+}
+
+/// What a mounted vault's sync decided from its local view: merge (with the remote's tree
+/// changed since the base) or only publish, against the remote generation it read.
+public struct LiveSyncPlan: Sendable {
+    /// The merged tree; nil when the remote did not change since the base.
+    public var merged: [MergedItem]?
+    public var nextItemID: UInt64
+    public var readGeneration: UInt64
+
+    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64) {
+        self.merged = merged; self.nextItemID = nextItemID; self.readGeneration = readGeneration
+    }
+}
+
+/// A mounted vault's sync commit: what goes up, the remote root sealed at that commit (the
+/// mount goes on committing), and what the merge changed for the kernel's caches.
+public struct LiveSyncCommit: Sendable {
+    public var transfer: SyncTransfer
+    public var rootFiles: [(name: String, file: [UInt8])]
+    /// The remote's unlock record, when the remote has none yet.
+    public var unlockFile: [UInt8]?
+    public var pulled: PulledChanges
 }

@@ -35,28 +35,7 @@ extension Vault {
     public func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] { try syncLocked { try $0.loadRemoteTree(remote) } }
 
     /// This vault's side of a sync.
-    public func localSyncView(deviceName: String) throws -> LocalSyncView {
-        try syncLocked { state in
-            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
-            let entries = try VaultState.entries(state.tree.items, state.arena)
-            var header: SyncBase.Header?, base: SyncBase?
-            if !state.isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
-                let root = try state.committer.rootV2(formatTwo, generation: state.committer.generation, releasing: [],
-                                                      nextItemID: state.tree.nextItemID, writer: state.writer, arena: state.arena)
-                defer { root.wipeKeys() }
-                let read = try VaultState.readSyncBase(root, storage: state.storage, secrets: state.secrets)
-                base = read?.base
-                header = try SyncBase.Header.decode(value)
-                for piece in header!.pieces { piece.key.wipeStorage() }
-                header!.pieces = []
-            }
-            var names: [UInt16: String] = [:]
-            for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
-            names[formatTwo.localDevice] = deviceName
-            return LocalSyncView(entries: entries, header: header, base: base, generation: state.committer.generation, isNew: state.isNew,
-                                 localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: state.tree.nextItemID)
-        }
-    }
+    public func localSyncView(deviceName: String) throws -> LocalSyncView { try syncLocked { try $0.localSyncView(deviceName: deviceName) } }
 
     /// Makes the merged tree this vault's (not yet committed); returns the other devices' files
     /// to download into the storage before `finishMerge`.
@@ -83,49 +62,38 @@ extension Vault {
     /// own files the committed state references under a key the remote root does not, own
     /// files the remote lacks, and files of own groups the remote root owned and this one does not.
     public func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
-        try syncLocked { state in
-            guard let formatTwo = state.committer.formatTwo else { throw SyncRefusal.formatOne }
-            let local = formatTwo.localDevice
-            let theirs = remote.uses
-            let pages = Set(state.committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
-            var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
-            var referenced = Set<UInt64>()
-            for use in state.referencedFiles() where state.writer.allocator.isOwnDevice(use.file) {
-                referenced.insert(use.file)
-                let name = try state.name(use.file)
-                guard !theirs.contains(use) || !remoteNames.contains(name) else { continue }
-                if pages.contains(use.file) { pageNames.append(name) } else { blocks.append(name) }
-            }
-            let special = Set(formatTwo.specialFiles.map(\.file.raw))
-            var others: [String] = []
-            for range in state.writer.allocator.ownedGroups {
-                for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
-                    let name = try state.name(raw)
-                    if !remoteNames.contains(name), try state.storage.entryExists(name) { others.append(name) }
-                }
-            }
-            transfer.blocks = Array(Set(blocks)).sorted()
-            transfer.groupFiles = others.sorted()
-            transfer.pages = Array(Set(pageNames)).sorted()
-            if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
-                for range in old.devices[Int(local)].ownedGroups {
-                    for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {
-                        let raw = FileRef(device: local, number: number).raw
-                        guard !state.writer.allocator.owns(raw) else { continue }
-                        let name = try state.name(raw)
-                        if remoteNames.contains(name) { transfer.remove.append(name) }
-                    }
-                }
-            }
-            return transfer
-        }
+        try syncLocked { try $0.syncTransfer(remote, remoteNames: remoteNames) }
     }
 
     /// The committed state as remote root `generation`, original slot first, then its copy.
     public func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
         try syncLocked { try $0.remoteRootFiles(generation: generation) }
     }
+
+    /// The remote's unlock record name of a pattern this vault had before a change not yet
+    /// synced (FORMAT.md §13.12): the next sync removes it there. Nil: none.
+    public func formerRemoteUnlockName() throws -> String? {
+        try syncLocked { state in
+            state.committer.formatTwo?.extensions.first { $0.tag == IndexRootV2.formerRemoteUnlockTag }.map { FileName.encode($0.value) }
+        }
+    }
+
+    /// Commits a root that no longer names a former pattern's remote record (it is gone there).
+    public func forgetFormerRemoteUnlock() throws {
+        try syncLocked { state in
+            guard state.committer.formatTwo?.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) == true else { return }
+            state.committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.formerRemoteUnlockTag }
+            state.committer.formatTwo?.rootDue = true
+            try state.commit()
+        }
+    }
+
+    /// The remote's slot names of the vault's keys before a withdrawal not yet synced (FORMAT.md
+    /// §14.8): they go once the remote's record names the new keys. Empty: none.
+    public func rotatedRemoteSlotNames() throws -> [String] { try syncLocked { try $0.rotatedRemoteSlotNames() } }
+
+    /// The remote is at the vault's new keys: the owner's record stops naming the old ones.
+    public func forgetRotation() throws { try syncLocked { try $0.forgetRotation() } }
 
     /// The remote unlock record of this vault (a first publish).
     public func remoteUnlockFile() throws -> [UInt8] { try syncLocked { try $0.remoteUnlockFile() } }
@@ -139,7 +107,12 @@ extension Vault {
     private func syncLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch { throw VaultError.wrap(error) }
+            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+                switch error {
+                case is SharingError, is GrantSeal.Failure: throw error
+                default: throw VaultError.wrap(error)
+                }
+            }
         }
     }
 }

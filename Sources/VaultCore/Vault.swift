@@ -268,6 +268,9 @@ public final class Vault: Sendable {
         for job in jobs {
             writeBehind.submit { [self] in
                 switch job {
+                case .chunk(let write) where write.target == .group:
+                    let sealed = Result { try write.seal() }
+                    if let group = state.withLock({ $0.depositChunkWrite(write, sealed) }) { makeAssembledGroup(group) }
                 case .chunk(let write):
                     var failure: (any Error)?
                     do { try write.run(storage) } catch { failure = error }
@@ -278,6 +281,13 @@ public final class Vault: Sendable {
                 }
             }
         }
+    }
+
+    /// Makes a group assembled from chunks written behind, outside the lock (FORMAT.md §3.3).
+    private func makeAssembledGroup(_ group: GroupCreation) {
+        var failure: (any Error)?
+        do { try group.run(storage) } catch { failure = error }
+        state.withLock { $0.finishAssembly(group, failure: failure) }
     }
 
     /// A number that moves on whenever the item's content changes (0: not in this session):
@@ -320,15 +330,18 @@ public final class Vault: Sendable {
     }
 
     /// Runs `body` under the lock once no chunk is being written behind: a commit includes them.
+    /// Groups still being assembled are made first, with what they have.
     private func afterWritesBehind(_ body: (inout VaultState) throws -> Void) throws {
         while true {
             writeBehind.waitUntilIdle()
-            let done = try state.withLock { state in
-                guard !state.writingBehind else { return false }
+            let groups = try state.withLock { state -> [GroupCreation]? in
+                let groups = state.writer.closeAssemblies()
+                guard groups.isEmpty, !state.writingBehind else { return groups }
                 do { try body(&state) } catch { throw VaultError.wrap(error) }
-                return true
+                return nil
             }
-            if done { return }
+            guard let groups else { return }
+            groups.forEach(makeAssembledGroup)
         }
     }
 

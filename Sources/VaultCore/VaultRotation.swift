@@ -69,8 +69,9 @@ enum VaultRotation {
                 return record
             }
             defer { root.wipeKeys() }
-            // A copy of its own: it goes into tag 1026, read after this block.
-            let oldLocator = record.rootLocator.map { $0 }
+            // Copies of their own: they go into tags 1026 and 1027, read after this block.
+            let oldLocator = record.rootLocator.map { $0 }, oldKey = record.vaultKey.map { $0 }
+            defer { oldKey.wipeStorage() }
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()
             record.vaultKey = vaultKey.copyBytes()
@@ -87,6 +88,12 @@ enum VaultRotation {
             try reissueGrants(root, owner: record, storage: storage, random: random)
             // Step 4, the commit point: the record names the new root and the slots to retire.
             record.optional = with(record.optional, tag: UnlockRecord.Tag.retiring, value: oldLocator)
+            // A synced vault's remote still holds the old keys: its next sync moves it (§14.8).
+            // After an earlier withdrawal not yet synced, the remote holds the keys that tag names.
+            if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
+               !record.optional.contains(where: { $0.tag == UnlockRecord.Tag.rotatedFrom }) {
+                record.optional = with(record.optional, tag: UnlockRecord.Tag.rotatedFrom, value: oldKey + oldLocator)
+            }
             try writeOwnerRecord(record, storage: storage, patternSecrets: patternSecrets, random: random)
         }
         guard let retiring = record.optional.first(where: { $0.tag == UnlockRecord.Tag.retiring })?.value, !readOnly else { return record }

@@ -18,10 +18,8 @@ extension VaultState {
         // A vault upgraded from format 1 keeps the pattern's LOC as RL and its NK as device 0's
         // NKd (design §G): the old pattern would still name its files. Moving them is not built.
         guard namesArePatternDerived == (false, false) else { throw PatternChangeError.upgraded }
-        // The remote's unlock record is sealed with this pattern, and the other devices' too.
-        guard root.devices.count <= 1, !root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }) else {
-            throw PatternChangeError.synced
-        }
+        // The owner record is device 0's file; another device's change is not built.
+        guard root.localDevice == 0 else { throw PatternChangeError.notFirstDevice }
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
@@ -41,8 +39,19 @@ extension VaultState {
         record.ownFile = FileRef(device: 0, number: number)
         try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
+        // Grants (role 2) and ended grants (role 4) stay: they name the vault's identity, not its pattern.
         root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
                              IndexRootV2.SpecialFile(file: owner.file, role: .retiredOwner, name: owner.name)]
+            + root.specialFiles.filter { $0.role == .grant || $0.role == .endedGrant }
+        // A synced vault's remote record is sealed with this pattern: the next sync writes the new
+        // pattern's and removes this one, whose name the root keeps until then (tag 2). After an
+        // earlier change not yet synced, the remote's record is still the one the tag names.
+        if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
+           !root.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) {
+            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator, location: Label.remoteLocation)
+            root.extensions.append(IndexRootV2.Extension(tag: IndexRootV2.formerRemoteUnlockTag, value: remoteName))
+            root.extensions.sort { $0.tag < $1.tag }
+        }
         let before = committer.formatTwo, generation = committer.generation
         committer.formatTwo = root
         committer.formatTwo?.rootDue = true

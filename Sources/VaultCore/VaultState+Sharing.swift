@@ -39,7 +39,7 @@ extension VaultState {
     /// §14.7: the owner's record, the same but for tag 16 and its optional tags, sealed anew and
     /// put in place of the old one by the storage's atomic replace: a crash leaves the old record
     /// or the new.
-    private mutating func writeOwnerRecord(identity: X25519.PrivateKey, optional: [IndexRootV2.Extension]? = nil) throws {
+    mutating func writeOwnerRecord(identity: X25519.PrivateKey, optional: [IndexRootV2.Extension]? = nil) throws {
         guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else {
             throw VaultError.damagedIndex("the root lists no owner's unlock record")
         }
@@ -74,7 +74,8 @@ extension VaultState {
         // Shared again after a withdrawal: the ended grant's file takes the grant.
         let ended = root.specialFiles.firstIndex { $0.role == .endedGrant && $0.name == nameBytes }
         let ref: FileRef
-        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(device: 0, number: try writer.allocateUsable()) }
+        // Otherwise a number of this device (device 0 on the device that made the vault).
+        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(raw: try writer.allocateUsable()) }
         let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
                                   ownFile: ref)
         defer {
@@ -108,17 +109,7 @@ extension VaultState {
     /// the grant has opened.
     static func openShared(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8], random: any RandomSource,
                            clock: any VaultClock, options: OpenOptions) throws -> VaultState {
-        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else {
-            throw SharingError.noGrant
-        }
-        let owner = unlock.record
-        defer {
-            owner.vaultKey.wipeStorage()
-            owner.rootLocator.wipeStorage()
-            owner.identityKey.wipeStorage()
-        }
-        guard !owner.identityKey.isEmpty else { throw SharingError.noGrant }
-        let recipient = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        let recipient = try ownIdentity(storage: storage, patternSecrets: patternSecrets, missing: .noGrant)
         do {
             let name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation)
             guard let file = try storage.read(name) else { throw SharingError.noGrant }
@@ -133,5 +124,19 @@ extension VaultState {
             recipient.rawRepresentation.wipe()
             throw error
         }
+    }
+
+    /// The identity in the pattern's owner record: what a grant to this person's vault is sealed
+    /// to. The record's other secrets are wiped; `missing` is thrown where there is none.
+    static func ownIdentity(storage: any StorageFolder, patternSecrets: VaultSecrets, missing: SharingError) throws -> X25519.PrivateKey {
+        guard let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets) else { throw missing }
+        let owner = unlock.record
+        defer {
+            owner.vaultKey.wipeStorage()
+            owner.rootLocator.wipeStorage()
+            owner.identityKey.wipeStorage()
+        }
+        guard !owner.identityKey.isEmpty else { throw missing }
+        return try X25519.PrivateKey(rawRepresentation: owner.identityKey)
     }
 }

@@ -68,6 +68,7 @@ extension VaultState {
                                  nameHash: Self.nameHash(link?.name ?? []), digest: Self.syncDigest(id, item, arena))
         }
         let pinned = Set(referencedFiles().map(\.file).filter { writer.allocator.isOwnDevice($0) }).sorted()
+        writer.allocator.pin(Set(pinned))
         let stream = SyncBase(items: items, pinned: pinned).encode()
         var pieces: [(file: FileRef, key: [UInt8])] = []
         defer { for piece in pieces { piece.key.wipeStorage() } }

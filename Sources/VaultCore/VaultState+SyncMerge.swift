@@ -14,24 +14,32 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, arena)) }
         let oldDevices = old.devices
         if joining {
             try join(remote, root, deviceName: deviceName)
         } else {
             let local = old.localDevice
             guard Int(local) < root.devices.count, root.devices[Int(local)].deviceID == old.deviceID else { throw SyncRefusal.unknownDevice }
+            // A grantee's device following a withdrawal takes the new keys (§14.8).
+            let moved = remote.rotated && sharing.received != nil ? try followRotation(remote) : nil
             for (index, device) in root.devices.enumerated() where index != Int(local) {
                 secrets.addDevice(UInt16(index), namesKey: try SecretBytes(copying: device.namesKey))
             }
-            var formatTwo = old
+            var formatTwo = moved?.formatTwo ?? old
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
+            // Special files merge as the device table does: each device's from the side that is
+            // that device (a grant another device wrote comes from the remote).
+            formatTwo.specialFiles = root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
-            var next = try Committer(vaultKey: committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
+            var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
+            if moved != nil { committer.wipe() }
             next.useLoaded(PageTable(loaded: remoteContents.pages, orphaned: remoteContents.interiorPages))
             committer = next
         }
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
         for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
+        remote.pulled = pulledChanges(from: oldItems, digests: Dictionary(uniqueKeysWithValues: oldDigests))
         let newUses = referencedFiles()
         let newFiles = Set(newUses.map(\.file))
         if !joining {
@@ -44,6 +52,7 @@ extension VaultState {
             let present = try storage.entryExists(name)
             if !oldUses.contains(use) || !present { wanted.insert(name) }
         }
+        wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated))
         return wanted.sorted()
     }
 
@@ -54,7 +63,8 @@ extension VaultState {
         var dirty = Set<UInt64>(), dirtySegments: [UInt64: Set<Int>] = [:]
         for entry in merged {
             guard var item = entry.source == .remote ? remote[entry.sourceID] : local[entry.sourceID] else { continue }
-            item.holds = 0
+            // An open file or a name the kernel knows keeps holding the item under its ID.
+            item.holds = local[entry.id]?.holds ?? 0
             if entry.id != Format.rootItemID { item.record.links = [ItemRecord.Link(parentID: entry.parent, name: entry.name)] }
             item.record.version = entry.version
             item.record.changedBy = entry.changedBy
@@ -76,17 +86,44 @@ extension VaultState {
             next.removedKeys += item.segmentIndexes.sorted().map { .segment(id, $0) }
         }
         tree = next
-        chunks.removeAll()
-        chunks = ChunkStore(cacheBytes: chunks.cache.limit)
         var store = PackStore()
         for (id, item) in items { if let member = item.packedMember { store.addMember(id, member) } }
         packs = store
+    }
+
+    /// What the merge changed against the tree before it: the chunks of every item whose payload
+    /// changed or that went are dropped from the cache and its content version moves on; the
+    /// names that appeared, went or moved, and their folders, are what the kernel must forget.
+    private mutating func pulledChanges(from old: [UInt64: Item], digests: [UInt64: [UInt8]]) -> PulledChanges {
+        var pulled = PulledChanges()
+        for id in Set(old.keys).union(tree.items.keys) {
+            let new = tree.items[id]
+            if new.map({ Self.syncDigest(id, $0, arena) }) != digests[id] {
+                chunks.contentReplaced(id)
+                pulled.items.insert(id)
+            }
+            let before = old[id]?.record.links ?? [], after = new?.record.links ?? []
+            guard before != after else { continue }
+            pulled.items.insert(id)
+            for link in before + after where !(before.contains(link) && after.contains(link)) {
+                pulled.names.insert(PulledChanges.Name(parent: link.parentID, name: link.name))
+                pulled.items.insert(link.parentID)
+            }
+        }
+        return pulled
     }
 
     /// A device that has never committed takes the remote's keys and device table, and adds
     /// its own entry (§13.11); its storage gets an unlock record of its own at the first commit.
     private mutating func join(_ remote: RemoteVault, _ root: IndexRootV2, deviceName: [UInt8]) throws {
         guard let record = remote.record else { throw SyncRefusal.noVault }
+        // A pattern change's sync puts the new record up before the root that lists it (§13.12):
+        // a record the root does not list as the owner's would leave this storage unopenable.
+        // A grantee's record is its grant, which the root lists as one (§14.9).
+        let role: IndexRootV2.SpecialFile.Role = record.role == .grant ? .grant : .ownerUnlock
+        guard root.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else {
+            throw SyncRefusal.patternChanging
+        }
         let index = UInt16(root.devices.count)
         let namesKey = try SecretBytes.random(count: Format.keySize, using: random)
         let used = Set(root.devices.map(\.itemPrefix))
@@ -96,11 +133,20 @@ extension VaultState {
         let joined = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
                                   rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), namesKey: namesKey, localDevice: index)
         for (other, device) in root.devices.enumerated() { joined.addDevice(UInt16(other), namesKey: try SecretBytes(copying: device.namesKey)) }
-        var body = record.encode()
-        defer { Sealer.wipe(&body) }
-        let unlock = try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                             key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation), random: random).file
-        let deviceID = try random.bytes(DeviceEntry.idSize)
+        // A grantee keeps the grant as it found it (§14.9); an owner's device seals its own record.
+        let unlock: (name: String, file: [UInt8])
+        if let grant = remote.grantFile {
+            unlock = (try remoteUnlockName(), grant)
+        } else {
+            var body = record.encode()
+            defer { Sealer.wipe(&body) }
+            unlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator),
+                      try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
+                                              key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                              random: random).file)
+        }
+        let deviceID = try sharing.received.map { try granteeDeviceID($0, salt: try random.bytes(DeviceEntry.idSize / 2)) }
+            ?? random.bytes(DeviceEntry.idSize)
         let entry = DeviceEntry(deviceID: deviceID, namesKey: [], itemPrefix: prefix, nextItemCounter: UInt32(Format.rootItemID + 1),
                                 nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
         var formatTwo = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: deviceID, itemPrefix: prefix,
@@ -116,7 +162,7 @@ extension VaultState {
         secrets = joined
         writer = FileWriter(storage: storage, secrets: joined, random: random,
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
-        writer.pendingUnlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator), unlock)
+        writer.pendingUnlock = unlock
         tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
     }
 
@@ -124,8 +170,14 @@ extension VaultState {
     /// for it (a file a provider changed stops the sync before anything is committed); every
     /// other device's groups are made whole with random files, and groups it no longer owns go.
     mutating func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
-        let names = Set(downloaded)
-        for (id, item) in tree.items {
+        try checkOpens(Set(downloaded), items: tree.items, naming: secrets)
+        try completeOtherGroups(remote)
+    }
+
+    /// Each of `names` that `items` reference opens under the key recorded for it.
+    mutating func checkOpens(_ names: Set<String>, items: [UInt64: Item], naming: VaultSecrets) throws {
+        func name(_ number: UInt64) throws -> String { try naming.fileName(number) }
+        for (id, item) in items {
             for (index, ref) in item.chunks {
                 guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
                 guard let file = try storage.read(try name(ref.fileNumber)),
@@ -143,9 +195,13 @@ extension VaultState {
                 plain.wipeStorage()
             }
         }
+    }
+
+    /// Every other device's groups made whole with random files; groups it no longer owns go.
+    mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
-        var changed = false
+        var changed = try settleSpecialFiles(formatTwo.specialFiles)
         func numbers(_ device: DeviceEntry, _ index: Int) -> Set<UInt64> {
             var all = Set<UInt64>()
             for range in device.ownedGroups {

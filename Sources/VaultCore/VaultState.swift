@@ -54,7 +54,7 @@ struct VaultState {
     var isNew: Bool { committer.isNew }
     var hasChanges: Bool { tree.hasChanges || committer.hasChanges || chunks.hasChanges }
     /// Whether a write-behind has not finished: a commit waits for it.
-    var writingBehind: Bool { chunks.hasFlights || writer.groupBeingMade }
+    var writingBehind: Bool { chunks.hasFlights || writer.groupBeingMade || writer.hasAssemblies }
 
     /// A vault that has never been written: a root folder in memory, nothing on disk. Format 2
     /// unless asked otherwise (tests of format 1).

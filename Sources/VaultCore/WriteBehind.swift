@@ -3,9 +3,11 @@ import VaultFormat
 import VaultStore
 
 /// Write-behind: a chunk that a sequential write has filled is sealed and stored without
-/// waiting for the commit, and without the vault's lock; so are the files of the next group
-/// the chunks will go to. Each is prepared under the lock (numbers, one-time key, padding:
-/// everything that touches the state or the arena), run outside it, finished under it.
+/// waiting for the commit, and without the vault's lock: into a free file, or, when the free
+/// files are down to the reserve, into its file of a new group being assembled (`GroupAssembly`),
+/// made whole once its files are sealed. Each is prepared under the lock (numbers, one-time
+/// key, padding: everything that touches the state or the arena), run outside it, finished
+/// under it.
 enum WriteBehindJob: Sendable {
     case chunk(ChunkWrite)
     case group(GroupWrite)
@@ -17,8 +19,15 @@ struct ChunkWrite: Sendable {
     let token: UInt64
     let number: UInt64
     let name: String
-    /// The number's file does not exist yet (a new group's): it is created whole.
-    let create: Bool
+    let target: Target
+    enum Target: Sendable {
+        /// A free file, written over.
+        case overwrite
+        /// The number's file does not exist (removed behind the vault's back): made again.
+        case create
+        /// A file of a group being assembled: sealed into memory, made with its group.
+        case group
+    }
     /// The chunk's buffer, shared with the cache: nothing changes it while this runs.
     let body: PlaintextBuffer
     let padding: [UInt8]
@@ -29,20 +38,25 @@ struct ChunkWrite: Sendable {
 
     /// The AES and storage work: no state, no lock.
     func run(_ storage: any StorageFolder) throws {
-        defer { oneTime.subkey.wipe() }
-        let seal: SealContext = format == .one ? .chunk(item: key.item, index: key.index) : .chunkV2(index: key.index)
-        let file = try Sealer.sealEnvelope(kind: .chunk, version: format.envelopeVersion, body: body, padding: padding,
-                                           with: oneTime, seal: seal)
-        if create {
+        let file = try seal()
+        if case .create = target {
             try storage.create(name, contents: file, durable: false)
         } else {
             try storage.write(name, offset: 0, bytes: file)
         }
     }
+
+    /// The chunk's file: its envelope, padded.
+    func seal() throws -> [UInt8] {
+        defer { oneTime.subkey.wipe() }
+        let seal: SealContext = format == .one ? .chunk(item: key.item, index: key.index) : .chunkV2(index: key.index)
+        return try Sealer.sealEnvelope(kind: .chunk, version: format.envelopeVersion, body: body, padding: padding,
+                                       with: oneTime, seal: seal)
+    }
 }
 
 /// The random files of a new group, made whole before any data goes in, outside the vault's
-/// lock: ahead of need by a write-behind, or by the request that needs it (`Vault+DataRoom`).
+/// lock, by a request whose eviction needs free files (`Vault+DataRoom`).
 /// Its numbers are handed out only once it has finished.
 struct GroupWrite: Sendable {
     let numbers: Range<UInt64>
@@ -60,9 +74,8 @@ struct GroupWrite: Sendable {
         var failure: (any Error)?
     }
 
-    /// Makes each file that is not there, one after the other at its final name, as a group
-    /// made under the lock is. At the first failure (a full disk) it stops and removes what it
-    /// made: a group is whole or not there.
+    /// Makes each file that is not there, together (§3.3), as a group made under the lock is.
+    /// A failure (a full disk) leaves none of them: a group is whole or not there.
     func run(_ storage: any StorageFolder) -> Outcome {
         var outcome = Outcome()
         for (number, name) in zip(numbers, names) {
@@ -70,14 +83,18 @@ struct GroupWrite: Sendable {
                 if try storage.entryExists(name) {
                     outcome.present.append(number)
                 } else {
-                    try storage.create(name, contents: try random.bytes(Format.fileSize), durable: false)
                     outcome.created.append(number)
                 }
             } catch {
                 outcome.failure = error
-                outcome.created.removeAll { (try? storage.remove(names[Int($0 - numbers.lowerBound)])) != nil }
                 return outcome
             }
+        }
+        do {
+            try storage.createGroup(try outcome.created.map { (names[Int($0 - numbers.lowerBound)], try random.bytes(Format.fileSize)) })
+        } catch {
+            outcome.failure = error
+            outcome.created = []
         }
         return outcome
     }
@@ -92,9 +109,7 @@ extension VaultState {
     mutating func startWritesBehind(_ id: UInt64, _ indexes: Range<Int>) -> (jobs: [WriteBehindJob], waiting: Range<Int>) {
         guard !indexes.isEmpty else { return ([], 0..<0) }
         let (writes, waiting) = startChunkWrites(id, indexes)
-        var jobs = writes.map(WriteBehindJob.chunk)
-        if let group = writer.startGroupWrite() { jobs.append(.group(group)) }
-        return (jobs, waiting)
+        return (writes.map(WriteBehindJob.chunk), waiting)
     }
 
     private mutating func startChunkWrites(_ id: UInt64, _ indexes: Range<Int>) -> ([ChunkWrite], waiting: Range<Int>) {
@@ -107,9 +122,8 @@ extension VaultState {
         for index in indexes {
             let key = ChunkCache.Key(item: id, index: index)
             guard chunks.isDirty(key), let count = chunks.storedCount(key) else { continue }
-            guard writer.mayTakeData else { return (writes, index..<indexes.upperBound) }
             do {
-                let number = try writer.allocateUsable(data: true)
+                let number = try writer.mayTakeData ? writer.allocateUsable(data: true) : writer.takeAssembledNumber()
                 // Everything that can fail comes before the flight is registered: a commit waits
                 // for every registered flight.
                 let fileName: String, padding: [UInt8], oneTime: Sealer.OneTimeKey
@@ -120,16 +134,16 @@ extension VaultState {
                     if format == .two { sealKey = try arena.allocateRandom(using: random) }
                     oneTime = try Sealer.OneTimeKey(.arena(sealKey ?? item.key!, arena), random: random)
                 } catch {
-                    writer.release(number)
+                    if writer.isAssembled(number) { writer.giveBackAssembled(number) } else { writer.release(number) }
                     if let sealKey { arena.free(sealKey) }
                     throw error
                 }
                 let (token, body) = chunks.startFlight(key)!
                 tree.update(id) { $0.layout = .chunked }
                 statistics.chunkEncrypts += 1
-                writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName,
-                                         create: writer.allocator.needsCreate(number), body: body, padding: padding, oneTime: oneTime,
-                                         format: format, sealKey: sealKey))
+                let target: ChunkWrite.Target = writer.isAssembled(number) ? .group : writer.allocator.needsCreate(number) ? .create : .overwrite
+                writes.append(ChunkWrite(key: key, token: token, number: number, name: fileName, target: target, body: body,
+                                         padding: padding, oneTime: oneTime, format: format, sealKey: sealKey))
             } catch is FileWriter.GroupNeeded {
                 return (writes, index..<indexes.upperBound)
             } catch {
@@ -143,7 +157,11 @@ extension VaultState {
     /// delete made it stale: then its file is free again. A failed one leaves the chunk dirty.
     mutating func finishChunkWrite(_ write: ChunkWrite, error: (any Error)?) {
         let stored = error == nil
-        if stored { writer.didStoreBehind(write.number, created: write.create) }
+        switch write.target {
+        case .overwrite where stored: writer.didStoreBehind(write.number, created: false)
+        case .create where stored: writer.didStoreBehind(write.number, created: true)
+        default: break
+        }
         let ref = write.sealKey.map { StoredRef(fileNumber: write.number, key: $0) }
             ?? StoredRef(fileNumber: write.number, nonce: write.oneTime.nonce)
         guard let body = chunks.finishFlight(write.key, token: write.token) else {
@@ -157,9 +175,24 @@ extension VaultState {
             return
         }
         if let old = tree.setChunk(id, index, ref) { release(old) }
+        chunks.dropStored(write.key, body)
     }
 
     mutating func finishGroupWrite(_ write: GroupWrite, _ outcome: GroupWrite.Outcome) {
         writer.finishGroupWrite(write, outcome)
+    }
+
+    /// A write-behind into an assembled group sealed its chunk (`sealed`); returns the group to
+    /// make when it was the last.
+    mutating func depositChunkWrite(_ write: ChunkWrite, _ sealed: Result<[UInt8], any Error>) -> GroupCreation? {
+        writer.deposit(write, sealed)
+    }
+
+    /// An assembled group was made, or not (`failure`): its write-behinds are published, or
+    /// their chunks are dirty again. The group's files first, so that a stale chunk's number is
+    /// freed into a file that exists.
+    mutating func finishAssembly(_ creation: GroupCreation, failure: (any Error)?) {
+        writer.finishAssembly(creation, failure: failure)
+        for (write, sealingFailure) in creation.writes { finishChunkWrite(write, error: failure ?? sealingFailure) }
     }
 }

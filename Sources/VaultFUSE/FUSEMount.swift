@@ -58,6 +58,10 @@ public final class FUSEMount: Sendable {
     private let context: Unmanaged<FUSEContext>
     private let loop: LoopState
     private let lifecycle = Mutex(Lifecycle())
+    /// Whether the session may still be told to invalidate (false from just before it is
+    /// destroyed); held during each notification.
+    private let notifiable = Mutex(true)
+    private let beforeClose = Mutex<(@Sendable () -> Void)?>(nil)
 
     private struct Lifecycle {
         var thread: pthread_t?
@@ -125,6 +129,30 @@ public final class FUSEMount: Sendable {
         try finish()
     }
 
+    /// Runs `body` once the mount is gone and before the file system is closed (a mount's last
+    /// sync).
+    public func whenUnmounted(_ body: @escaping @Sendable () -> Void) { beforeClose.withLock { $0 = body } }
+
+    // MARK: The kernel's caches
+
+    /// Makes the kernel forget what it cached of items changed behind its back (a sync): the
+    /// names (parent, name) first, then each item's attributes and pages. Not to be called from
+    /// a request or under the file system's locks: the kernel may first write back an item's
+    /// dirty pages, which come back as requests. An item or name it never saw is no error.
+    public func invalidate(items: Set<UInt64>, names: [(parent: UInt64, name: [UInt8])]) {
+        notifiable.withLock { open in
+            guard open, isServing else { return }
+            for (parent, name) in names {
+                _ = name.withUnsafeBufferPointer { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) {
+                        fuse_lowlevel_notify_inval_entry(session.raw, fuse_ino_t(parent), $0.baseAddress, $0.count)
+                    }
+                }
+            }
+            for item in items.sorted() { _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), 0, 0) }
+        }
+    }
+
     // MARK: The loop thread
 
     private func startLoop(maxThreads: Int) throws(FUSEError) {
@@ -150,6 +178,9 @@ public final class FUSEMount: Sendable {
             if !lifecycle.finished {
                 if let thread = lifecycle.thread { pthread_join(thread, nil) }
                 lifecycle.thread = nil
+                // The kernel sends no more requests; the vault is still open.
+                beforeClose.withLock { $0 }?()
+                notifiable.withLock { $0 = false }
                 fuse_session_exit(session.raw)
                 // Closes the device; unmounts too if the loop ended while still mounted.
                 fuse_session_unmount(session.raw)

@@ -184,6 +184,16 @@ public final class FileSystem: Sendable {
 
     public var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Runs `body` with no request between two of its vault calls: a sync's merge replaces the
+    /// vault's tree under this file system. Its errors pass through; a closed file system
+    /// throws `FSError.vault(.locked)`.
+    public func holdingRequests<R: Sendable>(_ body: () throws -> R) throws -> R {
+        try state.withLock { state in
+            guard !state.closed else { throw FSError.vault(.locked) }
+            return try body()
+        }
+    }
+
     // MARK: Helpers
 
 

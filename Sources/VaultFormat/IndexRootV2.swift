@@ -13,6 +13,9 @@ public struct IndexRootV2: Equatable, Sendable {
         /// The 16 bytes whose base32 is the file's name.
         public var name: [UInt8]
         public init(file: FileRef, role: Role, name: [UInt8]) { self.file = file; self.role = role; self.name = name }
+        /// A file its sharer sealed to a recipient, live or ended: every storage of the vault
+        /// holds it at its name (§14.9).
+        public var isGrantFile: Bool { role == .grant || role == .endedGrant }
     }
 
     public struct Extension: Equatable, Sendable {
@@ -24,6 +27,12 @@ public struct IndexRootV2: Equatable, Sendable {
     /// Extension tags below this are the format's own: a reader that does not know one refuses
     /// the root (a newer DotSafe wrote it); tags from here up MAY be skipped.
     public static let firstOptionalTag: UInt16 = 1024
+    /// Extension tag 2 (§13.12): the name of the remote's unlock record of a pattern this
+    /// device changed since its last sync, removed from the remote by the next sync.
+    public static let formerRemoteUnlockTag: UInt16 = 2
+    /// Extension tag 1024 (§14.8), optional, local only: the RL whose two local slots a
+    /// grantee's device that followed a withdrawal still has to remove (after a crash).
+    public static let retiringSlotsTag: UInt16 = 1024
     /// The deepest index tree a reader follows: a depth of 4 holds far more pages than a storage.
     public static let maxLevel: UInt8 = 4
 
@@ -78,8 +87,12 @@ public struct IndexRootV2: Equatable, Sendable {
         for _ in 0..<extensionCount {
             let tag = try reader.u16()
             if let last = extensions.last, tag <= last.tag { throw FormatError.invalid("index root: extension tags out of order") }
-            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag else { throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)") }
-            extensions.append(Extension(tag: tag, value: try reader.lp32()))
+            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag || tag == formerRemoteUnlockTag else {
+                throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)")
+            }
+            let value = try reader.lp32()
+            if tag == formerRemoteUnlockTag && value.count != Format.nameBytes { throw FormatError.invalid("index root: extension 2's length") }
+            extensions.append(Extension(tag: tag, value: value))
         }
         try reader.expectEnd()
         let root = IndexRootV2(generation: generation, writerDevice: writerDevice, devices: devices, specialFiles: specials,

@@ -15,6 +15,9 @@ public struct UnlockRecord: Equatable, Sendable {
         public static let rotation: UInt16 = 1024
         public static let recipients: UInt16 = 1025
         public static let retiring: UInt16 = 1026
+        /// The owner's record only (§14.8): VK || RL from before the withdrawals since the
+        /// vault's last sync, which the remote still holds until the next sync moves it.
+        public static let rotatedFrom: UInt16 = 1027
     }
 
     public var role: Role

@@ -33,6 +33,11 @@ public final class CountingStorageFolder: StorageFolder {
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         count(\.creates); try base.create(name, contents: contents, durable: durable)
     }
+    /// Counted as its creates: what the storage sees is a file per name.
+    public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        counts.withLock { $0.creates += files.count }
+        try base.createGroup(files)
+    }
     public func write(_ name: String, offset: Int, bytes: [UInt8]) throws { count(\.writes); try base.write(name, offset: offset, bytes: bytes) }
     public func sync(_ names: [String]) throws { count(\.syncs); try base.sync(names) }
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }

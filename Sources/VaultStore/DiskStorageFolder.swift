@@ -73,6 +73,47 @@ public final class DiskStorageFolder: StorageFolder {
         written.withLock { $0[name] = $0[name] ?? 0 }
     }
 
+    /// Every file written unnamed (`O_TMPFILE`) first, then the names linked in a row: the count
+    /// of files moves by the group at once, and a failure or a crash before the links leaves
+    /// nothing. Without `O_TMPFILE`, one file after the other.
+    public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        precondition(files.allSatisfy { $0.contents.count == Format.fileSize && FileName.isWellFormed($0.name) },
+                     "storage files have one size and name form")
+        try writers.withShared {
+            var unnamed: [Int32] = []
+            defer { unnamed.forEach(Syscalls.close) }
+            for file in files {
+                guard let fd = try Syscalls.openUnnamed(folder) else { return try createOneByOne(files) }
+                unnamed.append(fd)
+                try Syscalls.writeFully(fd, file.contents, offset: 0)
+            }
+            var linked: [String] = []
+            do {
+                for (fd, file) in zip(unnamed, files) {
+                    try Syscalls.link(unnamed: fd, folder: folder, name: file.name)
+                    linked.append(file.name)
+                }
+            } catch {
+                for name in linked { try? Syscalls.unlink(folder, name) }
+                throw error
+            }
+        }
+        written.withLock { written in for file in files { written[file.name] = written[file.name] ?? 0 } }
+    }
+
+    private func createOneByOne(_ files: [(name: String, contents: [UInt8])]) throws {
+        var created: [String] = []
+        do {
+            for file in files {
+                try createUnlocked(file.name, contents: file.contents, durable: false)
+                created.append(file.name)
+            }
+        } catch {
+            for name in created { try? Syscalls.unlink(folder, name) }
+            throw error
+        }
+    }
+
     private func createUnlocked(_ name: String, contents: [UInt8], durable: Bool) throws {
         if let fd = try Syscalls.openUnnamed(folder) {
             defer { Syscalls.close(fd) }

@@ -24,6 +24,10 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// before the name appears; otherwise only after `sync`. The name itself becomes durable with
     /// the next `syncFolder`.
     func create(_ name: String, contents: [UInt8], durable: Bool) throws
+    /// Makes a new group's files so that they appear together (docs/FORMAT.md §3.3): each is
+    /// written in full before any has its name, then all are named, one after the other. On a
+    /// failure none is left that could be removed. Durable as `create` without `durable`.
+    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws
     /// Overwrites bytes of an existing file of the storage's form; the size never changes.
     func write(_ name: String, offset: Int, bytes: [UInt8]) throws
     /// Makes earlier writes to these files durable.
@@ -52,6 +56,21 @@ public protocol StorageFolder: AnyObject, Sendable {
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
 extension StorageFolder {
+    /// One file after the other: what a crash between two creates leaves is what a crash between
+    /// two links of `DiskStorageFolder` leaves.
+    public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        var created: [String] = []
+        do {
+            for file in files {
+                try create(file.name, contents: file.contents, durable: false)
+                created.append(file.name)
+            }
+        } catch {
+            for name in created { try? remove(name) }
+            throw error
+        }
+    }
+
     /// A folder that cannot replace atomically refuses: a torn unlock record loses a vault.
     public func replace(_ name: String, contents: [UInt8]) throws {
         throw StoreError.system(operation: "replace \(name)", errno: ENOTSUP)

@@ -21,6 +21,9 @@ public struct VaultSynchronizer {
     public var progress: ((_ step: Int, _ steps: Int) -> Void)?
 
     static let steps = 6
+    /// Called before each change to the remote and before the last local commit; a test throws
+    /// from it to stop the sync there, as a process that died would (crash injection).
+    var beforeChange: ((_ change: String) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -37,10 +40,17 @@ public struct VaultSynchronizer {
         let view = try vault.localSyncView(deviceName: deviceName)
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
-        if view.isNew && unlockFile == nil { throw SyncRefusal.noVault }
+        if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        // After a pattern change here the remote's record is still the former pattern's, at the
+        // name the root keeps (FORMAT.md §13.12); its keys are this vault's own.
+        let formerName = try vault.formerRemoteUnlockName()
+        let formerPresent = formerName.map(remoteNames.contains) ?? false
+        if !remoteVault.hasRecord && !formerPresent, try remoteVault.slotNames().contains(where: remoteNames.contains) {
+            throw SyncRefusal.patternChanged
+        }
         step(2)
-        if remoteVault.hasRecord {
+        if remoteVault.hasRecord || formerPresent {
             let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
@@ -53,21 +63,34 @@ public struct VaultSynchronizer {
         }
         step(3)
         let header = view.header
-        let remoteUnchanged = remoteVault.generation == 0 || header.map {
-            (remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice)
-                || remoteVault.generation == $0.readGeneration
-        } ?? false
+        // A remote older than the one this device merged with was restored or rolled back: a
+        // merge with it would take everything since as deleted there.
+        if let header, remoteVault.generation < header.readGeneration {
+            throw SyncRefusal.damagedRemote("it holds generation \(remoteVault.generation), older than generation "
+                                            + "\(header.readGeneration) this device synced with (restored or rolled back?)")
+        }
+        // The remote holds what this device's last sync committed: that sync's root landed.
+        let landed = header.map { remoteVault.generation == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice } ?? false
+        let remoteUnchanged = remoteVault.generation == 0 || landed || header.map { remoteVault.generation == $0.readGeneration } ?? false
         let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
         let read = remoteVault.generation
-        if !remoteUnchanged {
+        // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
+        if !remoteUnchanged || (remoteVault.rotated && vault.isShared) {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
-        let publishes = !(remoteUnchanged && localUnchanged)
+        // A sync cut short after its local commit (step 5) left the remote at the generation it
+        // read: publish again, though nothing changed here since. After a pattern change the new
+        // pattern's record goes up before the former one goes, even with nothing to merge.
+        let publishes = !(landed && localUnchanged) || (formerPresent && !remoteVault.hasRecord) || remoteVault.rotated
         if publishes { try vault.commitSync(readGeneration: read, publishedGeneration: read + 1) }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
-        try remote.upload(transfer.upload, from: storageFolder)
+        // The owner's sync after a withdrawal (FORMAT.md §14.8): the grants sealed to the new keys
+        // go up after the root under those keys, so that a grantee never finds one naming no root.
+        let movesRemote = remoteVault.rotated && !vault.isShared
+        try beforeChange?("upload")
+        try remote.upload(movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload, from: storageFolder)
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
         summary.pagesUp = transfer.pages.count
@@ -80,17 +103,51 @@ public struct VaultSynchronizer {
             let files = try slots.map { try remote.read($0) }
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
             if !remoteVault.hasRecord {
+                try beforeChange?("record")
                 try remote.write(unlockName, contents: try vault.remoteUnlockFile())
                 summary.filesUp += 1
             }
             for (name, file) in try vault.remoteRootFiles(generation: read + 1) {
+                try beforeChange?("root")
                 try remote.write(name, contents: file)
+                summary.filesUp += 1
+            }
+            if movesRemote {
+                // Then the grants, then the record: the commit point of the remote's move. Until
+                // the record, the remote opens with the old keys, and the next sync does this again.
+                try beforeChange?("grants")
+                try remote.upload(transfer.grants, from: storageFolder)
+                try beforeChange?("record")
+                try remote.write(unlockName, contents: try vault.remoteUnlockFile())
                 summary.filesUp += 1
             }
         }
         step(6)
+        try beforeChange?("remove")
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
+        // The remote's record names the new keys (written above, or by a sync cut short after
+        // it): the slots of the old ones go, then the owner's record stops naming them.
+        let retired = try vault.rotatedRemoteSlotNames()
+        if !retired.isEmpty {
+            try beforeChange?("retire")
+            let present = retired.filter(remoteNames.contains)
+            try remote.delete(present)
+            summary.filesRemoved += present.count
+            try beforeChange?("forget rotation")
+            try vault.forgetRotation()
+        }
+        if let formerName {
+            // The new pattern's record is on the remote (read, or written above): the former goes,
+            // and only then does the root stop naming it.
+            if formerPresent {
+                try beforeChange?("former record")
+                try remote.delete([formerName])
+                summary.filesRemoved += 1
+            }
+            try beforeChange?("forget")
+            try vault.forgetFormerRemoteUnlock()
+        }
         return summary
     }
 

@@ -45,6 +45,43 @@ import VaultStore
         #expect(again.status == 0, "\(again)")
     }
 
+    /// FORMAT.md §13.12 with sync: the change says the remote keeps the old pattern until the
+    /// next sync, which moves its record; a device still at the old pattern gets one line.
+    @Test func aPatternChangeReachesTheRemoteAtTheNextSync() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let newPattern = "c3-d2-d3-e4-d4-c5-b4"
+        #expect(CLIRun(["init", base + "/laptop"], environment: environment).status == 0)
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment))
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("hello.txt".utf8), mode: 0o644)
+        try vault.write(id, offset: 0, bytes: Array("hello".utf8))
+        try vault.lock()
+        let remote = base + "/remote"
+        #expect(Self.sync(base + "/laptop", remote, environment, device: "laptop").status == 0)
+        #expect(Self.sync(base + "/desktop", remote, environment, device: "desktop").status == 0)
+
+        let changed = CLIRun(["repattern", base + "/laptop", "--pattern-stdin"], environment: environment, input: [Self.pattern, newPattern])
+        #expect(changed.status == 0 && changed.standardError.isEmpty, "\(changed)")
+        #expect(changed.standardOutput.hasSuffix("opens nothing.\nThe sync remote opens with the old pattern until the next 'dotsafe sync' "
+                                                 + "of this storage, with the new one.\n"), "\(changed)")
+        let moved = Self.sync(base + "/laptop", remote, environment, device: "laptop", pattern: newPattern)
+        #expect(moved.status == 0 && moved.standardOutput.hasPrefix("synced: "), "\(moved)")
+
+        let before = try FileManager.default.contentsOfDirectory(atPath: base + "/desktop").sorted()
+        let old = Self.sync(base + "/desktop", remote, environment, device: "desktop")
+        #expect(old.status == 1 && old.standardOutput.isEmpty, "\(old)")
+        #expect(old.standardError == "dotsafe: the vault's pattern was changed on another device: nothing was changed; this storage still "
+                + "opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty "
+                + "storage folder\n", "\(old)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: base + "/desktop").sorted() == before)
+        let phone = Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern)
+        #expect(phone.status == 0, "\(phone)")
+        let secrets = try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: try #require(try Keyring(option: nil, environment: environment).patternSalt()))
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets)
+        defer { try? copy.lock() }
+        #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
+    }
+
     @Test func refusalsSayOneLineAndLeaveNothing() throws {
         let (base, environment) = try InitAndKeyringCommandTests.workspace()
         defer { try? FileManager.default.removeItem(atPath: base) }

@@ -89,6 +89,40 @@ import Testing
         #expect(h.lock(vault).status == 0)
     }
 
+    /// A change cut after its commit point (§13.12 step 2: the first rename fails, injected by
+    /// strace into the real binary) leaves the old record listed with role 3: the old pattern
+    /// still mounts the vault, once, with a warning, and that open finishes the change.
+    @Test func aMountThroughTheFormerPatternFinishesAnInterruptedChangeAndSaysSo() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        h.sh("echo one > a && sync a", in: vault)
+        #expect(h.lock(vault).status == 0)
+
+        let cut = h.run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=renameat2", "-e", "inject=renameat2:error=EIO:when=1",
+                                            MountHarness.binary, "repattern", h.storage, "--pattern-stdin"],
+                        input: "\(Self.old)\n\(Self.new)\n")
+        #expect(cut.status == 1 && cut.error.hasPrefix("dotsafe: ") && Self.lines(cut.error).count == 1, "\(cut)")
+        let midway = try h.storageSnapshot()
+
+        let mounted = h.mount(vault, pattern: Self.old)
+        try #require(mounted.status == 0, "\(mounted)")
+        #expect(mounted.error == "dotsafe: warning: this vault's pattern was changed by an earlier repattern, which was interrupted and is now "
+                + "finished: use the new pattern (this pattern opens it for this session only)\n", "\(mounted)")
+        #expect(h.sh("cat a", in: vault).output == "one\n")
+        #expect(h.lock(vault).status == 0)
+        #expect(try h.storageSnapshot().count == midway.count, "the open renamed and rewrote, made and removed nothing")
+
+        let again = h.mount(vault, pattern: Self.new)
+        try #require(again.status == 0, "\(again)")
+        #expect(again.error.isEmpty && h.sh("cat a", in: vault).output == "one\n", "\(again)")
+        #expect(h.lock(vault).status == 0)
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        #expect(h.sh("ls -A", in: vault).output.isEmpty)
+        #expect(h.lock(vault).status == 0)
+    }
+
     /// On a terminal it asks for the current pattern (under the grid), then the new one twice,
     /// without echo; two different entries change nothing.
     @Test func asksOnTheTerminal() throws {

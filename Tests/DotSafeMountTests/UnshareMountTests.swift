@@ -74,7 +74,7 @@ import Testing
         #expect(a.lock(vaultA).status == 0)
         let after = try Sharing.storageNames(a)
         #expect(after.count == grantNames.count, "the withdrawal keeps the file count")
-        #expect(a.sh("find \(a.storage) -type f ! -size 262144c | wc -l").output == "0\n")
+        #expect(a.sh("find \(a.storage) -type f ! -size 262192c | wc -l").output == "0\n")
         #expect(after.allSatisfy { $0.count == 26 && $0.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) } })
         #expect(a.dotsafe(["fsck", a.storage, "--pattern", Sharing.patternA]).status == 0)
 

@@ -35,3 +35,26 @@ public enum LoopbackPort {
         return address
     }
 }
+
+extension LoopbackPort {
+    /// A socket that listens on the port and never accepts: connections complete in the
+    /// kernel's backlog and then hear nothing (a server that hangs). Close it to stop.
+    public static func silentListener(_ port: Int) throws -> Int32 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw HarnessError("socket: errno \(errno)") }
+        var reuse: Int32 = 1
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard bound, listen(socket, 64) == 0 else {
+            close(socket)
+            throw HarnessError("listen on 127.0.0.1:\(port): errno \(errno)")
+        }
+        return socket
+    }
+}

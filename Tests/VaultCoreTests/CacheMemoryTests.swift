@@ -33,6 +33,7 @@ import VaultFormat
         // The cache holds two chunks: a third evicts the least recently used.
         let vault = try TestVaults.open(try TestVaults.storage(), cacheBytes: 0)
         let first = try vault.makeFile("first", Self.marker(Self.chunk))
+        _ = try vault.readAll("first")  // a chunk written behind left the cache: loaded again
         let pool = Self.pool(vault)
         let block = try #require(Self.block(vault, first, 0))
         #expect(pool.currentBytes(of: block) == Self.marker(Self.chunk), "the hook does not see the chunk")
@@ -47,6 +48,7 @@ import VaultFormat
         let vault = try TestVaults.open(try TestVaults.storage())
         let removed = try vault.makeFile("removed", Self.marker(Self.chunk))
         let cut = try vault.makeFile("cut", Self.marker(Self.chunk + 10_000))
+        _ = (try vault.readAll("removed"), try vault.readAll("cut"))  // chunks written behind, loaded again
         let pool = Self.pool(vault)
         let removedBlock = try #require(Self.block(vault, removed, 0))
         let tailBlock = try #require(Self.block(vault, cut, 1))
@@ -59,9 +61,27 @@ import VaultFormat
         try vault.lock()
     }
 
+    /// README, "Memory": writing does not fill the cache; a chunk leaves it once stored, and its
+    /// block is zeroed and used again.
+    @Test func aLongWriteDoesNotFillTheCache() throws {
+        let vault = try TestVaults.open(try TestVaults.storage(), cacheBytes: 64 << 20)
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+        let bytes = TestVaults.content(40 * Self.chunk)
+        for start in stride(from: 0, to: bytes.count, by: 1 << 20) {
+            try vault.write(id, offset: UInt64(start), bytes: Array(bytes[start..<start + (1 << 20)]))
+        }
+        try vault.commit()
+        let pool = Self.pool(vault)
+        #expect(pool.inUseByteCount == 0, "\(pool.inUseByteCount / Self.chunk) chunks stayed")
+        #expect(pool.mappedByteCount <= 24 * Self.chunk, "\(pool.mappedByteCount >> 20) MiB mapped for a 10 MiB write")
+        #expect(try vault.readAll("big") == bytes)
+        try vault.lock()
+    }
+
     @Test func lockZeroesTheWholeCache() throws {
         let vault = try TestVaults.open(try TestVaults.storage())
         let id = try vault.makeFile("a", Self.marker(2 * Self.chunk + 5000))
+        _ = try vault.readAll("a")  // chunks written behind, loaded again
         let pool = Self.pool(vault)
         let blocks = try (0..<3).map { try #require(Self.block(vault, id, $0)) }
         try vault.lock()
@@ -86,7 +106,9 @@ import VaultFormat
             let (lockable, cacheLimit) = vault.cacheLocking
             guard cacheLimit == 32 << 20, lockable < cacheLimit, lockable > 4 << 20,
                   lockable <= remaining - ChunkCache.keyHeadroom else { exit(12) }
-            for n in 0..<40 { try vault.makeFile("f\(n)", TestVaults.content(Self.chunk, seed: UInt64(n))) }
+            // Just under a chunk: each stays in the cache, dirty, until a commit (a whole chunk
+            // written behind leaves the cache once stored).
+            for n in 0..<40 { try vault.makeFile("f\(n)", TestVaults.content(Self.chunk - 1, seed: UInt64(n))) }
             let pool = Self.pool(vault)
             guard pool.mappedByteCount >= 40 * Self.chunk, pool.lockedByteCount <= lockable,
                   pool.lockedByteCount >= lockable - PlaintextPool.regionSize else { exit(13) }

@@ -101,6 +101,11 @@ struct Coercer {
         /// Keys found in some page but not in the pages of the newest root: item keys (format 1);
         /// page, chunk and member keys (format 2).
         var oldItemKeys: [[UInt8]] = []
+        /// Format 2 with sync: remote unlock records and sync-base pieces opened, and keys
+        /// found in those pieces (there must be none).
+        var remoteRecords = 0
+        var syncBases = 0
+        var keysInSyncBase = 0
     }
 
     let files: [String: [UInt8]]

@@ -23,13 +23,17 @@ struct FormatTwoCoercer {
     /// the newest root (a key to old content).
     func recover() throws -> Coercer.Recovery {
         var recovery = Coercer.Recovery()
-        let local = Array("local".utf8)
         var vaultKeys: [[UInt8]] = []
-        for file in files.values {
-            guard let body = openEnvelope(file, key: indexKey, version: 2, label: Label.sealUnlock, context: [UInt8(local.count)] + local,
-                                          kind: .unlockRecord), let record = try? UnlockRecord.decode(body[...]) else { continue }
-            recovery.plaintexts.append(body)
-            vaultKeys.append(record.vaultKey)
+        // A device's record and, where the files include a remote's, the remote's (§13.11).
+        for location in ["local", "remote"].map({ Array($0.utf8) }) {
+            for file in files.values {
+                guard let body = openEnvelope(file, key: indexKey, version: 2, label: Label.sealUnlock,
+                                              context: [UInt8(location.count)] + location, kind: .unlockRecord),
+                      let record = try? UnlockRecord.decode(body[...]) else { continue }
+                recovery.plaintexts.append(body)
+                if location == Array("remote".utf8) { recovery.remoteRecords += 1 }
+                if !vaultKeys.contains(record.vaultKey) { vaultKeys.append(record.vaultKey) }
+            }
         }
         var roots: [IndexRootV2] = []
         var formatOnePageKeys: [SecretBytes] = []
@@ -90,6 +94,23 @@ struct FormatTwoCoercer {
             }
         }
         recovery.oldItemKeys = Array(keysFound.subtracting(try currentKeys(roots)))
+        // The sync base (§13.11) of every root that has one: its pieces hold no key.
+        for root in roots {
+            guard let value = root.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value,
+                  let header = try? SyncBase.Header.decode(value) else { continue }
+            for (index, piece) in header.pieces.enumerated() {
+                let context = SealContext.syncBase(piece: index)
+                for file in files.values {
+                    guard let body = openEnvelope(file, key: try SecretBytes(copying: piece.key), version: 2, label: context.label,
+                                                  context: context.context, kind: .syncBase) else { continue }
+                    recovery.plaintexts.append(body)
+                    recovery.syncBases += 1
+                    recovery.keysInSyncBase += keysFound.filter { key in
+                        body.count >= key.count && (0...(body.count - key.count)).contains { Array(body[$0..<$0 + key.count]) == key }
+                    }.count
+                }
+            }
+        }
         for key in chunkKeys {
             let secret = try SecretBytes(copying: key)
             for file in files.values {

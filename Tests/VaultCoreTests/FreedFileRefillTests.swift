@@ -13,17 +13,19 @@ import VaultStore
 @Suite struct FreedFileRefillTests {
     static let payload = Format.payloadSize
 
-    /// The chunk files of a 5-chunk file, found as the files its commit added or changed.
+    /// The chunk files of a 5-chunk file: the files its index entry references, each written by
+    /// its commit. Not every file that commit added: a new group's files that no chunk took hold
+    /// random bytes (§3.3) and were never freed, so no refill is due for them (§9.2 step 6).
     static func chunkFiles(_ vault: Vault, _ storage: SimulatedStorageFolder) throws -> [String: [UInt8]] {
-        let numbers = try FileNumbers(storage)
         let before = storage.snapshot
-        try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
+        let id = try vault.makeFile("big", TestVaults.content(5 * payload, seed: 3))
         try vault.commit()
         let after = storage.snapshot
-        let chunks = numbers.dataFiles(SnapshotDiff(before, after).written).filter {
-            after[$0]!.count == Format.fileSize && before[$0] != after[$0]
+        let chunks = try vault.state.withLock { state in
+            try state.tree.items[id]!.chunks.values.map { try state.writer.name($0.fileNumber) }
         }
-        #expect(chunks.count >= 5)
+        #expect(chunks.count == 5)
+        #expect(chunks.allSatisfy { after[$0]?.count == Format.fileSize && before[$0] != after[$0] }, "written by the commit")
         return Dictionary(uniqueKeysWithValues: chunks.map { ($0, after[$0]!) })
     }
 
@@ -56,6 +58,34 @@ import VaultStore
         let again = try TestVaults.open(storage, format: .one)
         expectSame(try again.readAll("kept"), TestVaults.content(700, seed: 1), "kept file")
         try again.lock()
+        try checkStorageInvariants(storage)
+    }
+
+    /// Chunks written behind into a group assembled in memory (§3.3) are refilled as any freed
+    /// file: one commit later in format 1, at the commit that frees them in format 2 (or removed
+    /// with their released group). 24 chunks: at most 6 fit the free files of group 0, so at
+    /// least one new group is made from the chunks, whatever the number of covers.
+    @Test(arguments: [StorageFormat.one, .two]) func chunksOfAnAssembledGroupAreRefilled(format: StorageFormat) throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage, format: format)
+        let id = try vault.makeFile("big", TestVaults.content(24 * Self.payload, seed: 4))
+        try vault.commit()
+        let numbers = vault.state.withLock { $0.tree.items[id]!.chunks.values.map(\.fileNumber) }
+        #expect(numbers.count == 24)
+        #expect(numbers.filter { $0 >= UInt64(Format.groupSize) }.count >= 16, "the chunks filled a new group")
+        let names = try vault.state.withLock { state in try numbers.map { try state.writer.name($0) } }
+        let old = names.map { storage.snapshot[$0] }
+        #expect(old.allSatisfy { $0 != nil })
+
+        try vault.remove(Array("big".utf8), from: Vault.rootID)
+        try vault.commit()
+        if format == .one {
+            try vault.setAttributes(Vault.rootID, mtime: 7)
+            try vault.commit()
+        }
+        let stillOld = zip(names, old).filter { storage.snapshot[$0.0] == $0.1 }
+        #expect(stillOld.isEmpty, "\(stillOld.count) of the assembled chunk files keep their old bytes")
+        try vault.lock()
         try checkStorageInvariants(storage)
     }
 

@@ -53,6 +53,25 @@ import VaultStore
         #expect(try Self.contents(storage, 1) == expected && Self.contents(storage, 2) == nil)
     }
 
+    /// A grant (§14.7) is sealed to the recipient and names the vault's identity, not its
+    /// pattern: it keeps opening the vault after the owner's pattern changes, and both write.
+    @Test func aGrantStillOpensTheVaultAfterAChange() throws {
+        let (storage, codeA, _) = try VaultSharingTests.sharedStorage()
+        let owner = try TestVaults.open(storage, seed: 1)
+        try owner.changePattern(to: try TestVaults.secrets(3))
+        #expect(try owner.contactCode().code == codeA, "the identity stays")
+        try owner.lock()
+        let shared = try VaultSharingTests.open(storage, seed: 2, by: codeA)
+        #expect(try shared.readAll("hello") == Array("from A".utf8))
+        _ = try shared.makeFile("from-b", Array("B".utf8))
+        try shared.lock()
+        let again = try TestVaults.open(storage, seed: 3)
+        #expect(try again.readAll("from-b") == Array("B".utf8))
+        try again.lock()
+        #expect(try Self.contents(storage, 1) == nil)
+        try checkStorageInvariants(storage)
+    }
+
     @Test func refusalsWriteNothing() throws {
         let storage = try Self.populated()
         // Another vault, at pattern 3.

@@ -9,29 +9,33 @@ import VaultFileSystem
 import VaultStore
 
 /// One lock at a time on the write path: a write that waits in the vault (for write-behind
-/// room) must not hold the file system's lock, or every other request would wait with it.
+/// room, or for a new group's files behind it) must not hold the file system's lock, or every
+/// other request would wait with it.
 @Suite struct WriteLockTests {
     static let chunk = 262_144
 
     /// The first chunk's write-behind stops in the storage; the second finds no room (limit 1)
     /// and its writer waits inside the vault, outside its lock.
     @Test func aWriteWaitingForWriteBehindRoomDoesNotStopOtherRequests() throws {
-        try Self.othersAreAnsweredWhileAWriteWaits(chunks: 4, writeBehindLimit: 1)
+        try Self.othersAreAnsweredWhileAWriteWaits(chunks: 4, writeBehindLimit: 1, held: .writes)
     }
 
-    /// More chunks than free files: the group they need is made outside the vault's lock (it
-    /// was made under it, and every request waited for its 16 files: seen with gdb). The writer
-    /// makes it after its locked part and stops in the storage there.
+    /// More chunks than free files: they go into a new group, made once its 16 files are sealed
+    /// (docs/FORMAT.md §3.3), outside the vault's lock (a group was once made under it, and every
+    /// request waited for its 16 files: seen with gdb). Here the group's creation stops in the
+    /// storage, on the write-behind that sealed its last chunk, and holds the only room: the
+    /// writer's next chunk waits for it, in the vault.
     @Test func aWriteThatNeedsANewGroupDoesNotStopOtherRequests() throws {
-        try Self.othersAreAnsweredWhileAWriteWaits(chunks: 16, writeBehindLimit: 32)
+        // At most 6 chunks go into free files, the next 16 fill the group, the rest wait.
+        try Self.othersAreAnsweredWhileAWriteWaits(chunks: 28, writeBehindLimit: 1, held: .groups)
     }
 
-    /// Writes `chunks` chunks to a new file while the storage holds every create and write, and
-    /// checks that lookup, getattr and statfs are answered meanwhile; then lets the storage go.
-    static func othersAreAnsweredWhileAWriteWaits(chunks: Int, writeBehindLimit: Int) throws {
-        let storage = HeldStorageFolder(try FileSystemHarness.newStorage())
+    /// Writes `chunks` chunks to a new file while the storage holds what `held` says, and checks
+    /// that lookup, getattr and statfs are answered meanwhile; then lets the storage go.
+    private static func othersAreAnsweredWhileAWriteWaits(chunks: Int, writeBehindLimit: Int, held: HeldStorageFolder.Held) throws {
+        let storage = HeldStorageFolder(try FileSystemHarness.newStorage(), held: held)
         let vault = try Vault.open(storage: storage, secrets: FileSystemHarness.secrets(),
-                                   options: Vault.Options(cacheBytes: 8 << 20, writeBehind: .background(limit: writeBehindLimit)),
+                                   options: Vault.Options(cacheBytes: 16 << 20, writeBehind: .background(limit: writeBehindLimit)),
                                    clock: ManualClock())
         let fs = FileSystem(vault: vault, clock: ManualClock(), options: FileSystem.Options(commitTickInterval: nil),
                             capacity: { [storage] in try storage.capacity() })
@@ -50,7 +54,7 @@ import VaultStore
         Thread.detachNewThread {
             writer.set(Result { try fs.write(handle, offset: 0, bytes: bytes) })
         }
-        #expect(storage.waitForHeldWrite(seconds: 10), "a write-behind reached the storage")
+        #expect(storage.waitForHeldWrite(seconds: 10), "a write-behind reached the storage (\(held))")
 
         let others = Finished()
         Thread.detachNewThread {
@@ -94,13 +98,19 @@ private final class Finished: Sendable {
     }
 }
 
-/// A simulated storage whose creates and writes wait while it is held, on any thread.
+/// A simulated storage whose creates and writes, or whose new groups, wait while it is held,
+/// on any thread.
 private final class HeldStorageFolder: StorageFolder {
+    enum Held { case writes, groups }
     let base: SimulatedStorageFolder
+    let held: Held
     private let gate = Mutex<DispatchGroup?>(nil)
     private let reached = DispatchSemaphore(value: 0)
 
-    init(_ base: SimulatedStorageFolder) { self.base = base }
+    init(_ base: SimulatedStorageFolder, held: Held) {
+        self.base = base
+        self.held = held
+    }
 
     func hold() {
         let group = DispatchGroup()
@@ -110,8 +120,8 @@ private final class HeldStorageFolder: StorageFolder {
     func release() { gate.withLock { gate in gate?.leave(); gate = nil } }
     func waitForHeldWrite(seconds: Double) -> Bool { reached.wait(timeout: .now() + seconds) == .success }
 
-    private func pass() {
-        guard let group = gate.withLock({ $0 }) else { return }
+    private func pass(_ kind: Held) {
+        guard kind == held, let group = gate.withLock({ $0 }) else { return }
         reached.signal()
         group.wait()
     }
@@ -122,11 +132,16 @@ private final class HeldStorageFolder: StorageFolder {
     func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
     func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
     func create(_ name: String, contents: [UInt8], durable: Bool) throws {
-        pass()
+        pass(.writes)
         try base.create(name, contents: contents, durable: durable)
     }
+    /// Held before any file of the group is made; the files then appear as the base makes them.
+    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        pass(.groups)
+        try base.createGroup(files)
+    }
     func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
-        pass()
+        pass(.writes)
         try base.write(name, offset: offset, bytes: bytes)
     }
     func sync(_ names: [String]) throws { try base.sync(names) }

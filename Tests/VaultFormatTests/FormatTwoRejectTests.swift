@@ -45,7 +45,7 @@ import VaultFormat
     enum RootRule: String, CaseIterable, Sendable {
         case generationZero, noDevice, writerBeyondDevices, sameDeviceTwice, samePrefixTwice, twoUpgradedDevices
         case noOwnerRecord, twoOwnerRecords, unknownRole, fileOfUnknownDevice, fileInCover, fileInSlot, fileOutsideGroups
-        case fileTwice, levelTooDeep, emptyInteriorTop, topOutOfOrder, unknownExtension, extensionsOutOfOrder
+        case fileTwice, levelTooDeep, emptyInteriorTop, topOutOfOrder, unknownExtension, extensionsOutOfOrder, formerRemoteNameLength
         case deviceCovers, deviceGroupZero, deviceFileNumberNotAGroup, deviceCounterAtRoot, deviceReleasingOwned, deviceNameNotUTF8
         case bytesLeftOver, truncated
     }
@@ -84,6 +84,8 @@ import VaultFormat
         case .topOutOfOrder: root.top.swapAt(0, 1); expected = .invalid("index root: page refs out of order")
         case .unknownExtension: root.extensions = [.init(tag: 1023, value: [])]
             expected = .invalid("index root: extension 1023 is unknown (made by a newer DotSafe?)")
+        case .formerRemoteNameLength: root.extensions = [.init(tag: IndexRootV2.formerRemoteUnlockTag, value: Array(0..<15))]
+            expected = .invalid("index root: extension 2's length")
         case .extensionsOutOfOrder: root.extensions = [.init(tag: 2000, value: []), .init(tag: 1024, value: [])]
             expected = .invalid("index root: extension tags out of order")
         case .deviceCovers: root.devices[0].coverCount = 7; expected = .invalid("device cover count 7")

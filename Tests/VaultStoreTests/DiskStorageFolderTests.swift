@@ -89,6 +89,31 @@ import VaultStore
         #expect(try folder.listAllNames().isEmpty)
     }
 
+    /// docs/FORMAT.md §3.3: a group's files appear together, each complete and fully allocated;
+    /// a group that cannot be made whole (a name is taken) leaves none of its files.
+    @Test func aGroupAppearsWholeOrNotAtAll() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let folder = try DiskStorageFolder(path: base)
+        let files = try (0..<16).map { index in
+            (name: FileName.encode([UInt8](repeating: UInt8(index), count: 16)), contents: try SystemRandom().bytes(Format.fileSize))
+        }
+        try folder.createGroup(files)
+        #expect(Set(try folder.listFiles()) == Set(files.map(\.name)))
+        for file in files {
+            #expect(try folder.read(file.name) == file.contents)
+            let allocated = try #require(try folder.allocatedBytes(file.name))
+            #expect(allocated >= Format.fileSize, "sparse file \(file.name)")
+        }
+        for file in files { try folder.remove(file.name) }
+
+        // The 11th name is taken: the first ten, linked already, go again.
+        let taken = files[10].name
+        try folder.create(taken, contents: files[10].contents, durable: false)
+        #expect(throws: StoreError.exists(taken)) { try folder.createGroup(files) }
+        #expect(try folder.listAllNames() == [taken])
+    }
+
     @Test func fileNamesHaveOneFormAndAlphabet() {
         #expect(FileName.encode([UInt8](repeating: 0, count: 16)) == "aaaaaaaaaaaaaaaaaaaaaaaaaa")
         #expect(FileName.encode([UInt8](repeating: 0xff, count: 16)) == "77777777777777777777777774") // python3: base64.b32encode(b"\xff" * 16)

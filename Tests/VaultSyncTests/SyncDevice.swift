@@ -2,6 +2,7 @@ import DotSafeTestSupport
 import Foundation
 import VaultCore
 import VaultCrypto
+import VaultFormat
 import VaultStore
 @testable import VaultSync
 
@@ -12,30 +13,73 @@ final class SyncDevice {
     let folder: String
     private(set) var vault: Vault
     static let seed: UInt8 = 7
+    /// The pattern key's bytes (one person, one pattern: a pattern change gives another), and
+    /// for a vault shared with that person's vault, the sharer's contact code.
+    private(set) var seed: UInt8
+    let sharedBy: ContactCode?
 
-    init(_ name: String) throws {
+    init(_ name: String, seed: UInt8 = SyncDevice.seed) throws {
         self.name = name
+        self.seed = seed
+        sharedBy = nil
         folder = try TestFolder.make("sync-\(name)") + "/storage"
         try Storage.initialize(at: folder, random: SystemRandom())
-        vault = try Self.open(folder)
+        vault = try Self.open(folder, seed: seed)
     }
 
-    static func open(_ folder: String) throws -> Vault {
-        let secrets = try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
-        return try Vault.open(storage: try Storage.open(at: folder), secrets: secrets, options: Vault.Options(cacheBytes: 8 << 20))
+    /// The vault that `code` shared with `owner`'s vault, in `owner`'s storage: new until its
+    /// first sync brings it down.
+    init(_ name: String, sharedWith owner: SyncDevice, by code: ContactCode) throws {
+        self.name = name
+        seed = owner.seed
+        sharedBy = code
+        folder = owner.folder
+        vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code,
+                                      options: Vault.Options(cacheBytes: 8 << 20))
+    }
+
+    static func secrets(_ seed: UInt8) throws -> VaultSecrets {
+        try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
+    }
+
+    static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil) throws -> Vault {
+        let storage = try Storage.open(at: folder), options = Vault.Options(cacheBytes: 8 << 20)
+        if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
+        return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
 
     /// Locks and opens the vault again from the disk: what a sync left is what counts.
     func reopen() throws {
         try vault.lock()
-        vault = try Self.open(folder)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+    }
+
+    /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
+    func changePattern(to newSeed: UInt8) throws {
+        try vault.changePattern(to: try Self.secrets(newSeed))
+        seed = newSeed
+        try reopen()
+    }
+
+    /// A sync stopped where `stop` throws (a process that died there); the vault is opened
+    /// again from the disk afterwards.
+    func sync(_ remote: TestRemote, stoppingAt stop: @escaping (String) throws -> Void) throws {
+        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        synchronizer.beforeChange = stop
+        defer {
+            vault.discard()
+            vault = (try? Self.open(folder, seed: seed)) ?? vault
+        }
+        _ = try synchronizer.run()
+    }
+
+    static func remoteStorage(_ remote: TestRemote) throws -> RemoteStorage {
+        RemoteStorage(try RemoteLocation(remote.path), rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
     }
 
     @discardableResult
     func sync(_ remote: TestRemote) throws -> SyncSummary {
-        let storage = RemoteStorage(try RemoteLocation(remote.path),
-                                    rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
-        let summary = try VaultSynchronizer(vault: vault, remote: storage, storageFolder: folder, deviceName: name).run()
+        let summary = try VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name).run()
         try reopen()
         return summary
     }

@@ -24,7 +24,8 @@ import VaultFormat
         return (first, second)
     }
 
-    @Test(arguments: [TestRemote.Kind.local, .webdav])
+    /// Against every kind of remote: a folder, `rclone serve webdav`, `rclone serve sftp`, moto's S3.
+    @Test(arguments: TestRemote.Kind.allCases)
     func offlineEditsOnBothDevicesMergeInEitherOrder(kind: TestRemote.Kind) throws {
         let remote = try TestRemote(kind)
         defer { remote.finish() }
@@ -60,8 +61,9 @@ import VaultFormat
         try Self.checkWholeGroups(first, second, remote)
     }
 
-    @Test func aFileChangedOnBothSidesKeepsBoth() throws {
-        let remote = try TestRemote(.local)
+    @Test(arguments: TestRemote.Kind.allCases)
+    func aFileChangedOnBothSidesKeepsBoth(kind: TestRemote.Kind) throws {
+        let remote = try TestRemote(kind)
         defer { remote.finish() }
         let (first, second) = try Self.twoDevices(remote)
         defer { first.finish(); second.finish() }

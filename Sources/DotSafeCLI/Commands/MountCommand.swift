@@ -23,9 +23,17 @@ struct MountCommand: Command {
         -o OPTIONS'): STORAGE MOUNTPOINT fuse.dotsafe
         noauto,pattern_file=FILE,keyring=PATH 0 0. Mount options: allow_other, ro,
         noexec, pattern_file=FILE, pattern_command=CMD, keyring=PATH, idle=TIME,
-        lock_on_suspend;
+        lock_on_suspend, sync=REMOTE (no commas in REMOTE), sync_interval=TIME;
         the options of mount(8) and systemd (noauto, user, nofail, _netdev,
         x-systemd.*, nodev, nosuid, ...) are accepted and ignored.
+
+        --sync REMOTE syncs the vault with REMOTE (as 'dotsafe sync' does) while it
+        is mounted: once before the mount is ready, a few seconds after changes are
+        written, every --sync-interval (default 60s), and once more at lock, which
+        waits for that last sync at most 15 seconds. A remote that cannot be reached
+        never stops a mount or a lock, and no change is lost: the mount says so on
+        standard error, later failures go to the system log, 'dotsafe status' shows
+        the last sync, and the next sync sends what is missing.
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
@@ -40,8 +48,11 @@ struct MountCommand: Command {
     static let quiet = OptionSpec.flag("quiet", short: "q", help: "Do not say on the terminal how many files the vault holds.")
     static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
                                                  help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 10, at least 3 s; 0: only the files this session wrote).")
+    static let sync = OptionSpec.value("sync", placeholder: "REMOTE", help: "Sync with this rclone remote while mounted (see 'dotsafe sync').")
+    static let syncInterval = OptionSpec.value("sync-interval", placeholder: "TIME", help: "Time between syncs with --sync: 90s, 5m (default 60s).")
     static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, foreground, readOnly, idle, cacheSize, recreateBudget,
-                                                                              lockOnSuspend, fuseOptions, quiet],
+                                                                              lockOnSuspend, sync, syncInterval, SyncCommand.device,
+                                                                              SyncCommand.rcloneConfig, fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
@@ -86,7 +97,33 @@ struct MountCommand: Command {
             }
             options.recreateSecondsPerGiB = seconds
         }
+        options.sync = try Self.syncSettings(arguments, list, readOnly: options.readOnly)
         self.options = options
+    }
+
+    /// `--sync` and what goes with it; each of the others without it is refused.
+    static func syncSettings(_ arguments: ParsedArguments, _ list: MountOptionList, readOnly: Bool) throws -> MountOptions.Sync? {
+        let intervalText = arguments.value(syncInterval) ?? list.syncInterval
+        guard let remote = arguments.value(sync) ?? list.sync else {
+            if intervalText != nil || arguments.value(SyncCommand.device) != nil || arguments.value(SyncCommand.rcloneConfig) != nil {
+                throw CLIError.usage("--sync-interval, --device and --rclone-config go with --sync REMOTE")
+            }
+            return nil
+        }
+        guard !readOnly else { throw CLIError.usage("--sync cannot go with a read-only mount (a sync writes the vault)") }
+        var settings = MountOptions.Sync(remote: remote, device: ProcessInfo.processInfo.hostName)
+        if let intervalText {
+            guard let seconds = DurationText.seconds(intervalText), seconds >= 1 else {
+                throw CLIError.usage("--sync-interval needs a time of 1s or more such as 90s or 5m, not '\(intervalText)'")
+            }
+            settings.interval = seconds
+        }
+        if let name = arguments.value(SyncCommand.device) { settings.device = name }
+        guard !settings.device.isEmpty, !settings.device.contains("/"), !settings.device.contains("\0"), settings.device.utf8.count <= 64 else {
+            throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
+        }
+        settings.configFile = arguments.value(SyncCommand.rcloneConfig)
+        return settings
     }
 
     func run(context: CommandContext) throws -> Int32 {
@@ -137,6 +174,15 @@ struct MountOptions: Sendable {
     var keyringPath = ""
     /// `--shared CODE`: the vault that CODE's holder shared with the pattern's vault (§14).
     var sharedBy: String?
+    /// `--sync REMOTE` and its settings.
+    var sync: Sync?
+
+    struct Sync: Sendable {
+        var remote: String
+        var device: String
+        var interval = 60.0
+        var configFile: String?
+    }
 
     /// An existing, empty folder that is not mounted on already.
     func checkMountPoint() throws {
@@ -166,6 +212,10 @@ struct MountOptions: Sendable {
         if noExec { arguments += ["-o", "noexec"] }
         if lockOnSuspend { arguments.append("--lock-on-suspend") }
         if let sharedBy { arguments += ["--shared", sharedBy] }
+        if let sync {
+            arguments += ["--sync", sync.remote, "--sync-interval", String(sync.interval), "--device", sync.device]
+            if let configFile = sync.configFile { arguments += ["--rclone-config", configFile] }
+        }
         return arguments
     }
 }

@@ -2,7 +2,7 @@
 /// mount.fuse3 pass them from an fstab line (`dotsafe STORAGE MOUNTPOINT -o rw,nodev,...`).
 ///
 /// DotSafe's own: `allow_other`, `ro`, `noexec`, `pattern_file=FILE`, `pattern_command=CMD`,
-/// `keyring=PATH`, `idle=TIME`, `lock_on_suspend`. What mount(8), mount.fuse3 and systemd add for their own use
+/// `keyring=PATH`, `idle=TIME`, `lock_on_suspend`, `sync=REMOTE`, `sync_interval=TIME`. What mount(8), mount.fuse3 and systemd add for their own use
 /// (`noauto`, `user`, `nofail`, `_netdev`, `x-systemd.*`, `rw`, `dev`, `suid`, the atime
 /// options, ...) is accepted and ignored: it means nothing to a FUSE daemon, and refusing it
 /// would break an fstab line. `nodev` and `nosuid` are what a FUSE mount always has, so `dev`
@@ -16,6 +16,8 @@ struct MountOptionList {
     var patternCommand: String?
     var keyring: String?
     var idle: String?
+    var sync: String?
+    var syncInterval: String?
 
     /// Options that mean something to mount(8), mount.fuse3 or the kernel's generic mount code
     /// but not to DotSafe.
@@ -49,6 +51,8 @@ struct MountOptionList {
             case "pattern_command": known = \.patternCommand
             case "keyring": known = \.keyring
             case "idle": known = \.idle
+            case "sync": known = \.sync
+            case "sync_interval": known = \.syncInterval
             default: known = nil
             }
             if let known {

@@ -102,10 +102,15 @@ struct RepatternCommand: Command {
                 throw CLIError.failure("\(error); nothing was changed")
             }
         }
+        // A synced vault's remote keeps the old pattern's record until the next sync (§13.12).
+        let remoteKeepsOldPattern = try vault.formerRemoteUnlockName() != nil
         try vault.lock()
         progress.update(done: total, total: total)
         progress.finish()
         context.standardOutput.writeLine("Changed the pattern of the vault in \(storagePath): the new pattern opens it, the old one opens nothing.")
+        if remoteKeepsOldPattern {
+            context.standardOutput.writeLine("The sync remote opens with the old pattern until the next 'dotsafe sync' of this storage, with the new one.")
+        }
         return 0
     }
 

@@ -19,7 +19,8 @@ struct StatusCommand: Command {
         var pending: Bool?
         /// Seconds until the idle timer locks the vault; nil without `--idle`.
         var idle: Double?
-        /// The sync state; nil: DotSafe does not sync yet.
+        /// `mount --sync`: "synced at TIME", "failed at TIME: WHY", "not yet synced"; "off"
+        /// without it; nil when the daemon did not answer.
         var sync: String?
 
         enum CodingKeys: String, CodingKey { case mountpoint, storage, since, pending, idle, sync }
@@ -65,17 +66,17 @@ struct StatusCommand: Command {
         let state = channel.receiveLine().flatMap { try? JSONDecoder().decode(MountState.self, from: Data($0.utf8)) }
         let since = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: record.started))
         return Entry(mountpoint: record.mountPoint, storage: record.storage, since: since,
-                     pending: state?.pending, idle: state?.idleLockIn, sync: nil)
+                     pending: state?.pending, idle: state?.idleLockIn, sync: state?.sync)
     }
 
     static func table(_ entries: [Entry]) -> String {
         let local = DateFormatter()
         local.dateFormat = "yyyy-MM-dd HH:mm:ss"
         let iso = ISO8601DateFormatter()
-        let header = ["MOUNT POINT", "STORAGE", "SINCE", "PENDING", "IDLE LOCK"]
+        let header = ["MOUNT POINT", "STORAGE", "SINCE", "PENDING", "SYNC", "IDLE LOCK"]
         let rows = entries.map { entry in
             [entry.mountpoint, entry.storage, iso.date(from: entry.since).map(local.string) ?? entry.since,
-             entry.pending.map { $0 ? "yes" : "no" } ?? "?", entry.idle.map(duration) ?? "-"]
+             entry.pending.map { $0 ? "yes" : "no" } ?? "?", entry.sync.map(syncColumn) ?? "?", entry.idle.map(duration) ?? "-"]
         }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max()! }
         return ([header] + rows).map { row in
@@ -83,6 +84,18 @@ struct StatusCommand: Command {
                 column == row.count - 1 ? text : text + String(repeating: " ", count: widths[column] - text.count)
             }.joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
+    }
+
+    /// The sync state without the failure's reason (`--json` has it): `off`, `synced 14:02:11`,
+    /// `failed 14:03:40`, `not yet`.
+    static func syncColumn(_ text: String) -> String {
+        let local = DateFormatter()
+        local.dateFormat = "HH:mm:ss"
+        for (prefix, word) in [("synced at ", "synced"), ("failed at ", "failed")] where text.hasPrefix(prefix) {
+            let time = text.dropFirst(prefix.count).prefix(20)
+            return word + " " + (ISO8601DateFormatter().date(from: String(time)).map(local.string) ?? "")
+        }
+        return text == "not yet synced" ? "not yet" : text
     }
 
     /// `in 4m 10s`, `in 1h 2m`, `in 12s`.

@@ -1,6 +1,7 @@
 import Foundation
 import VaultCore
 import VaultCrypto
+import VaultFormat
 import VaultStore
 import VaultSync
 
@@ -23,24 +24,31 @@ struct SyncCommand: Command {
         STORAGE is made first and receives the vault (a new device; the keyring
         must be imported first). Refused while the vault is mounted. Prints one
         line: files moved up and down, files removed on the remote, conflicts.
+
+        With --shared CODE, the vault that the holder of CODE shared with the vault
+        the pattern opens (dotsafe share): its first sync brings it into STORAGE,
+        beside your own vault, and 'dotsafe mount --shared CODE' then opens it.
         """
     static let storage = PositionalSpec("STORAGE", help: "The local storage folder (made when missing or empty).")
     static let remote = PositionalSpec("REMOTE", help: "An rclone remote path, such as mine:vault or a folder.")
     static let device = OptionSpec.value("device", placeholder: "NAME", help: "This device's name in conflict names (default: the host name).")
     static let rcloneConfig = OptionSpec.value("rclone-config", placeholder: "FILE", help: "The rclone config file for a named remote.")
-    static let signature = CommandSignature(options: PatternReader.options + [device, rcloneConfig], positionals: [storage, remote])
+    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, device, rcloneConfig],
+                                            positionals: [storage, remote])
 
     let storagePath: String
     let remotePath: String
     let deviceName: String
     let configFile: String?
     let patternReader: PatternReader
+    let sharedBy: String?
 
     init(parsing arguments: ParsedArguments) throws {
         storagePath = try arguments.required(Self.storage)
         remotePath = try arguments.required(Self.remote)
         patternReader = try PatternReader(parsing: arguments)
         configFile = arguments.value(Self.rcloneConfig)
+        sharedBy = arguments.value(ShareCommand.sharedBy)
         let name = arguments.value(Self.device) ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name.utf8.count <= 64 else {
             throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
@@ -50,6 +58,7 @@ struct SyncCommand: Command {
 
     func run(context: CommandContext) throws -> Int32 {
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make sync non-dumpable: \(error)") }
+        let sharedBy = try self.sharedBy.map { try ContactCommand.parseCode($0) }
         let location: RemoteLocation, rclone: Rclone
         do {
             location = try RemoteLocation(remotePath)
@@ -60,7 +69,7 @@ struct SyncCommand: Command {
         let existed = FileManager.default.fileExists(atPath: storagePath)
         let made = try Self.makeStorageIfEmpty(storagePath)
         do {
-            let summary = try sync(location: location, rclone: rclone, salt: salt, context: context)
+            let summary = try sync(location: location, rclone: rclone, salt: salt, sharedBy: sharedBy, context: context)
             context.standardOutput.writeLine(summary.line)
             return 0
         } catch {
@@ -71,7 +80,8 @@ struct SyncCommand: Command {
         }
     }
 
-    private func sync(location: RemoteLocation, rclone: Rclone, salt: Keyring.PatternSalt, context: CommandContext) throws -> SyncSummary {
+    private func sync(location: RemoteLocation, rclone: Rclone, salt: Keyring.PatternSalt, sharedBy: ContactCode?,
+                      context: CommandContext) throws -> SyncSummary {
         let storage = try Storage.open(at: storagePath)
         let secrets = try VaultSecrets(pattern: try patternReader.read(context), salt: salt)
         let folder: RuntimeFolder
@@ -80,12 +90,16 @@ struct SyncCommand: Command {
             throw error
         }
         defer { folder.leave() }
-        let guardLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .sync) {
+        let guardLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .sync, sharedBy: sharedBy) {
             "this vault is \($0): lock it first (a sync changes the storage under a mount)"
         }
         defer { guardLock.release() }
         let vault: Vault
-        do { vault = try Vault.open(storage: storage, secrets: secrets, options: Vault.Options(cacheBytes: 16 << 20)) } catch {
+        do {
+            let options = Vault.Options(cacheBytes: 16 << 20)
+            vault = try sharedBy.map { try Vault.openForSync(storage: storage, secrets: secrets, sharedBy: $0, options: options) }
+                ?? Vault.open(storage: storage, secrets: secrets, options: options)
+        } catch {
             secrets.wipe()
             throw error
         }

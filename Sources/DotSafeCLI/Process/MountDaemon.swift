@@ -58,9 +58,21 @@ struct MountDaemon {
             throw error
         }
         let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
+        let sync: MountSync?, syncWarning: String?
+        do {
+            sync = try options.sync.map { try MountSync(remote: $0.remote, configFile: $0.configFile, device: $0.device, interval: $0.interval,
+                                                        vault: vault, storage: options.storage, environment: context.environment, log: log) }
+            syncWarning = try sync?.first()
+        } catch {
+            vault.discard()
+            channel.unregister()
+            throw error
+        }
         let storageFolder = storage
-        let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: log.commitEnded),
-                                    capacity: { try storageFolder.capacity() })
+        let fileSystem = FileSystem(vault: vault, options: FileSystem.Options(commitObserver: { error in
+            log.commitEnded(error)
+            if error == nil { sync?.committed() }
+        }), capacity: { try storageFolder.capacity() })
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
@@ -77,6 +89,10 @@ struct MountDaemon {
             try? mount.waitUntilUnmounted()
             throw error
         }
+        if let sync {
+            mount.whenUnmounted { sync.last() }
+            sync.start(mount: mount, fileSystem: fileSystem)
+        }
         var notes = [Self.cacheLockNote(vault.cacheLocking)].compactMap { $0 }
         if let watcher, watcher.sessionPath == nil {
             notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
@@ -86,11 +102,12 @@ struct MountDaemon {
         let warning = vault.rollbackWarning ?? (vault.openedThroughFormerPattern ? PatternChangeError.formerPattern.description
                                                 + " (this pattern opens it for this session only)" : nil)
         if vault.rollbackWarning != nil { log.rootFallback() }
+        let warnings = [warning, syncWarning].compactMap { $0 }
         if detached {
-            Self.reportReady(failure: nil, notes: notes, warning: warning)
+            Self.reportReady(failure: nil, notes: notes, warnings: warnings)
             ProcessCalls.detachStandardStreams()
         } else {
-            if let warning { context.standardError.writeLine("dotsafe: warning: \(warning)") }
+            for warning in warnings { context.standardError.writeLine("dotsafe: warning: \(warning)") }
             for note in notes { context.standardError.writeLine("dotsafe: note: \(note)") }
             context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint); Ctrl-C or 'dotsafe lock \(options.mountPoint)' locks it.")
         }
@@ -103,7 +120,7 @@ struct MountDaemon {
         channel.serve(mount, state: {
             let idle = Double(SystemClock().now() - fileSystem.lastActivity) / 1e9
             return MountState(pending: fileSystem.vault.hasUncommittedChanges,
-                              idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds)
+                              idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds, sync: sync?.status ?? "off")
         }, answer: { requests.answer($0) })
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
         watcher?.watch(while: { mount.isServing }) { event in
@@ -170,8 +187,8 @@ struct MountDaemon {
 
     /// The daemon child's one message to its parent, on standard output: "ready" or an error,
     /// after a warning and notes the parent prints on its standard error.
-    static func reportReady(failure message: String?, notes: [String] = [], warning: String? = nil) {
-        let lines = (warning.map { "warning: \($0)\n" } ?? "") + notes.map { "note: \($0)\n" }.joined()
+    static func reportReady(failure message: String?, notes: [String] = [], warnings: [String] = []) {
+        let lines = warnings.map { "warning: \($0)\n" }.joined() + notes.map { "note: \($0)\n" }.joined()
         FileDescriptorOutput.standardOutput.write(lines + (message.map { "error: \($0)\n" } ?? "ready\n"))
     }
 

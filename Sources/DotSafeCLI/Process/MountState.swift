@@ -8,4 +8,7 @@ struct MountState: Codable, Equatable {
     var idleLockIn: Double?
     /// The `--idle` time, in seconds.
     var idleAfter: Double?
+    /// `mount --sync`: the last sync's time or the failure since ("off" without it). Optional:
+    /// a daemon of an earlier build does not say.
+    var sync: String?
 }

@@ -1,0 +1,160 @@
+import Dispatch
+import Foundation
+import Synchronization
+import VaultCore
+import VaultFileSystem
+import VaultFUSE
+import VaultSync
+
+/// `mount --sync REMOTE` (docs/SYNC-DESIGN.md §3.6): the daemon's rounds of `MountedSynchronizer`.
+/// The first runs before the mount is reported ready, so that the mount shows the vault as the
+/// remote has it (and a new device joins before anything is written here); then a round runs
+/// `commitDelay` seconds after a commit and every `interval`, one at a time; and a last one
+/// when the mount goes, waited for at most `lockBound` seconds. A round that fails changes
+/// nothing that was committed here: the next one sends what is missing. A failure is logged
+/// once per run of failures (mount point only); `dotsafe status` shows the last outcome.
+final class MountSync: Sendable {
+    /// Seconds from a commit to the round that sends it (more commits meanwhile ride along).
+    static let commitDelay = 2.0
+    /// The longest a lock waits for its last round (README, `mount --help`).
+    static let lockBound = 15.0
+
+    let remoteName: String
+    private let synchronizer: MountedSynchronizer
+    private let interval: Double
+    private let log: SystemLog
+    private let rounds = Mutex(())
+    private let state = Mutex(State())
+
+    private struct State {
+        var lastSuccess: Date?
+        var lastFailure: (time: Date, message: String)?
+        var failing = false
+        /// When a commit wants a round (uptime seconds), and when the interval's is due.
+        var commitRoundAt: Double?
+        var nextRoundAt = 0.0
+        var stopped = false
+        /// The last round, at lock, failed.
+        var lastRoundFailed = false
+    }
+
+    init(remote: String, configFile: String?, device: String, interval: Double, vault: Vault, storage: String,
+         environment: [String: String], log: SystemLog) throws {
+        let location: RemoteLocation, rclone: Rclone
+        do {
+            location = try RemoteLocation(remote)
+            rclone = try Rclone(environment: environment, configFile: configFile)
+        } catch { throw CLIError.failure(error.description) }
+        remoteName = location.description
+        synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
+                                           deviceName: device)
+        self.interval = interval
+        self.log = log
+    }
+
+    /// The round before the mount is ready. Throws for a remote rclone cannot use (a mistyped
+    /// REMOTE, no rclone: the mount is refused); any other failure is returned as a warning
+    /// for standard error, and the mount goes on with the vault as it is here.
+    func first() throws -> String? {
+        guard let failure = round(fileSystem: nil, mount: nil) else { return nil }
+        switch failure {
+        case RemoteError.unparseable, RemoteError.rcloneMissing: throw CLIError.failure(Self.describe(failure))
+        default:
+            return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, "
+                + "and its changes are kept and sent when a sync succeeds (every \(Int(interval)) s)"
+        }
+    }
+
+    /// Starts the rounds after commits and every interval while `mount` serves.
+    func start(mount: FUSEMount, fileSystem: FileSystem) {
+        state.withLock { $0.nextRoundAt = Self.uptime + interval }
+        Thread.detachNewThread { [self] in
+            while mount.isServing {
+                Thread.sleep(forTimeInterval: 0.2)
+                let due = state.withLock { state in
+                    let now = Self.uptime
+                    return !state.stopped && (state.commitRoundAt.map { now >= $0 } ?? false || now >= state.nextRoundAt)
+                }
+                if due { round(fileSystem: fileSystem, mount: mount) }
+            }
+        }
+    }
+
+    /// A commit succeeded: a round follows shortly.
+    func committed() {
+        state.withLock { state in
+            if state.commitRoundAt == nil { state.commitRoundAt = Self.uptime + Self.commitDelay }
+        }
+    }
+
+    /// The mount is gone, the vault still open: one last round, waited for at most `lockBound`.
+    /// Past that, the lock goes on (the round's next vault call then fails); either way a
+    /// failure is one line in the system log.
+    func last() {
+        state.withLock { $0.stopped = true }
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { [self] in
+            let failed = round(fileSystem: nil, mount: nil, logging: false) != nil
+            state.withLock { $0.lastRoundFailed = failed }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + Self.lockBound) == .timedOut {
+            log.write(.warning, "locked without the last sync (no answer within \(Int(Self.lockBound)) s): changes are sent at the next sync")
+        } else if state.withLock({ $0.lastRoundFailed }) {
+            log.write(.warning, "locked without the last sync (it failed): changes are sent at the next sync")
+        }
+    }
+
+    /// For `dotsafe status`: the last success, or the failure since, or that none ran yet.
+    var status: String {
+        state.withLock { state in
+            let iso = ISO8601DateFormatter()
+            if let failure = state.lastFailure, state.lastSuccess.map({ $0 <= failure.time }) ?? true {
+                return "failed at \(iso.string(from: failure.time)): \(failure.message)"
+            }
+            return state.lastSuccess.map { "synced at \(iso.string(from: $0))" } ?? "not yet synced"
+        }
+    }
+
+    /// One round; its failure, if any.
+    @discardableResult
+    private func round(fileSystem: FileSystem?, mount: FUSEMount?, logging: Bool = true) -> (any Error)? {
+        rounds.withLock { _ in
+            state.withLock { state in
+                state.commitRoundAt = nil
+                state.nextRoundAt = Self.uptime + interval
+            }
+            do {
+                _ = try synchronizer.run(holdingRequests: { body in
+                    guard let fileSystem else { return try body() }
+                    return try fileSystem.holdingRequests(body)
+                }, pulled: { changes in
+                    mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
+                })
+                state.withLock { state in
+                    state.lastSuccess = Date()
+                    state.failing = false
+                }
+                return nil
+            } catch {
+                let first = state.withLock { state in
+                    defer {
+                        state.failing = true
+                        state.lastFailure = (Date(), Self.describe(error))
+                    }
+                    return !state.failing && !state.stopped
+                }
+                if first && logging && fileSystem != nil {
+                    log.write(.warning, "a sync with the remote failed: changes are kept here and sent at a later sync")
+                }
+                return error
+            }
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        (error as? RemoteError)?.description ?? (error as? SyncRefusal)?.description ?? DotSafeCLI.describe(error)
+    }
+
+    private static var uptime: Double { ProcessInfo.processInfo.systemUptime }
+}

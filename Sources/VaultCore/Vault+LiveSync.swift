@@ -1,0 +1,52 @@
+import VaultFormat
+
+/// The calls a mounted vault's sync makes (docs/SYNC-DESIGN.md §3.6): the same state the file
+/// system serves, no second open of the storage. Downloads and uploads happen between these
+/// calls, outside the vault's lock; `commitLive` takes it once for the merge and its commit.
+extension Vault {
+    /// Never committed: a sync may make it join the remote's vault.
+    public var isNewVault: Bool { state.withLock { $0.isNew } }
+
+    /// The other devices' files the remote's items may bring in, to download before `commitLive`.
+    public func remoteFilesToFetch(_ remote: RemoteVault) throws -> [String] {
+        try liveLocked { try $0.remoteFilesToFetch(remote) }
+    }
+
+    /// Each fetched file opens under its key in the remote's records (a file a provider
+    /// changed stops the sync before anything changes here).
+    public func checkFetched(_ remote: RemoteVault, names: [String]) throws {
+        try liveLocked { try $0.checkFetched(remote, names: names) }
+    }
+
+    /// Commits pending changes, then, once no chunk is being written behind, lets `plan`
+    /// decide on the local view and carries it out (merge, commit with the sync base) under
+    /// one hold of the lock. Nil when `plan` finds nothing to do.
+    public func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
+                           plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
+        while true {
+            writeBehind.waitUntilIdle()
+            let done: LiveSyncCommit?? = try liveLocked { state in
+                guard !state.writingBehind else { return .none }
+                return .some(try state.commitLive(remote, deviceName: deviceName, remoteNames: remoteNames, plan: plan))
+            }
+            if let done { return done }
+        }
+    }
+
+    /// The remote root of the last `commitLive` is up: files that only the one before it
+    /// referenced may be reused again.
+    public func remoteRootPublished() {
+        state.withLock { state in
+            guard !state.isLocked else { return }
+            let used = Set(state.referencedFiles().map(\.file))
+            state.writer.allocator.publishedPins(stillUsed: used)
+        }
+    }
+
+    private func liveLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch { throw VaultError.wrap(error) }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A sync's steps that read the state as it is (`dotsafe sync`'s and a mount's), and a mounted
+/// vault's sync (docs/SYNC-DESIGN.md §3.6): the other devices' files fetched before the merge,
+/// so that the merge, its checks and its commit take the vault's lock once, briefly.
+extension VaultState {
+    func localSyncView(deviceName: String) throws -> LocalSyncView {
+        guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
+        let entries = try VaultState.entries(tree.items, arena)
+        var header: SyncBase.Header?, base: SyncBase?
+        if !isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
+            let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],
+                                                  nextItemID: tree.nextItemID, writer: writer, arena: arena)
+            defer { root.wipeKeys() }
+            let read = try VaultState.readSyncBase(root, storage: storage, secrets: secrets)
+            base = read?.base
+            header = try SyncBase.Header.decode(value)
+            for piece in header!.pieces { piece.key.wipeStorage() }
+            header!.pieces = []
+        }
+        var names: [UInt16: String] = [:]
+        for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
+        names[formatTwo.localDevice] = deviceName
+        return LocalSyncView(entries: entries, header: header, base: base, generation: committer.generation, isNew: isNew,
+                             localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: tree.nextItemID)
+    }
+
+    func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
+        guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
+        let local = formatTwo.localDevice
+        let theirs = remote.uses
+        let pages = Set(committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
+        var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
+        var referenced = Set<UInt64>()
+        for use in referencedFiles() where writer.allocator.isOwnDevice(use.file) {
+            referenced.insert(use.file)
+            let name = try self.name(use.file)
+            guard !theirs.contains(use) || !remoteNames.contains(name) else { continue }
+            if pages.contains(use.file) { pageNames.append(name) } else { blocks.append(name) }
+        }
+        let special = Set(formatTwo.specialFiles.map(\.file.raw))
+        var others: [String] = []
+        for range in writer.allocator.ownedGroups {
+            for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
+            where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
+                let name = try self.name(raw)
+                if !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
+            }
+        }
+        // Own grants go up at their names (every storage of the vault holds them, §14.9),
+        // and a file at a grant's number's own name is not the vault's any more. One sealed
+        // again since the remote got it goes up again: after a withdrawal all of them, after a
+        // share over an ended grant that one (the remote root lists it with its old role).
+        var remoteRoles: [[UInt8]: IndexRootV2.SpecialFile.Role] = [:]
+        for special in remote.root?.specialFiles ?? [] { remoteRoles[special.name] = special.role }
+        for special in formatTwo.specialFiles where special.isGrantFile && writer.allocator.isOwnDevice(special.file.raw) {
+            let name = FileName.encode(special.name)
+            if !remoteNames.contains(name) || remote.rotated || (remote.root != nil && remoteRoles[special.name] != special.role) {
+                transfer.grants.append(name)
+            }
+            let numberName = try self.name(special.file.raw)
+            if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
+        }
+        transfer.blocks = Array(Set(blocks)).sorted()
+        transfer.groupFiles = others.sorted()
+        transfer.pages = Array(Set(pageNames)).sorted()
+        if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
+            for range in old.devices[Int(local)].ownedGroups {
+                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {
+                    let raw = FileRef(device: local, number: number).raw
+                    guard !writer.allocator.owns(raw) else { continue }
+                    let name = try self.name(raw)
+                    if remoteNames.contains(name) { transfer.remove.append(name) }
+                }
+            }
+        }
+        return transfer
+    }
+
+    /// The other devices' files that the remote root's items reference under a key the local
+    /// state does not use them with, or that the storage lacks: what a merge may need.
+    func remoteFilesToFetch(_ remote: RemoteVault) throws -> [String] {
+        guard let root = remote.root, let contents = remote.contents else { return [] }
+        let names = try Self.remoteNames(remote, root)
+        defer { names.wipe() }
+        let present = referencedFiles()
+        var wanted = Set<String>()
+        for use in referencedFiles(pages: [], items: contents.items) where !isOwn(use.file, joining: remote.joins) {
+            let name = try names.fileName(use.file)
+            if try !present.contains(use) || !storage.entryExists(name) { wanted.insert(name) }
+        }
+        return wanted.sorted()
+    }
+
+    /// The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
+    func movesRemote(_ remote: RemoteVault) -> Bool { remote.rotated && sharing.received == nil }
+
+    /// Each fetched file opens under the key the remote's records give it.
+    mutating func checkFetched(_ remote: RemoteVault, names: [String]) throws {
+        guard let root = remote.root, let contents = remote.contents, !names.isEmpty else { return }
+        let naming = try Self.remoteNames(remote, root)
+        defer { naming.wipe() }
+        try checkOpens(Set(names), items: contents.items, naming: naming)
+    }
+
+    /// A mounted vault's steps 4–5 in one: pending changes committed, the view `plan` decides
+    /// on, the merge (every other device's file it needs already here, or it stops before
+    /// changing anything), the commit with the new sync base, and what then goes up.
+    mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
+                             plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
+        try commit()
+        guard remote.joins == isNew else { throw SyncRefusal.raced }
+        let view = try localSyncView(deviceName: deviceName)
+        guard let decided = try plan(view) else { return nil }
+        remote.pulled = PulledChanges()
+        if let merged = decided.merged, let contents = remote.contents, let root = remote.root {
+            let naming = try Self.remoteNames(remote, root)
+            defer { naming.wipe() }
+            var sources: [UInt64: Item] = [:]
+            for entry in merged {
+                sources[entry.id] = entry.source == .remote ? contents.items[entry.sourceID] : tree.items[entry.sourceID]
+            }
+            for use in referencedFiles(pages: [], items: sources) where !isOwn(use.file, joining: remote.joins) {
+                guard try storage.entryExists(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
+            }
+            _ = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
+            try completeOtherGroups(remote)
+        }
+        let generation = decided.readGeneration + 1
+        pendingSyncBase = (decided.readGeneration, generation)
+        committer.formatTwo?.rootDue = true
+        try commit()
+        return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),
+                              rootFiles: try remoteRootFiles(generation: generation),
+                              unlockFile: remote.hasRecord && !movesRemote(remote) ? nil : try remoteUnlockFile(), pulled: remote.pulled)
+    }
+}

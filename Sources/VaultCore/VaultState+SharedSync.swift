@@ -1,0 +1,146 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A vault shared with this one, synced (docs/FORMAT.md §14.9). The grant is the record a
+/// grantee finds on the remote and keeps in its own storage, at the name it has everywhere
+/// (the sharer's storage, the remote, each grantee's); the grantee's device joins the shared
+/// vault as any device does, and never holds the sharer's pattern-derived keys.
+extension VaultState {
+    /// The grant of `received.sender` to this vault's identity: its name in every storage.
+    func grantName(_ received: VaultSharing.Received) throws -> String {
+        try GrantSeal.name(receiving: received.recipient, from: received.sender, location: Label.localLocation)
+    }
+
+    /// The remote's keys, from the grant found there. A vault already in this storage must be
+    /// the one the grant names (its VK).
+    func openRemoteGrant(_ received: VaultSharing.Received, file: [UInt8]?) throws -> RemoteVault {
+        guard let file else { throw SharingError.noGrantOnRemote }
+        let record = try GrantSeal.open(file, recipient: received.recipient, sender: received.sender)
+        // The owner withdrew this grant (§14.8): nothing here is touched.
+        guard record.role == .grant else { throw SharingError.accessEnded }
+        var rotated = false
+        if !isNew {
+            // Only the storage this person's sync filled syncs as their device (§14.9).
+            guard let own = committer.formatTwo, try Self.isGranteeDevice(own.deviceID, received) else {
+                record.vaultKey.wipeStorage()
+                record.rootLocator.wipeStorage()
+                throw SharingError.copiedStorage
+            }
+            var mine = committer.vaultKey.copyBytes()
+            defer { Sealer.wipe(&mine) }
+            // Another grant was withdrawn and this one sealed again to new keys: the sync
+            // follows if the remote root under them lists this device (`checkGrantListed`).
+            rotated = !ConstantTime.equals(mine, record.vaultKey)
+        }
+        let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
+                                     rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
+        remote.grantFile = file
+        remote.rotated = rotated
+        return remote
+    }
+
+    /// A grantee's device ID (§14.9): a random half G, then HKDF(Z, label ‖ pkS ‖ pkR ‖ G),
+    /// so that only the pair S, R can make one and a storage copied from another device (the
+    /// sharer's, another grantee's) is told apart from one that R's sync filled.
+    func granteeDeviceID(_ received: VaultSharing.Received, salt: [UInt8]) throws -> [UInt8] {
+        salt + (try Self.granteeDeviceTag(received, salt: salt))
+    }
+
+    static func isGranteeDevice(_ deviceID: [UInt8], _ received: VaultSharing.Received) throws -> Bool {
+        let half = DeviceEntry.idSize / 2
+        guard deviceID.count == DeviceEntry.idSize else { return false }
+        return ConstantTime.equals(Array(deviceID[half...]), try granteeDeviceTag(received, salt: Array(deviceID[..<half])))
+    }
+
+    private static func granteeDeviceTag(_ received: VaultSharing.Received, salt: [UInt8]) throws -> [UInt8] {
+        let pair = try GrantSeal.pairSecret(identity: received.recipient, peer: received.sender)
+        defer { pair.wipe() }
+        return try HKDF.deriveBytes(from: pair, salt: [], info: GrantFile.deviceInfo(sender: received.sender,
+                                                                                    recipient: received.recipient.publicKey, salt: salt),
+                                    count: DeviceEntry.idSize / 2)
+    }
+
+    /// A grant opens only a vault whose remote root lists it (role 2, at the grant's FileRef):
+    /// otherwise it was withdrawn, or its share was cut short. Checked before anything is
+    /// downloaded.
+    func checkGrantListed(_ remote: RemoteVault) throws {
+        guard sharing.received != nil, let record = remote.record else { return }
+        if remote.rotated {
+            // New keys are this vault's only if their root lists this device as it knows itself.
+            guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
+                  root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SharingError.otherSharedVault }
+        }
+        guard let root = remote.root else { throw SharingError.sharedVaultNotOnRemote }
+        guard root.specialFiles.contains(where: { $0.role == .grant && $0.file == record.ownFile }) else {
+            throw SharingError.noGrantOnRemote
+        }
+    }
+
+    /// The vault `sender` shared with the vault `patternSecrets` open, for a sync: as
+    /// `openShared` when this storage holds its grant; otherwise a new vault that joins through
+    /// the grant the sync finds on the remote. The pattern opens the opener's own record only;
+    /// nothing is written here.
+    static func openSharedForSync(storage: any StorageFolder, secrets patternSecrets: VaultSecrets, sender: [UInt8],
+                                  random: any RandomSource, clock: any VaultClock, options: OpenOptions) throws -> VaultState {
+        let recipient = try ownIdentity(storage: storage, patternSecrets: patternSecrets, missing: .noGrantOnRemote)
+        let name: String
+        do { name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation) } catch {
+            recipient.rawRepresentation.wipe()
+            throw error
+        }
+        if try storage.entryExists(name) {
+            recipient.rawRepresentation.wipe()
+            return try openShared(storage: storage, secrets: patternSecrets, sender: sender, random: random, clock: clock, options: options)
+        }
+        // A device that joins (SyncMerge's `join`) replaces the keys, the root and the record
+        // to write: this new vault's own are never written.
+        var state = try VaultState(newVaultIn: storage, secrets: patternSecrets, random: random, clock: clock, readOnly: false,
+                                   cacheBytes: options.cacheBytes, owner: options.owner)
+        state.writer.pendingUnlock = nil
+        state.sharing.identity?.rawRepresentation.wipe()
+        state.sharing.identity = nil
+        state.sharing.received = VaultSharing.Received(recipient: recipient, sender: sender)
+        return state
+    }
+
+    /// The grants of other devices' vault that this storage lacks (every storage of the vault
+    /// holds every grant, as it holds every owned group whole), but the one that is this
+    /// device's own record.
+    /// A grant sealed again since this storage got it comes again: all of them after a
+    /// withdrawal (`rotated`), else one whose role `previous` lists otherwise.
+    func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile], previous: [IndexRootV2.SpecialFile] = [],
+                       rotated: Bool = false) throws -> [String] {
+        var own = writer.pendingUnlock?.name
+        if own == nil, let received = sharing.received { own = try grantName(received) }
+        var names: [String] = []
+        for special in specialFiles where special.isGrantFile && !writer.allocator.isOwnDevice(special.file.raw) {
+            let name = FileName.encode(special.name)
+            guard name != own else { continue }
+            let resealed = rotated || previous.contains { $0.name == special.name && $0.role != special.role }
+            if try resealed || !storage.entryExists(name) { names.append(name) }
+        }
+        return names
+    }
+
+    /// Another device's special files in this storage (FORMAT.md §14.9): a grant takes its
+    /// number's place, so a file at the number's own name goes; on a grantee's device the
+    /// owner's record, which only the owner's devices hold, is a file of `random(F)` at its
+    /// number's name, so that the groups stay whole. Returns whether the folder changed.
+    mutating func settleSpecialFiles(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> Bool {
+        var changed = false
+        for special in specialFiles where !writer.allocator.isOwnDevice(special.file.raw) {
+            let name = try self.name(special.file.raw)
+            let exists = try storage.entryExists(name)
+            if special.role == .ownerUnlock && sharing.received != nil {
+                guard !exists else { continue }
+                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: false)
+                changed = true
+            } else if special.isGrantFile && exists {
+                try storage.remove(name)
+                changed = true
+            }
+        }
+        return changed
+    }
+}

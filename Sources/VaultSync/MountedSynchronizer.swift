@@ -1,0 +1,136 @@
+import Foundation
+import VaultCore
+import VaultFormat
+
+/// `mount --sync`: `VaultSynchronizer`'s steps on the vault a mount serves (docs/SYNC-DESIGN.md
+/// §3.6), with no second open of its storage. Listing, downloads and uploads run outside the
+/// vault's lock: the other devices' files a merge may need are fetched and checked first, so
+/// that the merge and its commit take the lock once (`Vault.commitLive`), inside
+/// `holdingRequests` (the file system's own lock: no request of several vault calls sees half
+/// of a merge). What the merge changed goes to `pulled` (the kernel's caches) before anything
+/// goes up. A round cut short anywhere leaves the vault as committed and the remote as it was
+/// or a step further; the next round completes it.
+public struct MountedSynchronizer: Sendable {
+    public let vault: Vault
+    public let remote: RemoteStorage
+    /// The storage folder the mount serves: downloads land in it, uploads leave from it.
+    public let storageFolder: String
+    public let deviceName: String
+    /// Unix seconds: the time in conflict names.
+    public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
+    public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
+        self.vault = vault
+        self.remote = remote
+        self.storageFolder = storageFolder
+        self.deviceName = deviceName
+    }
+
+    public typealias Holding = (() throws -> LiveSyncCommit?) throws -> LiveSyncCommit?
+
+    /// One round. `pulled` is told what the merge changed, once it is committed.
+    public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in }) throws -> SyncSummary {
+        var summary = SyncSummary()
+        let listing = try remote.list()
+        let remoteNames = Set(listing.storageFiles)
+        let unlockName = try vault.remoteUnlockName()
+        let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
+        // A new, empty vault and nothing on the remote: nothing to do until the first change.
+        if unlockFile == nil && vault.isNewVault { return summary }
+        let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        if remoteVault.hasRecord {
+            let slots = try remoteVault.slotNames().map { name in try remoteNames.contains(name) ? remote.read(name) : nil }
+            try vault.readRemoteRoot(remoteVault, slotFiles: slots)
+        }
+        var remoteEntries: [SyncEntry] = []
+        if remoteVault.generation > 0 {
+            try download(try vault.remotePagesToFetch(remoteVault), &summary)
+            remoteEntries = try vault.loadRemoteTree(remoteVault)
+            let fetched = try vault.remoteFilesToFetch(remoteVault)
+            try download(fetched, &summary)
+            try vault.checkFetched(remoteVault, names: fetched)
+        }
+        let read = remoteVault.generation
+        var actions: [MergeAction] = []
+        let follows = remoteVault.rotated && vault.isShared  // read before `plan` holds the vault's lock
+        let planned = try holdingRequests {
+            try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
+                try plan(view, remoteEntries, remoteVault, follows: follows, &actions)
+            }
+        }
+        guard let committed = planned else { return summary }
+        summary.actions = actions
+        summary.conflicts = actions.filter {
+            switch $0 {
+            case .keptBothVersions, .renamed: true
+            default: false
+            }
+        }.count
+        if !committed.pulled.isEmpty { pulled(committed.pulled) }
+        let transfer = committed.transfer
+        // After a withdrawal the grants sealed to the new keys go up after the root under them,
+        // then the record (FORMAT.md §14.8), as `VaultSynchronizer` does.
+        let movesRemote = remoteVault.rotated && !vault.isShared
+        try remote.upload(movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload, from: storageFolder)
+        summary.filesUp += transfer.upload.count
+        summary.blocksUp = transfer.blocks.count
+        summary.pagesUp = transfer.pages.count
+        summary.groupFilesUp = transfer.groupFiles.count
+        // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
+        let files = try remoteVault.slotNames().map { try remote.read($0) }
+        guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
+        if let unlock = committed.unlockFile, !movesRemote {
+            try remote.write(unlockName, contents: unlock)
+            summary.filesUp += 1
+        }
+        for (name, file) in committed.rootFiles {
+            try remote.write(name, contents: file)
+            summary.filesUp += 1
+        }
+        if movesRemote, let unlock = committed.unlockFile {
+            try remote.upload(transfer.grants, from: storageFolder)
+            try remote.write(unlockName, contents: unlock)
+            summary.filesUp += 1
+        }
+        vault.remoteRootPublished()
+        try remote.delete(transfer.remove)
+        summary.filesRemoved = transfer.remove.count
+        let retired = try vault.rotatedRemoteSlotNames()
+        if !retired.isEmpty {
+            let present = retired.filter(remoteNames.contains)
+            try remote.delete(present)
+            summary.filesRemoved += present.count
+            try vault.forgetRotation()
+        }
+        return summary
+    }
+
+    /// What the round does, decided on the local view under the vault's lock: nothing when
+    /// neither side changed since the base; the merge when the remote did; a publish when only
+    /// this side did.
+    private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool,
+                      _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
+        let read = remoteVault.generation
+        if view.isNew && read == 0 { throw SyncRefusal.noVault }
+        let remoteUnchanged = read == 0 || view.header.map {
+            (read == $0.publishedGeneration && remoteVault.writerDevice == view.localDevice) || read == $0.readGeneration
+        } ?? false
+        let localUnchanged = view.header.map { view.generation == $0.localGeneration } ?? false
+        // After a withdrawal the owner publishes, and a grantee merges to take the new keys (§14.8).
+        if remoteUnchanged && localUnchanged && !remoteVault.rotated { return nil }
+        guard !remoteUnchanged || follows else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
+        let trees = SyncTrees(local: view.entries, remote: remoteEntries)
+        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
+                                        nextItemID: view.nextItemID)
+        let result = TreeMerge.merge(base: view.base.map(trees.base), local: SyncTrees.tree(trees.local),
+                                     remote: SyncTrees.tree(trees.remote), context: context)
+        actions = result.actions
+        return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read)
+    }
+
+    private func download(_ names: [String], _ summary: inout SyncSummary) throws {
+        guard !names.isEmpty else { return }
+        try remote.download(names, into: storageFolder)
+        summary.filesDown += names.count
+    }
+}

