@@ -15,6 +15,7 @@ import Testing
           status          List your open vaults: mount point, storage, since when.
           contact         Print the mounted vault's contact code, to be shared with.
           share           Share the mounted vault with the vault of a contact code.
+          unshare         Withdraw the mounted vault from the vault of a contact code.
           fsck            Check a vault; with --repair, drop what cannot be read.
           audit           Show what the storage's metadata tells an observer.
           sync            Sync a vault with a remote that rclone reaches.

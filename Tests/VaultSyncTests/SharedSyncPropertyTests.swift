@@ -33,6 +33,8 @@ import VaultFormat
         }
     }
 
+    struct StepFailure: Error, CustomStringConvertible { let description: String }
+
     @Test func randomSequencesLoseNothing() throws {
         for seed in Self.seeds {
             do { try Self.run(seed: seed, steps: Self.steps) } catch {
@@ -85,7 +87,7 @@ import VaultFormat
             #expect(contents == live, "seed \(seed), after \(log): lost \(live.subtracting(contents)), unexpected \(contents.subtracting(live))")
         }
 
-        for _ in 0..<steps {
+        func step() throws {
             switch random.next(6) {
             case 0:
                 // A shares: with B first, then with strangers (grants B's storage must hold too).
@@ -97,14 +99,14 @@ import VaultFormat
                 say("A shares")
             case 5:
                 // A withdraws a stranger's grant: the vault gets new keys, B's grant is sealed again.
-                guard !strangers.isEmpty else { continue }
+                guard !strangers.isEmpty else { return }
                 try a.vault.unshare(with: strangers.removeFirst())
                 try a.reopen()
                 say("A withdraws")
             case 1:
                 try write(a, "A")
             case 2:
-                guard joined, let shared else { continue }
+                guard joined, let shared else { return }
                 try write(shared, "B")
             case 3:
                 try a.sync(remote)
@@ -122,12 +124,13 @@ import VaultFormat
                     } catch let error as SharingError {
                         try? device.vault.lock()
                         #expect(error == .noGrantOnRemote, "seed \(seed), after \(log)")
-                        continue
+                        return
                     }
                 }
                 try settle(shared!, a)
             }
         }
+        do { for _ in 0..<steps { try step() } } catch { throw StepFailure(description: "\(error), after \(log)") }
         // Every sequence ends shared and settled: what was written on either side is there.
         if !sharedWithB { try a.vault.share(with: codeB); try a.reopen(); say("A shares") }
         try a.sync(remote)
