@@ -27,7 +27,7 @@ extension VaultState {
         }
         if let identity = sharing.identity { return identity }
         try checkWritable()
-        let identity = try X25519.PrivateKey(using: random)
+        let identity = try X25519.PrivateKey(using: session.random)
         do { try writeOwnerRecord(identity: identity) } catch {
             identity.rawRepresentation.wipe()
             throw error
@@ -46,8 +46,8 @@ extension VaultState {
         let optional = optional ?? sharing.ownerOptional
         let record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
                                   identityKey: identity.rawRepresentation.copyBytes(), optional: optional)
-        let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: patternSecrets, random: random)
-        try storage.replace(try FormatTwoKeys.unlockName(locator: patternSecrets.locator), contents: file)
+        let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: session.patternSecrets, random: session.random)
+        try storage.replace(try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator), contents: file)
         sharing.ownerOptional = optional
     }
 
@@ -82,7 +82,7 @@ extension VaultState {
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()
         }
-        let file = try GrantSeal.seal(record, from: identity, to: recipient, random: random)
+        let file = try GrantSeal.seal(record, from: identity, to: recipient, random: session.random)
         if let ended {
             try storage.replace(name, contents: file)
             committer.formatTwo?.specialFiles[ended].role = .grant

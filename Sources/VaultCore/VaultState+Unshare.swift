@@ -32,10 +32,11 @@ extension VaultState {
         defer { current.wipeKeys() }
         let owner = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
                                  identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
-        let pending = try VaultRotation.start(storage: storage, patternSecrets: patternSecrets, owner: owner, current: current,
-                                              revoked: revoked, random: random)
+        let pending = try VaultRotation.start(storage: storage, patternSecrets: session.patternSecrets, owner: owner, current: current,
+                                              revoked: revoked, random: session.random)
         // `pending` shares the owner record's arrays: they are wiped once the rotation is done.
-        let done = try VaultRotation.resume(pending, storage: storage, patternSecrets: patternSecrets, readOnly: false, random: random)
+        let done = try VaultRotation.resume(pending, storage: storage, patternSecrets: session.patternSecrets, readOnly: false,
+                                              random: session.random)
         for record in [owner, done] {
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()
@@ -47,11 +48,11 @@ extension VaultState {
     /// The state read again from the storage (after a rotation: new keys, the same items). The
     /// pattern's secrets are the ones kept; everything else of the old state is wiped.
     private mutating func reopen() throws {
-        let fresh = try VaultState.open(storage: storage, secrets: patternSecrets, random: random, clock: clock,
+        let fresh = try VaultState.open(storage: storage, secrets: session.patternSecrets, random: session.random, clock: session.clock,
                                         options: OpenOptions(readOnly: false, cacheBytes: chunks.cache.limit))
         chunks.removeAll()
         packs.wipe()
-        arena.wipeAll()
+        session.arena.wipeAll()  // not the pattern's secrets: the new state keeps them
         committer.wipe()
         sharing.wipe()
         secrets.wipe()
