@@ -17,6 +17,7 @@ public enum DotSafeCLI {
         StatusCommand.self,
         ContactCommand.self,
         ShareCommand.self,
+        UnshareCommand.self,
         FsckCommand.self,
         AuditCommand.self,
         SyncCommand.self,

@@ -65,11 +65,11 @@ public enum GrantSeal {
                                              count: Format.nameBytes))
     }
 
-    /// An F-byte grant of `record` (role 2) from `sender` to `recipient`. `random` gives, in this
+    /// An F-byte grant of `record` (role 2, or 3 for an ended grant) from `sender` to `recipient`. `random` gives, in this
     /// order, the salt G, the ephemeral scalar and the padding.
     public static func seal(_ record: UnlockRecord, from sender: X25519.PrivateKey, to recipient: [UInt8],
                             random: any RandomSource = SystemRandom()) throws -> [UInt8] {
-        precondition(record.role == .grant && record.identityKey.isEmpty, "a grant holds VK, RL and its file, never an identity")
+        precondition(record.role != .owner && record.identityKey.isEmpty, "a grant holds VK, RL and its file, never an identity")
         let secret = try pairSecret(identity: sender, peer: recipient)
         defer { secret.wipe() }
         let salt = try random.bytes(GrantFile.saltSize)

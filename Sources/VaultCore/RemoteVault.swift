@@ -18,6 +18,10 @@ public final class RemoteVault: @unchecked Sendable {
     /// For a vault shared with this one (FORMAT.md §14.9): the grant's bytes as the remote holds
     /// them, which a joining device keeps as its own record (`record` is the grant's body).
     var grantFile: [UInt8]?
+    /// The remote holds the vault under keys a withdrawal replaced (§14.8): for the owner, the
+    /// keys of the former record; for a grantee, the grant on the remote names new keys. This
+    /// sync moves the remote (owner) or this storage (grantee) to the new keys.
+    public internal(set) var rotated = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?

@@ -34,6 +34,13 @@ extension Vault {
         try whenIdle { try $0.share(with: recipient.publicKey) }
     }
 
+    /// Withdraws the grant to the holder of `recipient` (§14.8): the vault gets new keys, its
+    /// other grants are sealed again to them, and what is written afterwards is not readable
+    /// with the withdrawn grant.
+    public func unshare(with recipient: ContactCode) throws {
+        try whenIdle { try $0.unshare(with: recipient.publicKey) }
+    }
+
     /// Runs `body` under the lock once no write-behind is in flight (it may commit), with the
     /// sharing errors passed through as they are.
     private func whenIdle<R>(_ body: (inout VaultState) throws -> R) throws -> R {

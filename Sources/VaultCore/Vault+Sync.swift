@@ -101,6 +101,13 @@ extension Vault {
         }
     }
 
+    /// The remote's slot names of the vault's keys before a withdrawal not yet synced (FORMAT.md
+    /// §14.8): they go once the remote's record names the new keys. Empty: none.
+    public func rotatedRemoteSlotNames() throws -> [String] { try syncLocked { try $0.rotatedRemoteSlotNames() } }
+
+    /// The remote is at the vault's new keys: the owner's record stops naming the old ones.
+    public func forgetRotation() throws { try syncLocked { try $0.forgetRotation() } }
+
     /// The remote unlock record of this vault (a first publish).
     public func remoteUnlockFile() throws -> [UInt8] { try syncLocked { try $0.remoteUnlockFile() } }
 

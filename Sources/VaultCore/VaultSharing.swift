@@ -11,6 +11,9 @@ struct VaultSharing {
     var ownerOptional: [IndexRootV2.Extension] = []
     /// Set when the vault was opened through a grant.
     var received: Received?
+    /// A grantee's sync following a withdrawal (§14.8), until its commit has put the new grant
+    /// in place: the grant's bytes as the remote holds them, and the RL whose slots then go.
+    var following: (grant: [UInt8], formerLocator: SecretBytes)?
 
     struct Received {
         /// The identity of the vault that opened the grant (the recipient's own vault).
@@ -29,6 +32,11 @@ struct VaultSharing {
 
     func wipe() {
         identity?.rawRepresentation.wipe()
+        // Keys of a withdrawal: the next one and the ones the remote may still hold (§14.8).
+        for tag in ownerOptional where tag.tag == UnlockRecord.Tag.rotation || tag.tag == UnlockRecord.Tag.rotatedFrom {
+            tag.value.wipeStorage()
+        }
         received?.recipient.rawRepresentation.wipe()
+        following?.formerLocator.wipe()
     }
 }

@@ -10,6 +10,12 @@ extension VaultState {
     /// came since they last were (R-COV-3).
     mutating func commit(final: Bool = false) throws {
         guard !session.readOnly, !isLocked else { return }
+        // A vault opened through a grant whose owner withdrew it since: its slots are gone from
+        // a storage both write, and nothing of this session goes in (§14.8).
+        // (A sync following a withdrawal has moved the state to new slot names: not that.)
+        if sharing.received != nil, !isNew, sharing.following == nil, try !storage.entryExists(name(0)) && !storage.entryExists(name(1)) {
+            throw SharingError.accessEnded
+        }
         try normalizeLayouts()
         try flushDirtyChunks()
         // Housekeeping rides on a commit that writes anyway: a session that changed nothing
@@ -45,7 +51,10 @@ extension VaultState {
         } else if isNew {
             committer.coversAreNew(now: session.clock.now())
         }
-        if changed { try writeRoot(coversRefreshed: refresh) }
+        if changed {
+            try writeRoot(coversRefreshed: refresh)
+            try finishFollowing()
+        }
         // At lock, the files the last commit freed are still referenced by the other slot's
         // root, and no later commit of this session will refill them: a second root of the same
         // index takes that slot over, then they are refilled (§9.2 step 6).

@@ -50,10 +50,16 @@ extension VaultState {
             }
         }
         // Own grants go up at their names (every storage of the vault holds them, §14.9),
-        // and a file at a grant's number's own name is not the vault's any more.
-        for special in formatTwo.specialFiles where special.role == .grant && writer.allocator.isOwnDevice(special.file.raw) {
+        // and a file at a grant's number's own name is not the vault's any more. One sealed
+        // again since the remote got it goes up again: after a withdrawal all of them, after a
+        // share over an ended grant that one (the remote root lists it with its old role).
+        var remoteRoles: [[UInt8]: IndexRootV2.SpecialFile.Role] = [:]
+        for special in remote.root?.specialFiles ?? [] { remoteRoles[special.name] = special.role }
+        for special in formatTwo.specialFiles where special.isGrantFile && writer.allocator.isOwnDevice(special.file.raw) {
             let name = FileName.encode(special.name)
-            if !remoteNames.contains(name) { transfer.grants.append(name) }
+            if !remoteNames.contains(name) || remote.rotated || (remote.root != nil && remoteRoles[special.name] != special.role) {
+                transfer.grants.append(name)
+            }
             let numberName = try self.name(special.file.raw)
             if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
         }
@@ -87,6 +93,9 @@ extension VaultState {
         }
         return wanted.sorted()
     }
+
+    /// The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
+    func movesRemote(_ remote: RemoteVault) -> Bool { remote.rotated && sharing.received == nil }
 
     /// Each fetched file opens under the key the remote's records give it.
     mutating func checkFetched(_ remote: RemoteVault, names: [String]) throws {
@@ -128,6 +137,6 @@ extension VaultState {
         try commitSyncBase(remote)
         return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),
                               rootFiles: try remoteRootFiles(generation: generation),
-                              unlockFile: remote.hasRecord ? nil : try remoteUnlockFile(), pulled: remote.pulled)
+                              unlockFile: remote.hasRecord && !movesRemote(remote) ? nil : try remoteUnlockFile(), pulled: remote.pulled)
     }
 }

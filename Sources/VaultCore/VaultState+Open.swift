@@ -23,7 +23,10 @@ extension VaultState {
         // Copies a re-creation cut short left (§11.3); they are no vault's files.
         if !options.readOnly { try storage.removeRecreationLeftovers() }
         if let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets) {
-            return try openFormatTwo(unlock, storage: storage, secrets: secrets, random: random, clock: clock, options: options)
+            // A withdrawal cut short is finished (or undone) first (§14.8).
+            let record = try VaultRotation.resume(unlock.record, storage: storage, patternSecrets: secrets, readOnly: options.readOnly,
+                                                  random: random)
+            return try openFormatTwo((unlock.name, record), storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }
         return try openFormatOne(storage: storage, secrets: secrets, random: random, clock: clock, options: options)
     }

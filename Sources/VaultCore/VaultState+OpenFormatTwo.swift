@@ -119,6 +119,7 @@ extension VaultState {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.committer.restoreMissingSlot(writer: state.writer)
             try state.finishPatternChange()
+            try state.retireFollowedSlots()
         }
         return state
     }

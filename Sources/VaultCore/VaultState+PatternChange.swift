@@ -39,10 +39,10 @@ extension VaultState {
         record.ownFile = FileRef(device: 0, number: number)
         try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: session.random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
-        // Grants (role 2) stay: they name the vault's identity, not its pattern.
+        // Grants (role 2) and ended grants (role 4) stay: they name the vault's identity, not its pattern.
         root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
                              IndexRootV2.SpecialFile(file: owner.file, role: .retiredOwner, name: owner.name)]
-            + root.specialFiles.filter { $0.role == .grant }
+            + root.specialFiles.filter { $0.role == .grant || $0.role == .endedGrant }
         // A synced vault's remote record is sealed with this pattern: the next sync writes the new
         // pattern's and removes this one, whose name the root keeps until then (tag 2). After an
         // earlier change not yet synced, the remote's record is still the one the tag names.

@@ -17,19 +17,48 @@ extension VaultState {
     func openRemoteGrant(_ received: VaultSharing.Received, file: [UInt8]?) throws -> RemoteVault {
         guard let file else { throw SharingError.noGrantOnRemote }
         let record = try GrantSeal.open(file, recipient: received.recipient, sender: received.sender)
+        // The owner withdrew this grant (§14.8): nothing here is touched.
+        guard record.role == .grant else { throw SharingError.accessEnded }
+        var rotated = false
         if !isNew {
-            var mine = committer.vaultKey.copyBytes()
-            defer { Sealer.wipe(&mine) }
-            guard ConstantTime.equals(mine, record.vaultKey) else {
+            // Only the storage this person's sync filled syncs as their device (§14.9).
+            guard let own = committer.formatTwo, try Self.isGranteeDevice(own.deviceID, received) else {
                 record.vaultKey.wipeStorage()
                 record.rootLocator.wipeStorage()
-                throw SharingError.otherSharedVault
+                throw SharingError.copiedStorage
             }
+            var mine = committer.vaultKey.copyBytes()
+            defer { Sealer.wipe(&mine) }
+            // Another grant was withdrawn and this one sealed again to new keys: the sync
+            // follows if the remote root under them lists this device (`checkGrantListed`).
+            rotated = !ConstantTime.equals(mine, record.vaultKey)
         }
         let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
         remote.grantFile = file
+        remote.rotated = rotated
         return remote
+    }
+
+    /// A grantee's device ID (§14.9): a random half G, then HKDF(Z, label ‖ pkS ‖ pkR ‖ G),
+    /// so that only the pair S, R can make one and a storage copied from another device (the
+    /// sharer's, another grantee's) is told apart from one that R's sync filled.
+    func granteeDeviceID(_ received: VaultSharing.Received, salt: [UInt8]) throws -> [UInt8] {
+        salt + (try Self.granteeDeviceTag(received, salt: salt))
+    }
+
+    static func isGranteeDevice(_ deviceID: [UInt8], _ received: VaultSharing.Received) throws -> Bool {
+        let half = DeviceEntry.idSize / 2
+        guard deviceID.count == DeviceEntry.idSize else { return false }
+        return ConstantTime.equals(Array(deviceID[half...]), try granteeDeviceTag(received, salt: Array(deviceID[..<half])))
+    }
+
+    private static func granteeDeviceTag(_ received: VaultSharing.Received, salt: [UInt8]) throws -> [UInt8] {
+        let pair = try GrantSeal.pairSecret(identity: received.recipient, peer: received.sender)
+        defer { pair.wipe() }
+        return try HKDF.deriveBytes(from: pair, salt: [], info: GrantFile.deviceInfo(sender: received.sender,
+                                                                                    recipient: received.recipient.publicKey, salt: salt),
+                                    count: DeviceEntry.idSize / 2)
     }
 
     /// A grant opens only a vault whose remote root lists it (role 2, at the grant's FileRef):
@@ -37,6 +66,11 @@ extension VaultState {
     /// downloaded.
     func checkGrantListed(_ remote: RemoteVault) throws {
         guard sharing.received != nil, let record = remote.record else { return }
+        if remote.rotated {
+            // New keys are this vault's only if their root lists this device as it knows itself.
+            guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
+                  root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SharingError.otherSharedVault }
+        }
         guard let root = remote.root else { throw SharingError.sharedVaultNotOnRemote }
         guard root.specialFiles.contains(where: { $0.role == .grant && $0.file == record.ownFile }) else {
             throw SharingError.noGrantOnRemote
@@ -73,13 +107,18 @@ extension VaultState {
     /// The grants of other devices' vault that this storage lacks (every storage of the vault
     /// holds every grant, as it holds every owned group whole), but the one that is this
     /// device's own record.
-    func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> [String] {
+    /// A grant sealed again since this storage got it comes again: all of them after a
+    /// withdrawal (`rotated`), else one whose role `previous` lists otherwise.
+    func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile], previous: [IndexRootV2.SpecialFile] = [],
+                       rotated: Bool = false) throws -> [String] {
         var own = writer.pendingUnlock?.name
         if own == nil, let received = sharing.received { own = try grantName(received) }
         var names: [String] = []
-        for special in specialFiles where special.role == .grant && !writer.allocator.isOwnDevice(special.file.raw) {
+        for special in specialFiles where special.isGrantFile && !writer.allocator.isOwnDevice(special.file.raw) {
             let name = FileName.encode(special.name)
-            if name != own, try !storage.entryExists(name) { names.append(name) }
+            guard name != own else { continue }
+            let resealed = rotated || previous.contains { $0.name == special.name && $0.role != special.role }
+            if try resealed || !storage.entryExists(name) { names.append(name) }
         }
         return names
     }
@@ -97,7 +136,7 @@ extension VaultState {
                 guard !exists else { continue }
                 try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: false)
                 changed = true
-            } else if special.role == .grant && exists {
+            } else if special.isGrantFile && exists {
                 try storage.remove(name)
                 changed = true
             }

@@ -36,16 +36,29 @@ extension VaultState {
         return identity
     }
 
-    /// §14.7: the owner's record, the same but for tag 16, sealed anew and put in place of the
-    /// old one by the storage's atomic replace: a crash leaves the old record or the new.
-    private mutating func writeOwnerRecord(identity: X25519.PrivateKey) throws {
+    /// §14.7: the owner's record, the same but for tag 16 and its optional tags, sealed anew and
+    /// put in place of the old one by the storage's atomic replace: a crash leaves the old record
+    /// or the new.
+    mutating func writeOwnerRecord(identity: X25519.PrivateKey, optional: [IndexRootV2.Extension]? = nil) throws {
         guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else {
             throw VaultError.damagedIndex("the root lists no owner's unlock record")
         }
+        let optional = optional ?? sharing.ownerOptional
         let record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
-                                  identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
+                                  identityKey: identity.rawRepresentation.copyBytes(), optional: optional)
         let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: session.patternSecrets, random: session.random)
         try storage.replace(try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator), contents: file)
+        sharing.ownerOptional = optional
+    }
+
+    /// The recipient's key joins the list the owner's record keeps (tag 1025, §14.8), so that a
+    /// withdrawal can seal this grant again to new keys. Written before the grant: a crash
+    /// between the two leaves a key listed with no grant, which nothing uses.
+    private mutating func rememberRecipient(_ recipient: [UInt8], identity: X25519.PrivateKey) throws {
+        let known = VaultRotation.recipients(sharing.ownerOptional)
+        guard !known.contains(recipient) else { return }
+        try writeOwnerRecord(identity: identity, optional: VaultRotation.with(sharing.ownerOptional, tag: UnlockRecord.Tag.recipients,
+                                                                              value: known.flatMap { $0 } + recipient))
     }
 
     /// Grants the vault to the holder of `recipient` (§14.7): the grant is created at its name
@@ -56,9 +69,13 @@ extension VaultState {
         let nameBytes = try GrantSeal.nameBytes(sharing: identity, with: recipient, location: Label.localLocation)
         guard let root = committer.formatTwo else { throw SharingError.formatOne }
         guard !root.specialFiles.contains(where: { $0.role == .grant && $0.name == nameBytes }) else { throw SharingError.alreadyShared }
+        try rememberRecipient(recipient, identity: identity)
         let name = FileName.encode(nameBytes)
-        let number = try writer.allocateUsable()
-        let ref = FileRef(raw: number)  // a number of this device (device 0 on the device that made the vault)
+        // Shared again after a withdrawal: the ended grant's file takes the grant.
+        let ended = root.specialFiles.firstIndex { $0.role == .endedGrant && $0.name == nameBytes }
+        let ref: FileRef
+        // Otherwise a number of this device (device 0 on the device that made the vault).
+        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(raw: try writer.allocateUsable()) }
         let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
                                   ownFile: ref)
         defer {
@@ -66,12 +83,22 @@ extension VaultState {
             record.rootLocator.wipeStorage()
         }
         let file = try GrantSeal.seal(record, from: identity, to: recipient, random: session.random)
-        // A grant there that no root lists is what a share cut short left: this one replaces it.
-        if try storage.entryExists(name) { try storage.remove(name) }
-        try storage.create(name, contents: file, durable: true)
-        if writer.allocator.needsCreate(number) { writer.allocator.markCreated(number) } else { try storage.remove(try self.name(number)) }
-        try storage.syncFolder()
-        committer.formatTwo?.specialFiles.append(IndexRootV2.SpecialFile(file: ref, role: .grant, name: nameBytes))
+        if let ended {
+            try storage.replace(name, contents: file)
+            committer.formatTwo?.specialFiles[ended].role = .grant
+        } else {
+            // A grant there that no root lists is what a share cut short left: this one replaces it.
+            if try storage.entryExists(name) { try storage.remove(name) }
+            try storage.create(name, contents: file, durable: true)
+            let number = ref.raw
+            if writer.allocator.needsCreate(number) {
+                writer.allocator.markCreated(number)
+            } else {
+                try storage.remove(try self.name(number))
+            }
+            try storage.syncFolder()
+            committer.formatTwo?.specialFiles.append(IndexRootV2.SpecialFile(file: ref, role: .grant, name: nameBytes))
+        }
         tree.dirtyItems.insert(Format.rootItemID)
         try commit()
     }
@@ -87,6 +114,7 @@ extension VaultState {
             let name = try GrantSeal.name(receiving: recipient, from: sender, location: Label.localLocation)
             guard let file = try storage.read(name) else { throw SharingError.noGrant }
             let record = try GrantSeal.open(file, recipient: recipient, sender: sender)
+            guard record.role == .grant else { throw SharingError.accessEnded }
             if !options.readOnly { try storage.removeRecreationLeftovers() }
             var state = try openFormatTwo((name, record), storage: storage, secrets: patternSecrets, random: random, clock: clock,
                                           options: options)

@@ -21,16 +21,19 @@ extension VaultState {
         } else {
             let local = old.localDevice
             guard Int(local) < root.devices.count, root.devices[Int(local)].deviceID == old.deviceID else { throw SyncRefusal.unknownDevice }
+            // A grantee's device following a withdrawal takes the new keys (§14.8).
+            let moved = remote.rotated && sharing.received != nil ? try followRotation(remote) : nil
             for (index, device) in root.devices.enumerated() where index != Int(local) {
                 secrets.addDevice(UInt16(index), namesKey: try SecretBytes(copying: device.namesKey))
             }
-            var formatTwo = old
+            var formatTwo = moved?.formatTwo ?? old
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
             // Special files merge as the device table does: each device's from the side that is
             // that device (a grant another device wrote comes from the remote).
             formatTwo.specialFiles = root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
-            var next = try Committer(vaultKey: committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
+            var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
+            if moved != nil { committer.wipe() }
             next.useLoaded(PageTable(loaded: remoteContents.pages, orphaned: remoteContents.interiorPages))
             committer = next
         }
@@ -49,7 +52,7 @@ extension VaultState {
             let present = try storage.entryExists(name)
             if !oldUses.contains(use) || !present { wanted.insert(name) }
         }
-        wanted.formUnion(try grantsToFetch(root.specialFiles))
+        wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated))
         return wanted.sorted()
     }
 
@@ -142,7 +145,8 @@ extension VaultState {
                                               key: .secret(session.patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
                                               random: session.random).file)
         }
-        let deviceID = try session.random.bytes(DeviceEntry.idSize)
+        let deviceID = try sharing.received.map { try granteeDeviceID($0, salt: try session.random.bytes(DeviceEntry.idSize / 2)) }
+            ?? session.random.bytes(DeviceEntry.idSize)
         let entry = DeviceEntry(deviceID: deviceID, namesKey: [], itemPrefix: prefix, nextItemCounter: UInt32(Format.rootItemID + 1),
                                 nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
         var formatTwo = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: deviceID, itemPrefix: prefix,

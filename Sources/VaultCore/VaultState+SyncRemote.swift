@@ -30,13 +30,49 @@ extension VaultState {
         } catch {
             throw SyncRefusal.damagedRemote("its unlock record does not open with this pattern")
         }
+        var rotated = false
         if !isNew {
             var mine = committer.vaultKey.copyBytes()
             defer { Sealer.wipe(&mine) }
-            guard ConstantTime.equals(mine, record.vaultKey) else { throw SyncRefusal.otherLineage }
+            if !ConstantTime.equals(mine, record.vaultKey) {
+                // Withdrawn since the last sync (§14.8): the remote holds the keys the owner's
+                // record keeps as tag 1027 until this sync moves the remote to the new ones.
+                var former = rotatedFrom.map { Array($0[..<Format.keySize]) } ?? []
+                defer { Sealer.wipe(&former) }
+                guard !former.isEmpty, ConstantTime.equals(former, record.vaultKey) else { throw SyncRefusal.otherLineage }
+                rotated = true
+            }
         }
-        return try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
-                               rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
+        let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
+                                     rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
+        remote.rotated = rotated
+        return remote
+    }
+
+    /// VK ‖ RL of the vault before the withdrawals since its last sync (tag 1027 of the owner's
+    /// record, §14.8): what the remote holds until a sync moves it. Nil when there were none.
+    var rotatedFrom: [UInt8]? {
+        guard let value = sharing.ownerOptional.first(where: { $0.tag == UnlockRecord.Tag.rotatedFrom })?.value,
+              value.count == 2 * Format.keySize else { return nil }
+        return value
+    }
+
+    /// The remote's slot names of the vault's keys before a withdrawal (tag 1027): they go once
+    /// the remote's record names the new keys. Empty when there was no withdrawal since.
+    func rotatedRemoteSlotNames() throws -> [String] {
+        guard let former = rotatedFrom else { return [] }
+        let locator = try SecretBytes(copying: Array(former[Format.keySize...]))
+        defer { locator.wipe() }
+        return try (0..<UInt8(Format.indexSlotCount)).map {
+            try FormatTwoKeys.slotName(rootLocator: locator, slot: $0, location: Label.remoteLocation)
+        }
+    }
+
+    /// The remote is at the new keys and its former slots are gone: the owner's record is
+    /// written again without tag 1027.
+    mutating func forgetRotation() throws {
+        guard rotatedFrom != nil, let identity = sharing.identity else { return }
+        try writeOwnerRecord(identity: identity, optional: VaultRotation.without(sharing.ownerOptional, tag: UnlockRecord.Tag.rotatedFrom))
     }
 
     /// The newest root of the remote's two slots (`files[s]`: nil when slot s has no file).

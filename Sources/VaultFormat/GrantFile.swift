@@ -58,6 +58,11 @@ public enum GrantFile {
         Label.grantName + sender + recipient + [UInt8(location.count)] + location
     }
 
+    /// HKDF info of a grantee device ID's tag: the label, pkS, pkR, the ID's first half.
+    public static func deviceInfo(sender: [UInt8], recipient: [UInt8], salt: [UInt8]) -> [UInt8] {
+        Label.granteeDevice + sender + recipient + salt
+    }
+
     /// HKDF info of the mask over enc: the label, pkS, pkR, the file's salt.
     public static func maskInfo(sender: [UInt8], recipient: [UInt8], salt: [UInt8]) -> [UInt8] {
         Label.grantMask + sender + recipient + salt

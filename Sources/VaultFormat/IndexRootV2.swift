@@ -6,12 +6,16 @@ public struct IndexRootV2: Equatable, Sendable {
     public struct SpecialFile: Equatable, Sendable {
         /// `retiredOwner`: the owner record of the pattern before a change, still at that
         /// pattern's name until the change turns it into a cover (docs/FORMAT.md §13.12).
-        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, retiredOwner = 3 }
+        /// `endedGrant`: a grant withdrawn (§14.8), its file an ended grant to the same recipient.
+        public enum Role: UInt8, Sendable { case ownerUnlock = 1, grant = 2, retiredOwner = 3, endedGrant = 4 }
         public var file: FileRef
         public var role: Role
         /// The 16 bytes whose base32 is the file's name.
         public var name: [UInt8]
         public init(file: FileRef, role: Role, name: [UInt8]) { self.file = file; self.role = role; self.name = name }
+        /// A file its sharer sealed to a recipient, live or ended: every storage of the vault
+        /// holds it at its name (§14.9).
+        public var isGrantFile: Bool { role == .grant || role == .endedGrant }
     }
 
     public struct Extension: Equatable, Sendable {
@@ -26,6 +30,9 @@ public struct IndexRootV2: Equatable, Sendable {
     /// Extension tag 2 (§13.12): the name of the remote's unlock record of a pattern this
     /// device changed since its last sync, removed from the remote by the next sync.
     public static let formerRemoteUnlockTag: UInt16 = 2
+    /// Extension tag 1024 (§14.8), optional, local only: the RL whose two local slots a
+    /// grantee's device that followed a withdrawal still has to remove (after a crash).
+    public static let retiringSlotsTag: UInt16 = 1024
     /// The deepest index tree a reader follows: a depth of 4 holds far more pages than a storage.
     public static let maxLevel: UInt8 = 4
 

@@ -41,6 +41,8 @@ public enum Label {
     public static let grantName = bytes("DotSafe v2 grant name")
     public static let grantMask = bytes("DotSafe v2 grant mask")
     public static let grantCommitment = bytes("DotSafe v2 grant commitment")
+    /// The second half of a grantee's device ID (§14.9): binds the device to the pair S, R.
+    public static let granteeDevice = bytes("DotSafe v2 grantee device")
 
     /// Sync (§13.11): the pieces of the sync base.
     public static let sealSyncBase = bytes("DotSafe v2 sync base")

@@ -1,14 +1,23 @@
 /// An unlock record (docs/FORMAT.md §13.3): carries the vault key VK and the root locator RL to
 /// one holder. The owner's is sealed with the pattern's index key IK; a grant (role 2, §14) is
-/// sealed to another vault's identity and never holds an identity key.
+/// sealed to another vault's identity and never holds an identity key. An ended grant (role 3,
+/// §14.8) is what a revoked recipient finds in its place: the record of its file and nothing else.
 public struct UnlockRecord: Equatable, Sendable {
-    public enum Role: UInt8, Sendable { case owner = 1, grant = 2 }
+    public enum Role: UInt8, Sendable { case owner = 1, grant = 2, ended = 3 }
 
     public enum Tag {
         public static let vaultKey: UInt16 = 1
         public static let rootLocator: UInt16 = 2
         public static let ownFile: UInt16 = 3
         public static let identityKey: UInt16 = 16
+        /// The owner's record only (§14.8), optional tags: a rotation under way (VK' || RL'),
+        /// the public keys of the codes the vault was shared with, and the RL whose slots go.
+        public static let rotation: UInt16 = 1024
+        public static let recipients: UInt16 = 1025
+        public static let retiring: UInt16 = 1026
+        /// The owner's record only (§14.8): VK || RL from before the withdrawals since the
+        /// vault's last sync, which the remote still holds until the next sync moves it.
+        public static let rotatedFrom: UInt16 = 1027
     }
 
     public var role: Role
@@ -29,7 +38,8 @@ public struct UnlockRecord: Equatable, Sendable {
     }
 
     public func encode() -> [UInt8] {
-        var entries: [IndexRootV2.Extension] = [.init(tag: Tag.vaultKey, value: vaultKey), .init(tag: Tag.rootLocator, value: rootLocator)]
+        var entries: [IndexRootV2.Extension] = role == .ended ? []
+            : [.init(tag: Tag.vaultKey, value: vaultKey), .init(tag: Tag.rootLocator, value: rootLocator)]
         var file = ByteWriter(capacity: 8)
         file.u64(ownFile.raw)
         entries.append(.init(tag: Tag.ownFile, value: file.bytes))
@@ -44,10 +54,14 @@ public struct UnlockRecord: Equatable, Sendable {
 
     /// Decodes a record of the role the caller expects: an owner record where a grant is found
     /// (or the reverse) is refused, so a grant can never stand in for the pattern's record.
+    /// Where a grant is expected, an ended grant (role 3) is one too: it holds tag 3 only.
     public static func decode(_ body: ArraySlice<UInt8>, role expected: Role = .owner) throws -> UnlockRecord {
         var reader = ByteReader(body, context: "unlock record")
         let rawRole = try reader.u8()
-        guard rawRole == expected.rawValue else { throw FormatError.invalid("unlock record role \(rawRole)") }
+        guard rawRole == expected.rawValue || (expected == .grant && rawRole == Role.ended.rawValue) else {
+            throw FormatError.invalid("unlock record role \(rawRole)")
+        }
+        let role = Role(rawValue: rawRole)!
         let count = Int(try reader.u16())
         var values: [UInt16: [UInt8]] = [:], optional: [IndexRootV2.Extension] = []
         var last: UInt16?
@@ -70,11 +84,18 @@ public struct UnlockRecord: Equatable, Sendable {
         try reader.expectEnd()
         // A grant never carries the sharer's identity (R-SHR-1).
         if expected == .grant, values[Tag.identityKey] != nil { throw FormatError.invalid("unlock record: a grant holds an identity key") }
+        if role == .ended {
+            guard let file = values[Tag.ownFile], values.count == 1, optional.isEmpty else {
+                throw FormatError.invalid("unlock record: an ended grant holds its file only")
+            }
+            var fileReader = ByteReader(file, context: "unlock record")
+            return UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: FileRef(raw: try fileReader.u64()))
+        }
         guard let vaultKey = values[Tag.vaultKey], let rootLocator = values[Tag.rootLocator], let file = values[Tag.ownFile] else {
             throw FormatError.invalid("unlock record: a required tag is missing")
         }
         var fileReader = ByteReader(file, context: "unlock record")
-        return UnlockRecord(role: expected, vaultKey: vaultKey, rootLocator: rootLocator, ownFile: FileRef(raw: try fileReader.u64()),
+        return UnlockRecord(role: role, vaultKey: vaultKey, rootLocator: rootLocator, ownFile: FileRef(raw: try fileReader.u64()),
                             identityKey: values[Tag.identityKey] ?? [], optional: optional)
     }
 }

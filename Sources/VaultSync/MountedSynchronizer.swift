@@ -81,9 +81,10 @@ public struct MountedSynchronizer: Sendable {
         }
         let read = remoteVault.generation
         var actions: [MergeAction] = []
+        let follows = remoteVault.rotated && vault.isShared  // read before `plan` holds the vault's lock
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
-                try plan(view, remoteEntries, remoteVault, &actions)
+                try plan(view, remoteEntries, remoteVault, follows: follows, &actions)
             }
         }
         guard let committed = planned else { return summary }
@@ -96,8 +97,11 @@ public struct MountedSynchronizer: Sendable {
         }.count
         if !committed.pulled.isEmpty { pulled(committed.pulled) }
         let transfer = committed.transfer
-        try remote.upload(transfer.upload, from: storageFolder,
-                          filesDone: SyncProgress.batch(.up, total: transfer.upload.count, to: filesMoved))
+        // After a withdrawal the grants sealed to the new keys go up after the root under them,
+        // then the record (FORMAT.md §14.8), as `VaultSynchronizer` does.
+        let movesRemote = remoteVault.rotated && !vault.isShared
+        let upload = movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload
+        try remote.upload(upload, from: storageFolder, filesDone: SyncProgress.batch(.up, total: upload.count, to: filesMoved))
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
         summary.pagesUp = transfer.pages.count
@@ -105,7 +109,7 @@ public struct MountedSynchronizer: Sendable {
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
         let files = try remote.read(remoteVault.slotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
-        if let unlock = committed.unlockFile {
+        if let unlock = committed.unlockFile, !movesRemote {
             try remote.write(unlockName, contents: unlock)
             summary.filesUp += 1
         }
@@ -113,25 +117,38 @@ public struct MountedSynchronizer: Sendable {
             try remote.write(name, contents: file)
             summary.filesUp += 1
         }
+        if movesRemote, let unlock = committed.unlockFile {
+            try remote.upload(transfer.grants, from: storageFolder)
+            try remote.write(unlockName, contents: unlock)
+            summary.filesUp += 1
+        }
         try vault.syncBasePublished()
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
+        let retired = try vault.rotatedRemoteSlotNames()
+        if !retired.isEmpty {
+            let present = retired.filter(remoteNames.contains)
+            try remote.delete(present)
+            summary.filesRemoved += present.count
+            try vault.forgetRotation()
+        }
         return summary
     }
 
     /// What the round does, decided on the local view under the vault's lock (`SyncDecision`):
     /// nothing when neither side changed since the base; the merge when the remote did; a
     /// publish when only this side did; a confirmation when the remote holds this device's
-    /// root that a round cut short never learnt was up.
-    private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault,
+    /// root that a round cut short never learnt was up. After a withdrawal the owner publishes,
+    /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8).
+    private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool,
                       _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
-        guard decision.publishes else {
+        guard decision.publishes || remoteVault.rotated else {
             return decision.confirmsLanded ? LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false) : nil
         }
-        guard decision.merges else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
+        guard decision.merges || follows else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)

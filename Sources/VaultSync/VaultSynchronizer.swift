@@ -81,14 +81,15 @@ public struct VaultSynchronizer {
         }
         let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
-        if decision.merges {
+        // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
+        if decision.merges || (remoteVault.rotated && vault.isShared) {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
         // publish again, though nothing changed here since. After a pattern change the new
         // pattern's record goes up before the former one goes, even with nothing to merge.
-        let publishes = decision.publishes || (formerPresent && !remoteVault.hasRecord)
+        let publishes = decision.publishes || (formerPresent && !remoteVault.hasRecord) || remoteVault.rotated
         if publishes {
             try vault.commitSync(remoteVault)
         } else if decision.confirmsLanded {
@@ -96,9 +97,12 @@ public struct VaultSynchronizer {
         }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
+        // The owner's sync after a withdrawal (FORMAT.md §14.8): the grants sealed to the new keys
+        // go up after the root under those keys, so that a grantee never finds one naming no root.
+        let movesRemote = remoteVault.rotated && !vault.isShared
         try beforeChange?("upload")
-        try remote.upload(transfer.upload, from: storageFolder,
-                          filesDone: SyncProgress.batch(.up, total: transfer.upload.count, to: filesMoved))
+        let upload = movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload
+        try remote.upload(upload, from: storageFolder, filesDone: SyncProgress.batch(.up, total: upload.count, to: filesMoved))
         summary.filesUp += transfer.upload.count
         summary.blocksUp = transfer.blocks.count
         summary.pagesUp = transfer.pages.count
@@ -121,6 +125,15 @@ public struct VaultSynchronizer {
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
+            if movesRemote {
+                // Then the grants, then the record: the commit point of the remote's move. Until
+                // the record, the remote opens with the old keys, and the next sync does this again.
+                try beforeChange?("grants")
+                try remote.upload(transfer.grants, from: storageFolder)
+                try beforeChange?("record")
+                try remote.write(unlockName, contents: try vault.remoteUnlockFile())
+                summary.filesUp += 1
+            }
             // Only now is the committed state one the remote holds: the next merge's base.
             try vault.syncBasePublished()
         }
@@ -131,6 +144,17 @@ public struct VaultSynchronizer {
         try beforeChange?("remove")
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
+        // The remote's record names the new keys (written above, or by a sync cut short after
+        // it): the slots of the old ones go, then the owner's record stops naming them.
+        let retired = try vault.rotatedRemoteSlotNames()
+        if !retired.isEmpty {
+            try beforeChange?("retire")
+            let present = retired.filter(remoteNames.contains)
+            try remote.delete(present)
+            summary.filesRemoved += present.count
+            try beforeChange?("forget rotation")
+            try vault.forgetRotation()
+        }
         if let formerName {
             // The new pattern's record is on the remote (read, or written above): the former goes,
             // and only then does the root stop naming it.

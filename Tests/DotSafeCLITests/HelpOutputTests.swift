@@ -15,6 +15,7 @@ import Testing
           status          List your open vaults: mount point, storage, since when.
           contact         Print the mounted vault's contact code, to be shared with.
           share           Share the mounted vault with the vault of a contact code.
+          unshare         Withdraw the mounted vault from the vault of a contact code.
           fsck            Check a vault; with --repair, drop what cannot be read.
           audit           Show what the storage's metadata tells an observer.
           sync            Sync a vault with a remote that rclone reaches.
@@ -142,6 +143,7 @@ import Testing
 
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
-        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "fsck", "audit", "sync", "keyring", "repattern", "completion", "help", "version"])
+        #expect(names == ["init", "mount", "lock", "status", "contact", "share", "unshare", "fsck", "audit", "sync", "keyring", "repattern",
+                          "completion", "help", "version"])
     }
 }

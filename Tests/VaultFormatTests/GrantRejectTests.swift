@@ -170,4 +170,23 @@ import VaultFormat
         }
         #expect(try UnlockRecord.decode(owner.encode()[...]) == owner)
     }
+
+    /// §14.8: an ended grant (role 3) opens where a grant is expected and holds tag 3 alone; as
+    /// an owner's record, or with keys or optional tags, it is refused.
+    @Test func anEndedGrantHoldsItsFileOnly() throws {
+        let ended = UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: FileRef(device: 0, number: 9))
+        #expect(ended.encode() == [3, 1, 0, 3, 0, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0])
+        #expect(try UnlockRecord.decode(ended.encode()[...], role: .grant) == ended)
+        #expect(throws: FormatError.invalid("unlock record role 3")) { try UnlockRecord.decode(ended.encode()[...]) }
+        var keysEncoded = Self.body
+        keysEncoded[0] = UnlockRecord.Role.ended.rawValue
+        #expect(throws: FormatError.invalid("unlock record: an ended grant holds its file only")) {
+            try UnlockRecord.decode(keysEncoded[...], role: .grant)
+        }
+        let optional = UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: FileRef(device: 0, number: 9),
+                                    optional: [IndexRootV2.Extension(tag: 1024, value: [1])])
+        #expect(throws: FormatError.invalid("unlock record: an ended grant holds its file only")) {
+            try UnlockRecord.decode(optional.encode()[...], role: .grant)
+        }
+    }
 }

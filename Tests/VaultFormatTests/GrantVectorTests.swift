@@ -13,6 +13,7 @@ import VaultFormat
         let parts = try record.string("FILEREF").split(separator: ".")
         let ref = FileRef(device: UInt16(parts[0])!, number: UInt64(parts[1])!)
         let optional = try record.hex("OPTIONAL")
+        if try record.string("ROLE") == "3" { return UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: ref) }
         return UnlockRecord(role: .grant, vaultKey: try record.hex("VK"), rootLocator: try record.hex("RL"), ownFile: ref,
                             optional: optional.isEmpty ? [] : [IndexRootV2.Extension(tag: 1024, value: optional)])
     }
@@ -23,7 +24,8 @@ import VaultFormat
     }
 
     @Test func theFileHasItsRecords() {
-        #expect(Self.records.map { $0.fields["LOCATION"] } == ["local", "remote"])
+        #expect(Self.records.map { $0.fields["LOCATION"] } == ["local", "remote", "local"])
+        #expect(Self.records.map { $0.fields["ROLE"] } == ["2", "2", "3"])
     }
 
     @Test(arguments: records) func identitiesAndCodes(record: VectorRecord) throws {
@@ -74,7 +76,7 @@ import VaultFormat
         let recipient = try X25519.PrivateKey(rawRepresentation: record.hex("SKR"))
         let opened = try GrantSeal.open(Self.file(record), recipient: recipient, sender: record.hex("PKS"))
         #expect(opened == (try Self.stated(record)))
-        #expect(opened.role == .grant && opened.identityKey.isEmpty)
+        #expect(opened.role == (try Self.stated(record)).role && opened.identityKey.isEmpty)
     }
 
     /// The two locations give two names for one pair; the two directions give two more.

@@ -6,8 +6,9 @@ import VaultCrypto
 import VaultFormat
 @testable import VaultSync
 
-/// Random sequences of share, write and sync on both sides of a shared vault (A owns it, B
-/// receives it), seeded and reproducible. After each sync the other side syncs, then the first
+/// Random sequences of share, withdraw, write and sync on both sides of a shared vault (A owns
+/// it, B receives it; A withdraws grants to strangers, which B's device follows to the new keys,
+/// FORMAT.md §14.8), seeded and reproducible. After each sync the other side syncs, then the first
 /// again; then both trees are equal and hold exactly the contents written and not overwritten
 /// since (every write has content of its own, so a lost write shows).
 ///
@@ -32,6 +33,8 @@ import VaultFormat
         }
     }
 
+    struct StepFailure: Error, CustomStringConvertible { let description: String }
+
     @Test func randomSequencesLoseNothing() throws {
         for seed in Self.seeds {
             do { try Self.run(seed: seed, steps: Self.steps) } catch {
@@ -51,6 +54,7 @@ import VaultFormat
         var random = Generator(state: seed)
         var shared: SyncDevice?
         var sharedWithB = false, joined = false
+        var strangers: [ContactCode] = []
         var live = Set<String>(), written = 0
         let paths = ["one.txt", "two.txt", "docs/three.txt"]
         try a.makeFolder("docs")
@@ -83,19 +87,26 @@ import VaultFormat
             #expect(contents == live, "seed \(seed), after \(log): lost \(live.subtracting(contents)), unexpected \(contents.subtracting(live))")
         }
 
-        for _ in 0..<steps {
-            switch random.next(5) {
+        func step() throws {
+            switch random.next(6) {
             case 0:
                 // A shares: with B first, then with strangers (grants B's storage must hold too).
                 let code = sharedWithB ? ContactCode(publicKey: try X25519.PrivateKey().publicKey) : codeB
                 try a.vault.share(with: code)
                 try a.reopen()
+                if sharedWithB { strangers.append(code) }
                 sharedWithB = true
                 say("A shares")
+            case 5:
+                // A withdraws a stranger's grant: the vault gets new keys, B's grant is sealed again.
+                guard !strangers.isEmpty else { return }
+                try a.vault.unshare(with: strangers.removeFirst())
+                try a.reopen()
+                say("A withdraws")
             case 1:
                 try write(a, "A")
             case 2:
-                guard joined, let shared else { continue }
+                guard joined, let shared else { return }
                 try write(shared, "B")
             case 3:
                 try a.sync(remote)
@@ -113,12 +124,13 @@ import VaultFormat
                     } catch let error as SharingError {
                         try? device.vault.lock()
                         #expect(error == .noGrantOnRemote, "seed \(seed), after \(log)")
-                        continue
+                        return
                     }
                 }
                 try settle(shared!, a)
             }
         }
+        do { for _ in 0..<steps { try step() } } catch { throw StepFailure(description: "\(error), after \(log)") }
         // Every sequence ends shared and settled: what was written on either side is there.
         if !sharedWithB { try a.vault.share(with: codeB); try a.reopen(); say("A shares") }
         try a.sync(remote)

@@ -148,17 +148,24 @@ VK = bytes(range(0x40, 0x60))
 RL = bytes(range(0x60, 0x80))
 NUMBER_BITS = 48
 GRANT_CASES = [
-    # location, salt G, ephemeral scalar, padding seed, FileRef (device, number), optional tags
-    (b"local", bytes(range(0x10, 0x20)), bytes([0x5e] * 32), bytes([0x47] * 32), (0, 9), []),
-    (b"remote", bytes(range(0x20, 0x30)), bytes(range(0xe0, 0x100)), bytes([0x48] * 32), (1, 35), [(1024, b"optional")]),
+    # location, salt G, ephemeral scalar, padding seed, FileRef (device, number), optional tags, role
+    (b"local", bytes(range(0x10, 0x20)), bytes([0x5e] * 32), bytes([0x47] * 32), (0, 9), [], 2),
+    (b"remote", bytes(range(0x20, 0x30)), bytes(range(0xe0, 0x100)), bytes([0x48] * 32), (1, 35), [(1024, b"optional")], 2),
+    # §14.8: the ended grant a withdrawal leaves at the same name (role 3, tag 3 only)
+    (b"local", bytes(range(0x30, 0x40)), bytes([0x6e] * 32), bytes([0x49] * 32), (0, 9), [], 3),
 ]
 
 
-def grant_body(vk, rl, ref, optional):
-    """§14.3: an unlock record of role 2 (tags 1, 2, 3 and optional ones from 1024), never tag 16."""
-    tags = [(1, vk), (2, rl), (3, struct.pack("<Q", ref))] + optional
+def grant_body(vk, rl, ref, optional, role=2):
+    """§14.3: an unlock record of role 2 (tags 1, 2, 3 and optional ones from 1024), never tag 16;
+    §14.8: an ended grant, role 3, holds tag 3 alone."""
+    if role == 3:
+        assert not optional
+        tags = [(3, struct.pack("<Q", ref))]
+    else:
+        tags = [(1, vk), (2, rl), (3, struct.pack("<Q", ref))] + optional
     assert [t for t, _ in tags] == sorted(set(t for t, _ in tags)) and 16 not in [t for t, _ in tags]
-    return bytes([2]) + struct.pack("<H", len(tags)) + b"".join(
+    return bytes([role]) + struct.pack("<H", len(tags)) + b"".join(
         struct.pack("<H", t) + struct.pack("<I", len(v)) + v for t, v in tags)
 
 
@@ -173,17 +180,19 @@ def grant_txt(m):
     assert z == dh(SK_R, pk_s)
     lines = header("Grants from vault S to vault R (docs/FORMAT.md §14.2-§14.4, §14.6).", [
         "SKS, SKR: the identities' private keys; PKS, PKR their public keys, CODES, CODER (text) their contact codes.",
-        "Per record: LOCATION (text); VK, RL, FILEREF (text DEVICE.NUMBER) and OPTIONAL (tag 1024's value, or",
-        "nothing): the role-2 record, whose encoding is BODY. G, SKE, PADDINGSEED: the draws of the seal (the",
+        "Per record: LOCATION (text); ROLE (2 a grant, 3 an ended grant, §14.8); VK, RL (empty for role 3),",
+        "FILEREF (text DEVICE.NUMBER) and OPTIONAL (tag 1024's value, or nothing): the record, whose encoding",
+        "is BODY. G, SKE, PADDINGSEED: the draws of the seal (the",
         "salt, the ephemeral scalar, and the padding as the stream of §10.1). Z: X25519(SKS, PKR); NAME (text);",
         "MASK; ENC (unmasked); SHARED, KEY, BASENONCE, EXPORTER: HPKE's KEM shared secret and key schedule;",
         "COMMITMENT: Export(\"DotSafe v2 grant commitment\", 32); HEAD: the file's first 1,120 bytes (header and",
         "sealed block); FILESHA256: the SHA-256 of the whole F-byte file.",
     ])
     lines += [f"# SKS = {SK_S.hex()}", f"# SKR = {SK_R.hex()}", ""]
-    for count, (location, salt, sk_e, seed, (device, number), optional) in enumerate(GRANT_CASES):
+    for count, (location, salt, sk_e, seed, (device, number), optional, role) in enumerate(GRANT_CASES):
         ref = device << NUMBER_BITS | number
-        body = grant_body(VK, RL, ref, optional)
+        body = grant_body(VK, RL, ref, optional, role)
+        vk, rl = (VK, RL) if role == 2 else (b"", b"")
         hp = auth_setup_sender(pk_r, b"DotSafe v2 grant", SK_S, sk_e)
         mask = m.hkdf(z, b"DotSafe v2 grant mask" + pk_s + pk_r + salt, 32)
         commitment = export(hp["exporter"], b"DotSafe v2 grant commitment", 32)
@@ -194,7 +203,7 @@ def grant_txt(m):
         name = m.base32(m.hkdf(z, b"DotSafe v2 grant name" + pk_s + pk_r + bytes([len(location)]) + location, 16))
         lines += [f"COUNT = {count}", f"SKS = {SK_S.hex()}", f"SKR = {SK_R.hex()}", f"PKS = {pk_s.hex()}",
                   f"PKR = {pk_r.hex()}", f"CODES = {printed(contact_code(pk_s))}", f"CODER = {printed(contact_code(pk_r))}",
-                  f"LOCATION = {location.decode()}", f"VK = {VK.hex()}", f"RL = {RL.hex()}", f"FILEREF = {device}.{number}",
+                  f"LOCATION = {location.decode()}", f"ROLE = {role}", f"VK = {vk.hex()}", f"RL = {rl.hex()}", f"FILEREF = {device}.{number}",
                   f"OPTIONAL = {b''.join(v for _, v in optional).hex()}", f"BODY = {body.hex()}",
                   f"G = {salt.hex()}", f"SKE = {sk_e.hex()}", f"PADDINGSEED = {seed.hex()}", f"Z = {z.hex()}",
                   f"NAME = {name}", f"MASK = {mask.hex()}", f"ENC = {hp['enc'].hex()}", f"SHARED = {hp['shared'].hex()}",

@@ -6,17 +6,30 @@ import VaultFormat
 ///
 /// - `contact` → `code CODE`, or `shared CODE` for a vault shared with you (CODE is then your
 ///   own vault's), or `failed: MESSAGE`;
-/// - `share CODE` → `shared OWNCODE` (the grant is committed), or `failed: MESSAGE`.
+/// - `share CODE` → `shared OWNCODE` (the grant is committed), or `failed: MESSAGE`;
+/// - `unshare CODE` → `unshared` (the rotation is done), or `failed: MESSAGE`.
 struct ShareRequests: Sendable {
     let vault: Vault
     let mountPoint: String
 
     static let contact = "contact"
     static let sharePrefix = "share "
+    static let unsharePrefix = "unshare "
+    static let unshared = "unshared"
 
     func answer(_ request: String) -> String? {
         if request == Self.contact {
             return reply { let (code, shared) = try vault.contactCode(); return (shared ? "shared " : "code ") + code.text }
+        }
+        if request.hasPrefix(Self.unsharePrefix) {
+            return reply {
+                let recipient = try ContactCode.parse(String(request.dropFirst(Self.unsharePrefix.count)))
+                guard !vault.isReadOnly else {
+                    return "failed: \(mountPoint) is mounted read-only, and withdrawing a grant writes into the storage; nothing was changed"
+                }
+                try vault.unshare(with: recipient)
+                return Self.unshared
+            }
         }
         guard request.hasPrefix(Self.sharePrefix) else { return nil }
         return reply {

@@ -1,0 +1,177 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// Withdrawing a grant (docs/FORMAT.md §14.8): the vault gets a new vault key VK' and root
+/// locator RL', its root moves to RL''s slot names sealed with RK', the other grants are sealed
+/// again to the new keys and the withdrawn one becomes an ended grant. The owner's record is the
+/// state of the rotation, replaced atomically at each step, so that a rotation cut short is
+/// finished, or undone, by the next open that writes:
+///
+///     (VK, RL) → (VK, RL, tag 1024 VK'‖RL') → roots at RL' → grants → (VK', RL', tag 1026 RL)
+///              → old slots removed → (VK', RL')
+///
+/// The owner's pattern opens the whole vault at each instant: the old root until the record
+/// holds VK', the new one (the same index) after.
+enum VaultRotation {
+    /// Steps 1 and 2, on a vault whose session is committed: the record announces VK' and RL',
+    /// then root g+1 (`current` with the grant named `revoked` ended) is created in both slots
+    /// at RL''s names. Returns the record `resume` finishes.
+    static func start(storage: any StorageFolder, patternSecrets: VaultSecrets, owner: UnlockRecord, current: IndexRootV2,
+                      revoked: [UInt8], random: any RandomSource) throws -> UnlockRecord {
+        let vaultKey = try SecretBytes.random(count: Format.keySize, using: random)
+        let rootLocator = try SecretBytes.random(count: Format.keySize, using: random)
+        defer { vaultKey.wipe(); rootLocator.wipe() }
+        var pending = owner
+        pending.optional = with(owner.optional, tag: UnlockRecord.Tag.rotation, value: vaultKey.copyBytes() + rootLocator.copyBytes())
+        try writeOwnerRecord(pending, storage: storage, patternSecrets: patternSecrets, random: random)
+
+        var root = current
+        root.generation += 1
+        for index in root.specialFiles.indices where root.specialFiles[index].role == .grant && root.specialFiles[index].name == revoked {
+            root.specialFiles[index].role = .endedGrant
+        }
+        let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+        defer { rootKey.wipe() }
+        // The original slot first, as a commit writes it; both are new files, synced with the folder.
+        let first = root.generation % Format.indexSlotCount
+        for slot in [first, 1 - first] {
+            let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
+            if try storage.entryExists(name) { try storage.remove(name) }
+            try storage.create(name, contents: try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random), durable: true)
+        }
+        try storage.syncFolder()
+        return pending
+    }
+
+    /// Steps 3 to 6 for a record that holds tag 1024 or 1026 (any other comes back as it is).
+    /// Tag 1024 with no root at RL' is a rotation cut before its step 2 ended: its files go and
+    /// the vault is as before. Read-only, nothing is written and the record to open with is
+    /// returned: VK' and RL' once their root exists.
+    static func resume(_ owner: UnlockRecord, storage: any StorageFolder, patternSecrets: VaultSecrets, readOnly: Bool,
+                       random: any RandomSource) throws -> UnlockRecord {
+        var record = owner
+        if let value = record.optional.first(where: { $0.tag == UnlockRecord.Tag.rotation })?.value {
+            guard value.count == 2 * Format.keySize else { throw VaultError.damagedIndex("the owner's record holds a damaged rotation") }
+            let vaultKey = try SecretBytes(copying: Array(value[..<Format.keySize]))
+            let rootLocator = try SecretBytes(copying: Array(value[Format.keySize...]))
+            let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+            defer { vaultKey.wipe(); rootLocator.wipe(); rootKey.wipe() }
+            record.optional = without(record.optional, tag: UnlockRecord.Tag.rotation)
+            guard let root = try newestRoot(storage: storage, rootLocator: rootLocator, rootKey: rootKey) else {
+                if readOnly { return record }
+                for slot in 0..<UInt8(Format.indexSlotCount) {
+                    let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: slot)
+                    if try storage.entryExists(name) { try storage.remove(name) }
+                }
+                try storage.syncFolder()
+                try writeOwnerRecord(record, storage: storage, patternSecrets: patternSecrets, random: random)
+                return record
+            }
+            defer { root.wipeKeys() }
+            // Copies of their own: they go into tags 1026 and 1027, read after this block.
+            let oldLocator = record.rootLocator.map { $0 }, oldKey = record.vaultKey.map { $0 }
+            defer { oldKey.wipeStorage() }
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.vaultKey = vaultKey.copyBytes()
+            record.rootLocator = rootLocator.copyBytes()
+            if readOnly { return record }
+            // A cut step 2 may have left the copy's slot missing: sealed again, never a gap.
+            for slot in 0..<Format.indexSlotCount {
+                let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
+                guard try !storage.entryExists(name) else { continue }
+                let file = try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random)
+                try storage.create(name, contents: file, durable: true)
+                try storage.syncFolder()
+            }
+            try reissueGrants(root, owner: record, storage: storage, random: random)
+            // Step 4, the commit point: the record names the new root and the slots to retire.
+            record.optional = with(record.optional, tag: UnlockRecord.Tag.retiring, value: oldLocator)
+            // A synced vault's remote still holds the old keys: its next sync moves it (§14.8).
+            // After an earlier withdrawal not yet synced, the remote holds the keys that tag names.
+            if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
+               !record.optional.contains(where: { $0.tag == UnlockRecord.Tag.rotatedFrom }) {
+                record.optional = with(record.optional, tag: UnlockRecord.Tag.rotatedFrom, value: oldKey + oldLocator)
+            }
+            try writeOwnerRecord(record, storage: storage, patternSecrets: patternSecrets, random: random)
+        }
+        guard let retiring = record.optional.first(where: { $0.tag == UnlockRecord.Tag.retiring })?.value, !readOnly else { return record }
+        guard retiring.count == Format.keySize else { throw VaultError.damagedIndex("the owner's record holds a damaged rotation") }
+        let oldLocator = try SecretBytes(copying: retiring)
+        defer { oldLocator.wipe() }
+        for slot in 0..<UInt8(Format.indexSlotCount) {
+            let name = try FormatTwoKeys.slotName(rootLocator: oldLocator, slot: slot)
+            if try storage.entryExists(name) { try storage.remove(name) }
+        }
+        try storage.syncFolder()
+        record.optional = without(record.optional, tag: UnlockRecord.Tag.retiring)
+        try writeOwnerRecord(record, storage: storage, patternSecrets: patternSecrets, random: random)
+        return record
+    }
+
+    /// Step 3: each grant the new root lists, sealed again with the record's VK' and RL' at its
+    /// name (an ended one as an ended grant), by the storage's atomic replace. A grant whose
+    /// recipient the record does not list cannot be sealed again (`unshare` refuses first).
+    static func reissueGrants(_ root: IndexRootV2, owner: UnlockRecord, storage: any StorageFolder, random: any RandomSource) throws {
+        let identity = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
+        defer { identity.rawRepresentation.wipe() }
+        let recipients = Self.recipients(owner.optional)
+        for special in root.specialFiles where special.role == .grant || special.role == .endedGrant {
+            guard let recipient = try recipients.first(where: {
+                try GrantSeal.nameBytes(sharing: identity, with: $0, location: Label.localLocation) == special.name
+            }) else { continue }
+            let grant = special.role == .grant
+                ? UnlockRecord(role: .grant, vaultKey: owner.vaultKey.map { $0 }, rootLocator: owner.rootLocator.map { $0 },
+                               ownFile: special.file)
+                : UnlockRecord(role: .ended, vaultKey: [], rootLocator: [], ownFile: special.file)
+            defer { grant.vaultKey.wipeStorage(); grant.rootLocator.wipeStorage() }
+            let file = try GrantSeal.seal(grant, from: identity, to: recipient, random: random)
+            try storage.replace(FileName.encode(special.name), contents: file)
+        }
+    }
+
+    /// The newest root that opens in the two slots named from `rootLocator`; nil when none does.
+    static func newestRoot(storage: any StorageFolder, rootLocator: SecretBytes, rootKey: SecretBytes) throws -> IndexRootV2? {
+        var newest: IndexRootV2?
+        for slot in 0..<Format.indexSlotCount {
+            // A slot torn by a crash (not of the storage's form) is one that does not open.
+            let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
+            guard let file = (try? storage.read(name)) ?? nil else { continue }
+            let version = StorageFormat.two.envelopeVersion
+            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: version, key: .secret(rootKey),
+                                                      seal: .indexRootV2(slot: slot)) else { continue }
+            defer { body.wipeStorage() }
+            guard let root = try? IndexRootV2.decode(body[...]) else { continue }
+            if let older = newest, older.generation >= root.generation { root.wipeKeys(); continue }
+            newest?.wipeKeys()
+            newest = root
+        }
+        return newest
+    }
+
+    /// The public keys of the codes the vault was shared with (tag 1025, 32 bytes each).
+    static func recipients(_ optional: [IndexRootV2.Extension]) -> [[UInt8]] {
+        guard let value = optional.first(where: { $0.tag == UnlockRecord.Tag.recipients })?.value else { return [] }
+        let size = Format.keySize
+        return stride(from: 0, to: value.count - value.count % size, by: size).map { Array(value[$0 ..< $0 + size]) }
+    }
+
+    static func with(_ optional: [IndexRootV2.Extension], tag: UInt16, value: [UInt8]) -> [IndexRootV2.Extension] {
+        (without(optional, tag: tag) + [IndexRootV2.Extension(tag: tag, value: value)]).sorted { $0.tag < $1.tag }
+    }
+
+    static func without(_ optional: [IndexRootV2.Extension], tag: UInt16) -> [IndexRootV2.Extension] {
+        optional.filter { $0.tag != tag }
+    }
+
+    /// The owner's record sealed anew and put in place by the storage's atomic replace (§14.7).
+    /// The record's arrays stay the caller's: the seal wipes copies of them.
+    static func writeOwnerRecord(_ record: UnlockRecord, storage: any StorageFolder, patternSecrets: VaultSecrets,
+                                 random: any RandomSource) throws {
+        let copy = UnlockRecord(vaultKey: record.vaultKey.map { $0 }, rootLocator: record.rootLocator.map { $0 }, ownFile: record.ownFile,
+                                identityKey: record.identityKey.map { $0 }, optional: record.optional)
+        let file = try FormatTwoVault.sealOwnerRecord(copy, patternSecrets: patternSecrets, random: random)
+        try storage.replace(try FormatTwoKeys.unlockName(locator: patternSecrets.locator), contents: file)
+    }
+}

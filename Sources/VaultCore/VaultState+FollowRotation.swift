@@ -1,0 +1,70 @@
+import VaultCrypto
+import VaultFormat
+import VaultStore
+
+/// A grantee's device following a withdrawal of another grant (docs/FORMAT.md §14.8, "Sync
+/// after a withdrawal"): the owner sealed this device's grant on the remote again to the
+/// vault's new VK' and RL'. The sync's merge takes them (the devices' names keys stay); its
+/// commit writes the root in both slots named from RL'; then the grant as the remote holds it
+/// replaces the old one here (the switch: before it the old grant opens the old root, after it
+/// the new grant the new root), and the old slots go.
+extension VaultState {
+    /// The state takes the remote's keys: the names of its slots, the key of its roots, VK'.
+    /// Returns the root and vault key the merge's committer takes. Nothing is written here.
+    mutating func followRotation(_ remote: RemoteVault) throws -> (formatTwo: FormatTwoRoot, vaultKey: SecretBytes) {
+        guard let grant = remote.grantFile, let formatTwo = committer.formatTwo else {
+            throw SyncRefusal.damagedRemote("its grant was not read")
+        }
+        let moved = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
+                                 rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()),
+                                 namesKey: try SecretBytes(copying: secrets.namesKey.copyBytes()), localDevice: formatTwo.localDevice)
+        let former = secrets.locator.copyBytes()
+        sharing.following?.formerLocator.wipe()
+        sharing.following = (grant, try SecretBytes(copying: former))
+        secrets.wipe()
+        secrets = moved
+        writer.secrets = moved
+        var root = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: formatTwo.deviceID,
+                                 itemPrefix: formatTwo.itemPrefix, deviceName: formatTwo.deviceName, specialFiles: formatTwo.specialFiles,
+                                 extensions: formatTwo.extensions, localDevice: formatTwo.localDevice)
+        root.devices = formatTwo.devices
+        // Until the old slots are gone, the new root names them: a crash after the grant's
+        // switch leaves them for the next writing open to remove.
+        root.extensions = (formatTwo.extensions.filter { $0.tag != IndexRootV2.retiringSlotsTag }
+            + [IndexRootV2.Extension(tag: IndexRootV2.retiringSlotsTag, value: former)]).sorted { $0.tag < $1.tag }
+        return (root, try SecretBytes(copying: remote.vaultKey.copyBytes()))
+    }
+
+    /// After the commit that wrote the root at RL''s slots (both: the original and its copy are
+    /// new files, synced): the new grant in place of the old (`replace`, atomic), then the old
+    /// slots removed. The committed root names them until the next commit.
+    mutating func finishFollowing() throws {
+        guard let following = sharing.following, let received = sharing.received else { return }
+        try storage.replace(try grantName(received), contents: following.grant)
+        try removeSlots(of: following.formerLocator)
+        following.formerLocator.wipe()
+        sharing.following = nil
+        committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.retiringSlotsTag }
+    }
+
+    /// A writing open of a root that still names slots to retire (a crash cut `finishFollowing`
+    /// after the grant's switch): they go; the next commit's root no longer names them.
+    mutating func retireFollowedSlots() throws {
+        guard let value = committer.formatTwo?.extensions.first(where: { $0.tag == IndexRootV2.retiringSlotsTag })?.value else { return }
+        if value.count == Format.keySize {
+            let locator = try SecretBytes(copying: value)
+            defer { locator.wipe() }
+            try removeSlots(of: locator)
+        }
+        committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.retiringSlotsTag }
+    }
+
+    private func removeSlots(of locator: SecretBytes) throws {
+        var removed = false
+        for slot in 0..<UInt8(Format.indexSlotCount) {
+            let name = try FormatTwoKeys.slotName(rootLocator: locator, slot: slot)
+            if try storage.entryExists(name) { try storage.remove(name); removed = true }
+        }
+        if removed { try storage.syncFolder() }
+    }
+}
