@@ -112,8 +112,8 @@ extension VaultState {
                                allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles), pinned: pinned),
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
-        state.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
-        state.openedThroughFormerPattern = openedThroughFormer
+        state.notices.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })

@@ -11,10 +11,10 @@ extension VaultState {
     /// Steps 1–5 of §13.12. `progress` is told each step done (1…3). The caller checked that
     /// the new pattern's names hold nothing; checked again here, since nothing may be hidden.
     mutating func changePattern(to newPattern: VaultSecrets, progress: (Int) -> Void) throws {
-        guard !readOnly else { throw VaultError.readOnly }
+        guard !session.readOnly else { throw VaultError.readOnly }
         guard var root = committer.formatTwo, committer.upgrade == nil else { throw PatternChangeError.formatOne }
         guard !isNew else { throw PatternChangeError.noVault }
-        guard !openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
+        guard !notices.openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
         // A vault upgraded from format 1 keeps the pattern's LOC as RL and its NK as device 0's
         // NKd (design §G): the old pattern would still name its files. Moving them is not built.
         guard namesArePatternDerived == (false, false) else { throw PatternChangeError.upgraded }
@@ -23,7 +23,7 @@ extension VaultState {
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
-              let current = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets),
+              let current = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: session.patternSecrets),
               current.record.ownFile == owner.file else {
             throw VaultError.damagedIndex("the vault's unlock record is not the one its root lists")
         }
@@ -37,7 +37,7 @@ extension VaultState {
         }
         let number = try writer.allocateUsable()
         record.ownFile = FileRef(device: 0, number: number)
-        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: random))
+        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: session.random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
         // Grants (role 2) stay: they name the vault's identity, not its pattern.
         root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
@@ -48,7 +48,7 @@ extension VaultState {
         // earlier change not yet synced, the remote's record is still the one the tag names.
         if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
            !root.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) {
-            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator, location: Label.remoteLocation)
+            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: session.patternSecrets.locator, location: Label.remoteLocation)
             root.extensions.append(IndexRootV2.Extension(tag: IndexRootV2.formerRemoteUnlockTag, value: remoteName))
             root.extensions.sort { $0.tag < $1.tag }
         }
@@ -79,7 +79,7 @@ extension VaultState {
             try completeRename(FileName.encode(former.name), to: deviceName)
             try storage.syncFolder()
             if try storage.entryExists(deviceName) {
-                try storage.write(deviceName, offset: 0, bytes: try random.bytes(Format.fileSize))
+                try storage.write(deviceName, offset: 0, bytes: try session.random.bytes(Format.fileSize))
                 try storage.sync([deviceName])
             }
             writer.release(former.file.number)
