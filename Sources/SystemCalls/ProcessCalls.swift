@@ -32,6 +32,10 @@ public enum ProcessCalls {
     /// Limits glibc's malloc to `count` arenas (M_ARENA_MAX).
     public static func limitMallocArenas(_ count: Int32) { _ = dotsafe_limit_malloc_arenas(count) }
 
+    /// Gives the pages of freed heap memory back to the system (malloc_trim): glibc keeps them
+    /// otherwise, counted in the process's RSS, until its heap shrinks from the top.
+    public static func trimMalloc() { _ = dotsafe_trim_malloc() }
+
     /// Whether a process with this id exists (it may belong to another user).
     public static func exists(_ pid: pid_t) -> Bool { kill(pid, 0) == 0 || errno == EPERM }
 }

@@ -57,6 +57,9 @@ struct IndexContents {
                     var key = member.key
                     defer { member.key.wipeStorage() }
                     item.memberKey = try keepKey(&key)
+                    var placeholder = member
+                    placeholder.key = ItemRecord.Member.keyPlaceholder
+                    item.record.layout = .packed(placeholder)
                 }
                 guard record.key.itemID >= Format.rootItemID, isValidID(record.key.itemID) else {
                     throw VaultError.damagedIndex("item \(record.key.itemID) beyond nextItemID")

@@ -38,7 +38,7 @@ extension VaultState {
         }
         // The record holds zeros where the key goes; the key itself is in the arena (`memberKey`).
         let member = ItemRecord.Member(file: FileRef(raw: placed.fileNumber), offset: UInt32(placed.offset),
-                                       sealedLength: UInt32(length), key: [UInt8](repeating: 0, count: Format.keySize))
+                                       sealedLength: UInt32(length), key: ItemRecord.Member.keyPlaceholder)
         if let old = tree.setMemberKey(id, key) { session.arena.free(old) }
         tree.update(id) { $0.layout = .packed(member) }
         packs.addMember(id, member)

@@ -198,4 +198,26 @@ import VaultStore
         let counts = fixture.storage.current
         #expect(counts.writes + counts.creates <= 8)
     }
+
+    /// Opening reads the unlock record, both slots and each index page once, and no content:
+    /// every page is decoded at open, since a folder's names are found only in its items' own
+    /// records (docs/PERFORMANCE.md, "Memory after mount"). A count for an index read on demand
+    /// to bring down.
+    @Test func openingReadsEachIndexPageOnce() throws {
+        var fixture = try Fixture()
+        let padding = TestVaults.content(700)
+        for i in 0..<600 {
+            let id = try fixture.vault.makeFile(String(repeating: "n", count: 200) + "-\(i)", TestVaults.content(100, seed: UInt64(i)))
+            try fixture.vault.setExtendedAttribute(id, Array("user.pad".utf8), padding)
+        }
+        let pages = try fixture.delta { try fixture.vault.commit() }.pageWrites
+        #expect(pages >= 3, "the vault should span several index pages (\(pages))")
+        try fixture.vault.lock()
+        fixture.storage.reset()
+        fixture.vault = try TestVaults.open(fixture.storage)
+        let counts = fixture.storage.current
+        #expect(counts.reads == 3 + pages, "the unlock record, two slots and \(pages) pages: \(counts.reads) reads")
+        #expect(counts.partialReads == 0 && counts.writes + counts.creates + counts.removes == 0)
+        #expect(try fixture.vault.lookup(Vault.rootID, Array((String(repeating: "n", count: 200) + "-599").utf8)) > 0)
+    }
 }

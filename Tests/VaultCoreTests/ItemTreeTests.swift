@@ -119,4 +119,36 @@ import VaultFormat
         #expect(removed == [3: ref])
         #expect(tree.dirtySegments[file] == [0, 1])
     }
+
+    /// An item is one reference in the tree's dictionary (its fields in one object, copied on
+    /// write): a vault of 10^5 items would otherwise hold twice that many record-sized buckets.
+    @Test func anItemTakesOneWordInTheTree() {
+        #expect(MemoryLayout<Item>.size == MemoryLayout<AnyObject>.size)
+    }
+
+    /// The items of a copied tree (a commit encodes from one, sync merges against one) do not
+    /// move when the original changes, nor the original's when the copy does.
+    @Test func copiedTreesKeepTheirOwnItems() throws {
+        var tree = Self.tree()
+        let file = try make(&tree, .file, "f")
+        tree.hold(file)
+        let copy = tree
+        try tree.setAttributes(file, mode: 0o600, uid: 7, gid: nil, atime: nil, mtime: 5, now: Self.now + 1)
+        tree.setChunk(file, 3, StoredRef(fileNumber: 99, nonce: [UInt8](repeating: 1, count: Format.sealNonceSize)))
+        tree.hold(file)
+        try tree.rename(Self.root, Array("f".utf8), to: Self.root, Array("g".utf8), replace: false, now: Self.now + 2)
+        let before = try copy.item(file)
+        #expect(before.record.mode == 0o644 && before.record.uid == 0 && before.record.mtime == Self.now)
+        #expect(before.record.links == [ItemRecord.Link(parentID: Self.root, name: Array("f".utf8))])
+        #expect(before.chunks.isEmpty && before.holds == 1)
+        let after = try tree.item(file)
+        #expect(after.record.mode == 0o600 && after.record.uid == 7 && after.record.mtime == 5 && after.holds == 2)
+        #expect(after.chunks[3]?.fileNumber == 99)
+
+        var second = tree
+        _ = second.release(file)
+        second.update(file) { $0.size = 10 }
+        #expect(try tree.item(file).holds == 2 && tree.item(file).record.size == 0)
+        #expect(try second.item(file).holds == 1 && second.item(file).record.size == 10)
+    }
 }

@@ -63,6 +63,9 @@ struct MountDaemon {
             secrets.wipe()
             throw error
         }
+        // Opening decoded every index page: their bodies and records are freed, but the heap
+        // keeps their pages between what stays (docs/PERFORMANCE.md, "Memory after mount").
+        ProcessCalls.trimMalloc()
         let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
         let sync: MountSync?, syncWarning: String?
         do {
