@@ -52,19 +52,27 @@ import VaultStore
             try vault.commit()
             after = storage.snapshot
             var written = numbers.dataFiles(SnapshotDiff(before, after).written)
-            // Numbers are handed out lowest first: the chunks in chunk order, then the index page,
-            // then (when group 0 ran out) the rest of a new group, filled with random bytes.
+            // Three chunks and the index page, or (when group 0 ran out) a new group whose files
+            // no chunk took hold random bytes (§3.3); which file holds which chunk is the index's.
             try #require(written.count == 4 || written.count >= 16, "files written for big: \(written.count)")
-            bigChunks = Array(written.prefix(3))
+            bigChunks = try Self.chunkFiles(vault, "big")
 
             before = after
             try write(vault, "other", TestVaults.content(payload + 10, seed: 4))
             try vault.commit()
             written = numbers.dataFiles(SnapshotDiff(before, storage.snapshot).written)
             try #require(written.count == 3 || written.count >= 16, "files written for other: \(written.count)")
-            otherChunks = Array(written.prefix(2))
+            otherChunks = try Self.chunkFiles(vault, "other")
             try vault.lock()
             try checkStorageInvariants(storage)
+        }
+
+        /// The files of an item's chunks, in chunk order, as its index entry references them.
+        static func chunkFiles(_ vault: Vault, _ name: String) throws -> [String] {
+            let id = try vault.id(at: name)
+            return try vault.state.withLock { state in
+                try state.tree.items[id]!.chunks.sorted { $0.key < $1.key }.map { try state.writer.name($0.value.fileNumber) }
+            }
         }
 
         private mutating func write(_ vault: Vault, _ name: String, _ bytes: [UInt8]) throws {
@@ -169,9 +177,10 @@ import VaultStore
             fixture.contents["big"]!.replaceSubrange(Self.payload..<Self.payload + 100, with: change)
             let written = fixture.numbers.dataFiles(SnapshotDiff(before, storage.snapshot).written)
             try #require(written.count == 2 || written.count >= 16, "a chunk and a page (and maybe a new group)")
-            fixture.bigChunks[1] = written[0]
+            fixture.bigChunks[1] = try Fixture.chunkFiles(vault, "big")[1]
+            #expect(written.contains(fixture.bigChunks[1]), "chunk 1 was rewritten into another file")
             try vault.lock()
-            storage.tamper(written[0], with: old)
+            storage.tamper(fixture.bigChunks[1], with: old)
         case .rollbackMember:
             // small gets new content of the same size: a new member in the pack's tail, with a new
             // nonce; the old member's bytes are put where the new one is.
