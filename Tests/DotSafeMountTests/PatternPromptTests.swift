@@ -58,7 +58,12 @@ import Testing
             return text.split { $0 == " " || $0 == "\n" || $0 == ";" }.map(String.init)
         }
 
-        func close() { h.run("/usr/bin/tmux", ["-S", socket, "kill-server"], input: nil) }
+        /// Ends the server; by its command line too, as `kill-server` was seen to leave servers
+        /// running after a loaded full run.
+        func close() {
+            h.run("/usr/bin/tmux", ["-S", socket, "kill-server"], input: nil)
+            h.run("/usr/bin/pkill", ["-f", "^tmux -S \(socket) "], input: nil)
+        }
     }
 
     func mountCommand(_ h: MountHarness, _ vault: String) -> String {
