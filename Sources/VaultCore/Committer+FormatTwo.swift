@@ -59,9 +59,10 @@ extension Committer {
         let top = pageTable.pages.map { page in
             PageRef(firstKey: page.keys[0], file: FileRef(raw: page.ref!.fileNumber), pageKey: arena.bytes(page.ref!.key!))
         }
-        // The sync base and a former pattern's remote record name are this device's own (§13.11, §13.12).
-        let extensions = forRemote ? root.extensions.filter { $0.tag != SyncBase.extensionTag && $0.tag != IndexRootV2.formerRemoteUnlockTag }
-            : root.extensions
+        // The sync base, a former pattern's remote record name and a names move are this
+        // device's own (§13.11, §13.12).
+        let ownTags: Set<UInt16> = [SyncBase.extensionTag, IndexRootV2.formerRemoteUnlockTag, NamesMove.extensionTag]
+        let extensions = forRemote ? root.extensions.filter { !ownTags.contains($0.tag) } : root.extensions
         return IndexRootV2(generation: generation, writerDevice: root.localDevice, devices: devices, specialFiles: root.specialFiles,
                            topLevel: 0, top: top, extensions: extensions)
     }
