@@ -166,6 +166,37 @@ import Testing
         #expect(h.lock(vault).status == 0)
     }
 
+    /// A device that joined the vault through sync (FORMAT.md §13.11): the owner record is the
+    /// first device's file, so the change is refused there with one line, nothing changed, and
+    /// that storage still mounts the vault with the old pattern.
+    @Test func aDeviceThatJoinedThroughSyncIsRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        h.sh("echo one > a && sync a", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let remote = h.base + "/remote", desktop = h.base + "/desktop"
+        for (storage, device) in [(h.storage, "laptop"), (desktop, "desktop")] {
+            let synced = h.dotsafe(["sync", storage, remote, "--pattern-stdin", "--device", device], input: Self.old + "\n")
+            try #require(synced.status == 0, "\(device): \(synced)")
+        }
+        let files = { try FileManager.default.contentsOfDirectory(atPath: desktop).sorted().map {
+            ($0, try Data(contentsOf: URL(fileURLWithPath: desktop + "/" + $0)))
+        } }
+        let before = try files()
+        let refused = h.dotsafe(["repattern", desktop, "--pattern-stdin"], input: "\(Self.old)\n\(Self.new)\n")
+        #expect(refused.status == 1 && refused.output.isEmpty, "\(refused)")
+        #expect(refused.error == "dotsafe: this device joined the vault through sync: its pattern can be changed only on the device "
+                + "that made it, for now; nothing was changed\n", "\(refused)")
+        let after = try files()
+        #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "the desktop's storage changed")
+        let mounted = h.dotsafe(["mount", desktop, vault, "--pattern-stdin"], input: Self.old + "\n")
+        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        #expect(h.sh("cat a", in: vault).output == "one\n")
+        #expect(h.lock(vault).status == 0)
+    }
+
     /// A vault of the format-1 release (the fixture of VaultCoreTests): refused with one line,
     /// nothing changed. Mounted and written, it is upgraded to format 2 (FORMAT.md §13.9), and
     /// then its pattern changes (§13.12, its names moved too): the new pattern mounts every file,
