@@ -104,12 +104,12 @@ extension VaultState {
         guard let item = tree.items[key.item], let ref = item.chunks[key.index] else { return nil }
         let opener: ChunkLoad.Opener
         if let slot = ref.key {
-            var bytes = arena.bytes(slot)
+            var bytes = session.arena.bytes(slot)
             defer { Sealer.wipe(&bytes) }
             opener = .formatTwo(try SecretBytes(copying: bytes))
         } else {
             guard let slot = item.key else { return nil }
-            opener = .formatOne(try Sealer.OneTimeKey(.arena(slot, arena), nonce: ref.nonce))
+            opener = .formatOne(try Sealer.OneTimeKey(.arena(slot, session.arena), nonce: ref.nonce))
         }
         statistics.chunkDecrypts += 1
         return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), opener: opener, pool: chunks.cache.pool)

@@ -48,7 +48,7 @@ extension Vault {
     public func repair(_ report: VaultCheckReport) throws {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            guard !state.readOnly else { throw VaultError.readOnly }
+            guard !state.session.readOnly else { throw VaultError.readOnly }
             do { try state.repair(report) } catch { throw VaultError.wrap(error) }
         }
     }
@@ -124,7 +124,7 @@ extension VaultState {
         let group = UInt64(Format.groupSize)
         var owned = Set<String>()
         let allocator = writer.allocator
-        if let rollbackWarning { report.storageProblems.append(rollbackWarning) }
+        if let warning = notices.rollbackWarning { report.storageProblems.append(warning) }
         // Format 2's unlock record is a numbered file with the pattern's name (§13.4).
         var special = specialFileNames
         // While a pattern change is in progress (a role-3 file listed, §13.12), the owner records
@@ -182,7 +182,7 @@ extension VaultState {
 
     mutating func repair(_ report: VaultCheckReport) throws {
         for number in report.missingFileNumbers {
-            try storage.create(try name(number), contents: try random.bytes(Format.fileSize), durable: true)
+            try storage.create(try name(number), contents: try session.random.bytes(Format.fileSize), durable: true)
         }
         for number in report.strayFileNumbers { try storage.remove(try name(number)) }
         if !report.missingFileNumbers.isEmpty || !report.strayFileNumbers.isEmpty { try storage.syncFolder() }

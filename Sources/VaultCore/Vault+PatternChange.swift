@@ -20,7 +20,7 @@ extension Vault {
 
     /// The pattern that opened this vault no longer owns it: a pattern change that was
     /// interrupted listed its record as the former owner's, and this open finished the change.
-    public var openedThroughFormerPattern: Bool { state.withLock { $0.openedThroughFormerPattern } }
+    public var openedThroughFormerPattern: Bool { state.withLock { $0.notices.openedThroughFormerPattern } }
 
     /// Whether `secrets`' pattern is the one the vault's root lists as its owner (format 2).
     public func isOwned(by secrets: VaultSecrets) throws -> Bool {

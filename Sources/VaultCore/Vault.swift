@@ -89,7 +89,7 @@ public final class Vault: Sendable {
     public var namesArePatternDerived: (rootLocator: Bool, namesKey: Bool) { state.withLock { $0.namesArePatternDerived } }
     /// Format 2: why a root the vault committed is not in its slots (missing, damaged, older),
     /// naming the generation opened; nil when the slots are as commits and crashes leave them.
-    public var rollbackWarning: String? { state.withLock { $0.rollbackWarning } }
+    public var rollbackWarning: String? { state.withLock { $0.notices.rollbackWarning } }
     /// The name of the vault's file `number` in its storage (tests and tools that look at files);
     /// format 2's unlock record has the name the pattern gives it.
     public func storageName(ofFile number: UInt64) throws -> String {
@@ -99,9 +99,9 @@ public final class Vault: Sendable {
     }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
     public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
-    public var isReadOnly: Bool { state.withLock { $0.readOnly } }
+    public var isReadOnly: Bool { state.withLock { $0.session.readOnly } }
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
-    public var keysAreLocked: Bool { state.withLock { $0.arena.isLocked && $0.committer.vaultKey.isLocked } }
+    public var keysAreLocked: Bool { state.withLock { $0.session.arena.isLocked && $0.committer.vaultKey.isLocked } }
     /// The chunk cache's limit and how much of it can be locked in RAM: less than the limit when
     /// RLIMIT_MEMLOCK does not allow all of it (`mount` says so; the rest may be swapped out).
     public var cacheLocking: (lockable: Int, limit: Int) {
@@ -254,7 +254,7 @@ public final class Vault: Sendable {
             try state.onDataPath { state in
                 let position = try offset ?? state.file(id).record.size
                 let completed = try state.write(id, offset: position, bytes: bytes)
-                state.tree.touchContent(id, now: state.clock.now())
+                state.tree.touchContent(id, now: state.session.clock.now())
                 let (jobs, waiting) = state.startWritesBehind(id, completed)
                 return (jobs, waiting, state.evictionWaitsForGroup)
             }
@@ -298,7 +298,7 @@ public final class Vault: Sendable {
         let evictionWaits = try locked { state in
             try state.onDataPath { state in
                 try state.truncate(id, size: size)
-                state.tree.touchContent(id, now: state.clock.now())
+                state.tree.touchContent(id, now: state.session.clock.now())
                 return state.evictionWaitsForGroup
             }
         }
@@ -325,7 +325,7 @@ public final class Vault: Sendable {
             try state.commit(final: true)
             // Best effort: the changes are committed by now, and a re-creation that fails (a full
             // disk) leaves every file as it was, its copies removed here or at the next open.
-            if !state.readOnly { try? storage.recreateAtLock(random: state.random) }
+            if !state.session.readOnly { try? storage.recreateAtLock(random: state.session.random) }
         }
     }
 

@@ -9,7 +9,7 @@ extension VaultState {
     /// Makes every change durable. `final` is the commit at lock: covers are refreshed if any commit
     /// came since they last were (R-COV-3).
     mutating func commit(final: Bool = false) throws {
-        guard !readOnly, !isLocked else { return }
+        guard !session.readOnly, !isLocked else { return }
         try normalizeLayouts()
         try flushDirtyChunks()
         // Housekeeping rides on a commit that writes anyway: a session that changed nothing
@@ -26,7 +26,7 @@ extension VaultState {
                 tree.countVersions(device: formatTwo.localDevice)
             }
             committer.markChangedRecords(&tree)
-            let tree = self.tree, arena = self.arena, format = committer.format
+            let tree = self.tree, arena = session.arena, format = committer.format
             statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
@@ -38,12 +38,12 @@ extension VaultState {
         // A lock that writes only the refill's root (nothing saved since the covers' last
         // refresh) leaves the covers alone (R-COV-3).
         let saved = changed || committer.committedSinceCoverRefresh
-        let refresh = !isNew && saved && (final || committer.coversAreDue(now: clock.now()))
+        let refresh = !isNew && saved && (final || committer.coversAreDue(now: session.clock.now()))
         if refresh {
-            try committer.refreshCovers(writer: writer, now: clock.now)
+            try committer.refreshCovers(writer: writer, now: session.clock.now)
             statistics.coverRefreshes += 1
         } else if isNew {
-            committer.coversAreNew(now: clock.now())
+            committer.coversAreNew(now: session.clock.now())
         }
         if changed { try writeRoot(coversRefreshed: refresh) }
         // At lock, the files the last commit freed are still referenced by the other slot's
@@ -126,7 +126,7 @@ extension VaultState {
     private mutating func writeRoot(coversRefreshed: Bool) throws {
         let releasing = writer.takeReleasing()
         let upgrading = committer.upgrade != nil
-        try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: arena,
+        try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: session.arena,
                                 coversRefreshed: coversRefreshed)
         if upgrading { finishUpgrade() }
         let items = tree.items

@@ -182,8 +182,8 @@ extension VaultState {
         tree.update(id) { $0.layout = .chunked }
         chunks.dropFlight(ChunkCache.Key(item: id, index: index))  // this write is newer than any behind
         if format == .two { return try storeChunkV2(id, index, data) }
-        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: data[...], key: .arena(tree.items[id]!.key!, arena),
-                                                    seal: .chunk(item: id, index: index), random: random)
+        let (nonce, file) = try Sealer.sealEnvelope(kind: .chunk, body: data[...], key: .arena(tree.items[id]!.key!, session.arena),
+                                                    seal: .chunk(item: id, index: index), random: session.random)
         statistics.chunkEncrypts += 1
         let number = try writer.store(file, data: true)
         if let old = tree.setChunk(id, index, StoredRef(fileNumber: number, nonce: nonce)) { release(old) }
@@ -199,7 +199,7 @@ extension VaultState {
             return
         }
         if format == .two { return try storePackedV2(id, data) }
-        let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(tree.items[id]!.key!, arena), seal: .member(item: id), random: random)
+        let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(tree.items[id]!.key!, session.arena), seal: .member(item: id), random: session.random)
         statistics.memberEncrypts += 1
         let (number, offset) = try packs.place(sealed, writer: &writer)
         let member = ItemRecord.Member(fileNumber: number, offset: UInt32(offset), sealedLength: UInt32(sealed.count), nonce: nonce)

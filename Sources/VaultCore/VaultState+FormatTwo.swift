@@ -10,36 +10,36 @@ extension VaultState {
 
     /// Chunk `index` sealed under a new key into a free file (copy-on-write).
     mutating func storeChunkV2(_ id: UInt64, _ index: Int, _ data: [UInt8]) throws {
-        let key = try arena.allocateRandom(using: random)
+        let key = try session.arena.allocateRandom(using: session.random)
         do {
             let (_, file) = try Sealer.sealEnvelope(kind: .chunk, version: StorageFormat.two.envelopeVersion, body: data[...],
-                                                    key: .arena(key, arena), seal: .chunkV2(index: index), random: random)
+                                                    key: .arena(key, session.arena), seal: .chunkV2(index: index), random: session.random)
             statistics.chunkEncrypts += 1
             let number = try writer.store(file, data: true)
             if let old = tree.setChunk(id, index, StoredRef(fileNumber: number, key: key)) { release(old) }
         } catch {
-            arena.free(key)
+            session.arena.free(key)
             throw error
         }
     }
 
     /// A small file's content as a pack member `N || ciphertext || tag` under a new key.
     mutating func storePackedV2(_ id: UInt64, _ data: [UInt8]) throws {
-        let key = try arena.allocateRandom(using: random)
+        let key = try session.arena.allocateRandom(using: session.random)
         let placed: (fileNumber: UInt64, offset: Int), length: Int
         do {
-            let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(key, arena), seal: .memberV2, random: random)
+            let (nonce, sealed) = try Sealer.seal(data[...], key: .arena(key, session.arena), seal: .memberV2, random: session.random)
             statistics.memberEncrypts += 1
             length = nonce.count + sealed.count
             placed = try packs.place(nonce + sealed, writer: &writer)
         } catch {
-            arena.free(key)
+            session.arena.free(key)
             throw error
         }
         // The record holds zeros where the key goes; the key itself is in the arena (`memberKey`).
         let member = ItemRecord.Member(file: FileRef(raw: placed.fileNumber), offset: UInt32(placed.offset),
                                        sealedLength: UInt32(length), key: [UInt8](repeating: 0, count: Format.keySize))
-        if let old = tree.setMemberKey(id, key) { arena.free(old) }
+        if let old = tree.setMemberKey(id, key) { session.arena.free(old) }
         tree.update(id) { $0.layout = .packed(member) }
         packs.addMember(id, member)
     }
@@ -61,10 +61,10 @@ extension VaultState {
         throws -> (ciphertext: ArraySlice<UInt8>, nonce: [UInt8], key: Sealer.Key, context: SealContext) {
         if member.key.isEmpty {
             guard let slot = item.key else { throw CryptoError.authenticationFailed }
-            return (sealed[...], member.nonce, .arena(slot, arena), .member(item: id))
+            return (sealed[...], member.nonce, .arena(slot, session.arena), .member(item: id))
         }
         guard let slot = item.memberKey, sealed.count > Format.sealNonceSize else { throw CryptoError.authenticationFailed }
-        return (sealed[Format.sealNonceSize...], Array(sealed[..<Format.sealNonceSize]), .arena(slot, arena), .memberV2)
+        return (sealed[Format.sealNonceSize...], Array(sealed[..<Format.sealNonceSize]), .arena(slot, session.arena), .memberV2)
     }
 
     /// A record's value as a format-2 page stores it (§13.7, §13.8): keys from the arena.

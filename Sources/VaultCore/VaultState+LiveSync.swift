@@ -8,11 +8,11 @@ import VaultStore
 extension VaultState {
     func localSyncView(deviceName: String) throws -> LocalSyncView {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
-        let entries = try VaultState.entries(tree.items, arena)
+        let entries = try VaultState.entries(tree.items, session.arena)
         var header: SyncBase.Header?, base: SyncBase?
         if !isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
             let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],
-                                                  nextItemID: tree.nextItemID, writer: writer, arena: arena)
+                                                  nextItemID: tree.nextItemID, writer: writer, arena: session.arena)
             defer { root.wipeKeys() }
             let read = try VaultState.readSyncBase(root, storage: storage, secrets: secrets)
             base = read?.base

@@ -23,8 +23,8 @@ extension VaultState {
     /// Steps 1–2's part of the move: two more free numbers for the new slots, RL' and NKd'.
     mutating func startNamesMove() throws -> NamesMove {
         let slotFiles = [try writer.allocateUsable(), try writer.allocateUsable()]
-        return NamesMove(formerRootLocator: secrets.locator.copyBytes(), rootLocator: try random.bytes(Format.keySize),
-                         namesKey: try random.bytes(Format.keySize), slotFiles: slotFiles.map { FileRef(raw: $0) })
+        return NamesMove(formerRootLocator: secrets.locator.copyBytes(), rootLocator: try session.random.bytes(Format.keySize),
+                         namesKey: try session.random.bytes(Format.keySize), slotFiles: slotFiles.map { FileRef(raw: $0) })
     }
 
     /// At open, a root that records a move: each file of device 0 is read where it is, at its new
@@ -120,9 +120,9 @@ extension VaultState {
         var made = false
         for name in names {
             if try storage.entryExists(name) {
-                try storage.write(name, offset: 0, bytes: try random.bytes(Format.fileSize))
+                try storage.write(name, offset: 0, bytes: try session.random.bytes(Format.fileSize))
             } else {
-                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: true)
+                try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: true)
                 made = true
             }
         }

@@ -122,8 +122,8 @@ extension VaultState {
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         // A move takes the old slots away one after the other: a missing one is no damage then.
-        state.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
-        state.openedThroughFormerPattern = openedThroughFormer
+        state.notices.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
+        state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })

@@ -11,17 +11,17 @@ extension VaultState {
     /// Steps 1–5 of §13.12. `progress` is told each step done (1…3). The caller checked that
     /// the new pattern's names hold nothing; checked again here, since nothing may be hidden.
     mutating func changePattern(to newPattern: VaultSecrets, progress: (Int) -> Void) throws {
-        guard !readOnly else { throw VaultError.readOnly }
+        guard !session.readOnly else { throw VaultError.readOnly }
         guard var root = committer.formatTwo, committer.upgrade == nil else { throw PatternChangeError.formatOne }
         guard !isNew else { throw PatternChangeError.noVault }
-        guard !openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
+        guard !notices.openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
         // The owner record is device 0's file; another device's change is not built.
         guard root.localDevice == 0 else { throw PatternChangeError.notFirstDevice }
         if namesMoveWithChange { try Self.checkNamesCanMove(root) }
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
-              let current = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: patternSecrets),
+              let current = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: session.patternSecrets),
               current.record.ownFile == owner.file else {
             throw VaultError.damagedIndex("the vault's unlock record is not the one its root lists")
         }
@@ -45,7 +45,7 @@ extension VaultState {
             root.extensions.append(IndexRootV2.Extension(tag: NamesMove.extensionTag, value: move.encode()))
             root.extensions.sort { $0.tag < $1.tag }
         }
-        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: random))
+        try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: session.random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
         // Grants (role 2) stay: they name the vault's identity, not its pattern.
         root.specialFiles = [IndexRootV2.SpecialFile(file: record.ownFile, role: .ownerUnlock, name: newName),
@@ -56,7 +56,7 @@ extension VaultState {
         // earlier change not yet synced, the remote's record is still the one the tag names.
         if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
            !root.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) {
-            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator, location: Label.remoteLocation)
+            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: session.patternSecrets.locator, location: Label.remoteLocation)
             root.extensions.append(IndexRootV2.Extension(tag: IndexRootV2.formerRemoteUnlockTag, value: remoteName))
             root.extensions.sort { $0.tag < $1.tag }
         }
@@ -95,7 +95,7 @@ extension VaultState {
                 try completeRename(FileName.encode(former.name), to: deviceName)
                 try storage.syncFolder()
                 if try storage.entryExists(deviceName) {
-                    try storage.write(deviceName, offset: 0, bytes: try random.bytes(Format.fileSize))
+                    try storage.write(deviceName, offset: 0, bytes: try session.random.bytes(Format.fileSize))
                     try storage.sync([deviceName])
                 }
                 writer.release(former.file.number)

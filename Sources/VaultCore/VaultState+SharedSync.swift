@@ -95,7 +95,7 @@ extension VaultState {
             let exists = try storage.entryExists(name)
             if special.role == .ownerUnlock && sharing.received != nil {
                 guard !exists else { continue }
-                try storage.create(name, contents: try random.bytes(Format.fileSize), durable: false)
+                try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: false)
                 changed = true
             } else if special.role == .grant && exists {
                 try storage.remove(name)

@@ -27,7 +27,7 @@ extension VaultState {
         }
         if let identity = sharing.identity { return identity }
         try checkWritable()
-        let identity = try X25519.PrivateKey(using: random)
+        let identity = try X25519.PrivateKey(using: session.random)
         do { try writeOwnerRecord(identity: identity) } catch {
             identity.rawRepresentation.wipe()
             throw error
@@ -44,8 +44,8 @@ extension VaultState {
         }
         let record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
                                   identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
-        let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: patternSecrets, random: random)
-        try storage.replace(try FormatTwoKeys.unlockName(locator: patternSecrets.locator), contents: file)
+        let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: session.patternSecrets, random: session.random)
+        try storage.replace(try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator), contents: file)
     }
 
     /// Grants the vault to the holder of `recipient` (§14.7): the grant is created at its name
@@ -65,7 +65,7 @@ extension VaultState {
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()
         }
-        let file = try GrantSeal.seal(record, from: identity, to: recipient, random: random)
+        let file = try GrantSeal.seal(record, from: identity, to: recipient, random: session.random)
         // A grant there that no root lists is what a share cut short left: this one replaces it.
         if try storage.entryExists(name) { try storage.remove(name) }
         try storage.create(name, contents: file, durable: true)

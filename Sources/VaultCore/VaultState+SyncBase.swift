@@ -47,7 +47,7 @@ extension VaultState {
         var uses = Set<FileUse>()
         func add(_ file: UInt64, _ slot: SecretArena.Slot?) {
             guard let slot else { return }
-            var key = arena.bytes(slot)
+            var key = session.arena.bytes(slot)
             defer { Sealer.wipe(&key) }
             uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize))))
         }
@@ -65,7 +65,7 @@ extension VaultState {
         let items = syncedItems.map { id, item in
             let link = item.record.links.first
             return SyncBase.Item(id: id, version: item.record.version, parent: link?.parentID ?? 0,
-                                 nameHash: Self.nameHash(link?.name ?? []), digest: Self.syncDigest(id, item, arena))
+                                 nameHash: Self.nameHash(link?.name ?? []), digest: Self.syncDigest(id, item, session.arena))
         }
         let pinned = Set(referencedFiles().map(\.file).filter { writer.allocator.isOwnDevice($0) }).sorted()
         writer.allocator.pin(Set(pinned))
@@ -73,10 +73,10 @@ extension VaultState {
         var pieces: [(file: FileRef, key: [UInt8])] = []
         defer { for piece in pieces { piece.key.wipeStorage() } }
         for (index, body) in SyncBase.pieces(of: stream).enumerated() {
-            let key = try SecretBytes.random(count: Format.keySize, using: random)
+            let key = try SecretBytes.random(count: Format.keySize, using: session.random)
             defer { key.wipe() }
             let (_, file) = try Sealer.sealEnvelope(kind: .syncBase, version: StorageFormat.two.envelopeVersion, body: body,
-                                                    key: .secret(key), seal: .syncBase(piece: index), random: random)
+                                                    key: .secret(key), seal: .syncBase(piece: index), random: session.random)
             pieces.append((FileRef(raw: try writer.store(file)), key.copyBytes()))
         }
         var formatTwo = committer.formatTwo!

@@ -14,7 +14,7 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
-        let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, arena)) }
+        let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, session.arena)) }
         let oldDevices = old.devices
         if joining {
             try join(remote, root, deviceName: deviceName)
@@ -95,7 +95,7 @@ extension VaultState {
         var pulled = PulledChanges()
         for id in Set(old.keys).union(tree.items.keys) {
             let new = tree.items[id]
-            if new.map({ Self.syncDigest(id, $0, arena) }) != digests[id] {
+            if new.map({ Self.syncDigest(id, $0, session.arena) }) != digests[id] {
                 chunks.contentReplaced(id)
                 pulled.items.insert(id)
             }
@@ -122,11 +122,11 @@ extension VaultState {
             throw SyncRefusal.patternChanging
         }
         let index = UInt16(root.devices.count)
-        let namesKey = try SecretBytes.random(count: Format.keySize, using: random)
+        let namesKey = try SecretBytes.random(count: Format.keySize, using: session.random)
         let used = Set(root.devices.map(\.itemPrefix))
         var prefix: UInt32 = 0
-        while prefix == 0 || used.contains(prefix) { prefix = UInt32(truncatingIfNeeded: try random.uniform(Int(UInt32.max)) + 1) }
-        let covers = UInt8(Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count)))
+        while prefix == 0 || used.contains(prefix) { prefix = UInt32(truncatingIfNeeded: try session.random.uniform(Int(UInt32.max)) + 1) }
+        let covers = UInt8(Format.coverRange.lowerBound + (try session.random.uniform(Format.coverRange.count)))
         let joined = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
                                   rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), namesKey: namesKey, localDevice: index)
         for (other, device) in root.devices.enumerated() { joined.addDevice(UInt16(other), namesKey: try SecretBytes(copying: device.namesKey)) }
@@ -137,12 +137,12 @@ extension VaultState {
         } else {
             var body = record.encode()
             defer { Sealer.wipe(&body) }
-            unlock = (try FormatTwoKeys.unlockName(locator: patternSecrets.locator),
+            unlock = (try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator),
                       try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                              key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
-                                              random: random).file)
+                                              key: .secret(session.patternSecrets.indexKey), seal: .unlock(location: Label.localLocation),
+                                              random: session.random).file)
         }
-        let deviceID = try random.bytes(DeviceEntry.idSize)
+        let deviceID = try session.random.bytes(DeviceEntry.idSize)
         let entry = DeviceEntry(deviceID: deviceID, namesKey: [], itemPrefix: prefix, nextItemCounter: UInt32(Format.rootItemID + 1),
                                 nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
         var formatTwo = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: deviceID, itemPrefix: prefix,
@@ -156,7 +156,7 @@ extension VaultState {
         secrets.wipe()
         committer = next
         secrets = joined
-        writer = FileWriter(storage: storage, secrets: joined, random: random,
+        writer = FileWriter(storage: storage, secrets: joined, random: session.random,
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
         writer.pendingUnlock = unlock
         tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
@@ -178,7 +178,7 @@ extension VaultState {
                 guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
                 guard let file = try storage.read(try name(ref.fileNumber)),
                       let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
-                                                          key: .arena(key, arena), seal: .chunkV2(index: index)) else {
+                                                          key: .arena(key, session.arena), seal: .chunkV2(index: index)) else {
                     throw SyncRefusal.damagedRemote("file \(FileRef(raw: ref.fileNumber)) does not open under its key")
                 }
                 body.wipeStorage()
@@ -211,7 +211,7 @@ extension VaultState {
         }
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
             for raw in numbers(device, index).sorted() where try !storage.entryExists(try name(raw)) {
-                try storage.create(try name(raw), contents: try random.bytes(Format.fileSize), durable: false)
+                try storage.create(try name(raw), contents: try session.random.bytes(Format.fileSize), durable: false)
                 changed = true
             }
             guard index < remote.oldDevices.count else { continue }

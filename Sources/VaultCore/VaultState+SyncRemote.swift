@@ -8,7 +8,7 @@ import VaultStore
 extension VaultState {
     func remoteUnlockName() throws -> String {
         if let received = sharing.received { return try grantName(received) }
-        return try FormatTwoKeys.unlockName(locator: patternSecrets.locator, location: Label.remoteLocation)
+        return try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator, location: Label.remoteLocation)
     }
 
     /// The remote's keys: from its unlock record, or this vault's own when it has none yet.
@@ -22,7 +22,7 @@ extension VaultState {
         let record: UnlockRecord
         do {
             let body = try Sealer.openEnvelope(unlockFile, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
-                                               key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation))
+                                               key: .secret(session.patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation))
             defer { body.wipeStorage() }
             record = try UnlockRecord.decode(body[...])
         } catch FormatError.newerVersion(let version) {
@@ -99,14 +99,14 @@ extension VaultState {
         defer { names.wipe() }
         let contents: IndexContents
         do {
-            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: arena)
+            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena)
         } catch let error as VaultError {
             throw SyncRefusal.damagedRemote("\(error)")
         }
         remote.contents = contents
         // Taken now: the merge and the commit free keys that these records share.
         remote.uses = referencedFiles(pages: contents.pages.map { $0.ref }, items: contents.items)
-        return try Self.entries(contents.items, arena)
+        return try Self.entries(contents.items, session.arena)
     }
 
     /// The items a sync compares, each with its first link and digest; several links refused.
@@ -131,7 +131,7 @@ extension VaultState {
             Sealer.wipe(&record.rootLocator)
         }
         return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                       key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation), random: random).file
+                                       key: .secret(session.patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation), random: session.random).file
     }
 
     /// The committed state as remote root `generation`: the original for slot `generation mod 2`
@@ -139,12 +139,12 @@ extension VaultState {
     func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
         let root = try committer.rootV2(formatTwo, generation: generation, releasing: [], nextItemID: tree.nextItemID, writer: writer,
-                                        arena: arena, forRemote: true)
+                                        arena: session.arena, forRemote: true)
         defer { root.wipeKeys() }
         let slot = generation % Format.indexSlotCount
         return try [slot, 1 - slot].map { slot in
             (try FormatTwoKeys.slotName(rootLocator: secrets.locator, slot: UInt8(slot), location: Label.remoteLocation),
-             try Committer.sealRootV2(root, slot: slot, rootKey: formatTwo.rootKey, random: random))
+             try Committer.sealRootV2(root, slot: slot, rootKey: formatTwo.rootKey, random: session.random))
         }
     }
 }

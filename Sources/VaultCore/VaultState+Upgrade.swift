@@ -21,34 +21,34 @@ extension VaultState {
             let file = found.record.ownFile
             if file.device == 0 && writer.allocator.reserve(file.number) {
                 resumed = FormatOneUpgrade(recordNumber: file.number, recordName: found.name, sealedRecord: nil)
-            } else if readOnly {
+            } else if session.readOnly {
                 return
             } else {
                 try storage.remove(found.name)
                 try storage.syncFolder()
             }
-        } else if readOnly {
+        } else if session.readOnly {
             return
         }
-        let vaultKey = try resumed == nil ? SecretBytes.random(count: Format.keySize, using: random)
+        let vaultKey = try resumed == nil ? SecretBytes.random(count: Format.keySize, using: session.random)
             : SecretBytes(copying: found!.record.vaultKey)
         var upgrade: FormatOneUpgrade
         if let resumed {
             upgrade = resumed
         } else {
             let number = try writer.allocateUsable()
-            let sealed = try FormatTwoVault.sealUnlock(vaultKey: vaultKey, rootLocator: patternSecrets.locator,
-                                                       file: FileRef(device: 0, number: number), patternSecrets: patternSecrets,
-                                                       random: random)
-            upgrade = FormatOneUpgrade(recordNumber: number, recordName: try FormatTwoKeys.unlockName(locator: patternSecrets.locator),
+            let sealed = try FormatTwoVault.sealUnlock(vaultKey: vaultKey, rootLocator: session.patternSecrets.locator,
+                                                       file: FileRef(device: 0, number: number), patternSecrets: session.patternSecrets,
+                                                       random: session.random)
+            upgrade = FormatOneUpgrade(recordNumber: number, recordName: try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator),
                                        sealedRecord: sealed)
         }
         let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
-        let upgraded = VaultSecrets(rootLocator: try Self.duplicate(patternSecrets.locator), rootKey: rootKey,
-                                    namesKey: try Self.duplicate(patternSecrets.namesKey))
+        let upgraded = VaultSecrets(rootLocator: try Self.duplicate(session.patternSecrets.locator), rootKey: rootKey,
+                                    namesKey: try Self.duplicate(session.patternSecrets.namesKey))
         let special = IndexRootV2.SpecialFile(file: FileRef(device: 0, number: upgrade.recordNumber), role: .ownerUnlock,
-                                              name: try FormatTwoKeys.unlockNameBytes(locator: patternSecrets.locator))
-        let root = FormatTwoRoot(rootKey: rootKey, deviceID: try random.bytes(DeviceEntry.idSize), itemPrefix: 0, deviceName: [],
+                                              name: try FormatTwoKeys.unlockNameBytes(locator: session.patternSecrets.locator))
+        let root = FormatTwoRoot(rootKey: rootKey, deviceID: try session.random.bytes(DeviceEntry.idSize), itemPrefix: 0, deviceName: [],
                                  specialFiles: [special])
         var next = try Committer(vaultKey: vaultKey, generation: committer.generation, pageTable: committer.pageTable, formatTwo: root)
         next.missingSlot = committer.missingSlot
@@ -87,7 +87,7 @@ extension VaultState {
             // In memory a format-2 member's record holds zeros for its key; a format-1 one none.
             let formatOneMember = item.packedMember.map { $0.key.isEmpty } ?? false
             guard !formatOneMember, !item.chunks.values.contains(where: { $0.key == nil }) else { continue }
-            if let slot = tree.dropItemKey(id) { arena.free(slot) }
+            if let slot = tree.dropItemKey(id) { session.arena.free(slot) }
         }
     }
 
@@ -110,7 +110,7 @@ extension VaultState {
             }
             return ConstantTime.equals(x, y)
         }
-        return (same(secrets.locator, patternSecrets.locator), same(secrets.namesKey, patternSecrets.namesKey))
+        return (same(secrets.locator, session.patternSecrets.locator), same(secrets.namesKey, session.patternSecrets.namesKey))
     }
 
     private static func duplicate(_ secret: SecretBytes) throws -> SecretBytes {

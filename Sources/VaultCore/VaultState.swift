@@ -25,13 +25,9 @@ struct VaultState {
     /// the pattern's with these at open, `VaultState+Upgrade`; a device joining a vault, with the
     /// vault's, `VaultState+SyncMerge`).
     var secrets: VaultSecrets
-    /// The pattern's secrets, erased at lock with the rest.
-    let patternSecrets: VaultSecrets
-    let random: any RandomSource
-    let clock: any VaultClock
-    let readOnly: Bool
-    /// Item keys, in locked memory.
-    let arena: SecretArena
+    /// What this unlock was given and keeps until it ends: the pattern's secrets and the item
+    /// keys' arena (erased at lock), the randomness and clock, whether it may write.
+    let session: VaultSession
     var tree: ItemTree
     var chunks: ChunkStore
     var packs: PackStore
@@ -39,12 +35,8 @@ struct VaultState {
     var committer: Committer
     var statistics = VaultStatistics()
     var isLocked = false
-    /// Format 2: a committed root the slots should hold is missing, damaged or older (design
-    /// §E); said once by `mount`, and by `fsck` as damage.
-    var rollbackWarning: String?
-    /// Format 2: the record that opened the vault was its owner's before a pattern change
-    /// (role 3, docs/FORMAT.md §13.12): this pattern opens nothing once the change is finished.
-    var openedThroughFormerPattern = false
+    /// What the open found that the user is told (`OpenNotices`).
+    var notices = OpenNotices()
     /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
     var sharing = VaultSharing()
     /// Sync: the next commit records a new sync base with these remote generations (§13.12).
@@ -60,11 +52,7 @@ struct VaultState {
     /// unless asked otherwise (tests of format 1).
     init(newVaultIn storage: any StorageFolder, secrets: VaultSecrets, random: any RandomSource, clock: any VaultClock,
          readOnly: Bool, cacheBytes: Int, owner: (uid: UInt32, gid: UInt32), format: StorageFormat = .two) throws {
-        patternSecrets = secrets
-        self.random = random
-        self.clock = clock
-        self.readOnly = readOnly
-        arena = SecretArena()
+        session = VaultSession(patternSecrets: secrets, arena: SecretArena(), random: random, clock: clock, readOnly: readOnly)
         let vaultKey = try SecretBytes.random(count: Format.keySize, using: random)
         let covers = Format.coverRange.lowerBound + (try random.uniform(Format.coverRange.count))
         var allocator = FileAllocator(newVaultWithCovers: UInt8(covers))
@@ -97,11 +85,7 @@ struct VaultState {
          clock: any VaultClock, readOnly: Bool, cacheBytes: Int, allocator: FileAllocator, nextItemID: UInt64,
          committer: Committer, contents: IndexContents, arena: SecretArena) {
         self.secrets = secrets
-        self.patternSecrets = patternSecrets
-        self.arena = arena
-        self.random = random
-        self.clock = clock
-        self.readOnly = readOnly
+        session = VaultSession(patternSecrets: patternSecrets, arena: arena, random: random, clock: clock, readOnly: readOnly)
         self.committer = committer
         writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: allocator)
         packs = PackStore(packs: contents.packs)
@@ -113,11 +97,10 @@ struct VaultState {
     mutating func wipe() {
         chunks.removeAll()
         packs.wipe()
-        arena.wipeAll()
+        session.wipe()
         committer.wipe()
         sharing.wipe()
         secrets.wipe()
-        patternSecrets.wipe()
         tree.removeAll()
         isLocked = true
     }
@@ -125,6 +108,6 @@ struct VaultState {
     func name(_ number: UInt64) throws -> String { try secrets.fileName(number) }
 
     func checkWritable() throws {
-        guard !readOnly else { throw VaultError.readOnly }
+        guard !session.readOnly else { throw VaultError.readOnly }
     }
 }

@@ -130,12 +130,12 @@ extension VaultState {
                 var sealKey: SecretArena.Slot?
                 do {
                     fileName = try name(number)
-                    padding = try random.bytes(Self.payload - count)
-                    if format == .two { sealKey = try arena.allocateRandom(using: random) }
-                    oneTime = try Sealer.OneTimeKey(.arena(sealKey ?? item.key!, arena), random: random)
+                    padding = try session.random.bytes(Self.payload - count)
+                    if format == .two { sealKey = try session.arena.allocateRandom(using: session.random) }
+                    oneTime = try Sealer.OneTimeKey(.arena(sealKey ?? item.key!, session.arena), random: session.random)
                 } catch {
                     if writer.isAssembled(number) { writer.giveBackAssembled(number) } else { writer.release(number) }
-                    if let sealKey { arena.free(sealKey) }
+                    if let sealKey { session.arena.free(sealKey) }
                     throw error
                 }
                 let (token, body) = chunks.startFlight(key)!

@@ -68,6 +68,22 @@ final class LockedPages: @unchecked Sendable {
         SecureZero.wipe(base + offset, count: length)
     }
 
+    /// Gives `count` bytes at `offset` (whole pages) back to the system while the mapping, its
+    /// address and its no-dump flags stay: unlocked first, as the kernel keeps locked pages, then
+    /// dropped; the next touch reads zeros. The plaintext pool's free frames (`PlaintextPool`).
+    func release(offset: Int, count: Int) {
+        precondition(offset >= 0 && count >= 0 && offset + count <= mappedByteCount && offset % Self.pageSize == 0)
+        if offset < lockedByteCount { munlock(base + offset, min(count, lockedByteCount - offset)) }
+        _ = madvise(base + offset, count, MADV_DONTNEED)
+    }
+
+    /// Locks again, and so brings back, what `release` gave back of the part locked at first;
+    /// a failure leaves those pages unlocked, as a budget that ran out would.
+    func reacquire(offset: Int, count: Int) {
+        precondition(offset >= 0 && count >= 0 && offset + count <= mappedByteCount)
+        if offset < lockedByteCount { _ = mlock(base + offset, min(count, lockedByteCount - offset)) }
+    }
+
     deinit {
         SecureZero.wipe(base, count: mappedByteCount)
         if lockedByteCount > 0 { munlock(base, lockedByteCount) }

@@ -10,7 +10,9 @@ import Synchronization
 /// Blocks are powers of two from 4 KiB to 256 KiB (one chunk), so a 2 KiB file does not hold
 /// 256 KiB of the cache. Each 256 KiB frame of a region serves one block size while it has a
 /// block in use, and goes back to the free frames when its last block is freed; regions stay
-/// mapped until the pool goes, so a block's address never changes.
+/// mapped until the pool goes, so a block's address never changes. Free frames beyond the few
+/// kept ready (`readyFrames`) give their memory back to the system, so that the daemon shrinks
+/// once a large read is evicted or its files deleted, instead of staying at its high-water mark.
 ///
 /// Thread safety: the bookkeeping sits behind a `Mutex`; a block's bytes belong to whoever
 /// allocated it (`PlaintextBuffer`, under the vault's lock).
@@ -31,6 +33,9 @@ public final class PlaintextPool: Sendable {
     public static let smallestBlock = 4 << 10
     public static let largestBlock = 256 << 10
     static let framesPerRegion = 4
+    /// Free frames kept resident for the next blocks: a stream of chunks that come and go (a
+    /// long write, a read through the cache) reuses them without a page fault per page.
+    static let readyFrames = 8
     /// Regions are mapped (and locked, within the budget) whole.
     public static let regionSize = largestBlock * framesPerRegion
     private static let sizeClasses = (largestBlock / smallestBlock).trailingZeroBitCount + 1
@@ -49,7 +54,10 @@ public final class PlaintextPool: Sendable {
     private struct State: ~Copyable {
         var regions: [LockedPages] = []
         var frames: [Frame] = []
+        /// Free and resident, the most recently freed last.
         var freeFrames: [Int] = []
+        /// Free and given back to the system (`LockedPages.release`).
+        var releasedFrames: [Int] = []
         /// Frames of each size class with a free slot.
         var partial: [Set<Int>] = Array(repeating: [], count: PlaintextPool.sizeClasses)
         var lockedBytes = 0
@@ -67,6 +75,8 @@ public final class PlaintextPool: Sendable {
     public var mappedByteCount: Int { state.withLock { $0.regions.count * Self.regionSize } }
     /// Bytes of the blocks in use.
     public var inUseByteCount: Int { state.withLock { $0.inUseBytes } }
+    /// Bytes of free frames given back to the system.
+    public var releasedByteCount: Int { state.withLock { $0.releasedFrames.count * Self.largestBlock } }
 
     /// The block size that holds `count` bytes.
     public static func blockSize(for count: Int) -> Int {
@@ -111,6 +121,7 @@ public final class PlaintextPool: Sendable {
                 state.frames[block.frame] = Frame()
                 state.partial[sizeClass].remove(block.frame)
                 state.freeFrames.append(block.frame)
+                if state.freeFrames.count > Self.readyFrames { release(state.freeFrames.removeFirst(), &state) }
             } else {
                 state.partial[sizeClass].insert(block.frame)
             }
@@ -138,6 +149,11 @@ public final class PlaintextPool: Sendable {
     /// A free frame, mapping (and locking, within the budget) a new region when none is left.
     private func takeFrame(_ state: inout State) -> Int {
         if let frame = state.freeFrames.popLast() { return frame }
+        if let frame = state.releasedFrames.popLast() {
+            let (region, offset) = place(frame)
+            state.regions[region].reacquire(offset: offset, count: Self.largestBlock)
+            return frame
+        }
         let lockable = lockBudget.map { max(0, $0 - state.lockedBytes) } ?? .max
         let region: LockedPages
         do { region = try LockedPages(byteCount: Self.regionSize, lockLimit: lockable) } catch {
@@ -149,6 +165,19 @@ public final class PlaintextPool: Sendable {
         state.frames += Array(repeating: Frame(), count: Self.framesPerRegion)
         state.freeFrames += (first + 1..<first + Self.framesPerRegion).reversed()
         return first
+    }
+}
+
+extension PlaintextPool {
+    /// The region of a frame and the frame's offset in it.
+    private func place(_ frame: Int) -> (region: Int, offset: Int) {
+        (frame / Self.framesPerRegion, frame % Self.framesPerRegion * Self.largestBlock)
+    }
+
+    private func release(_ frame: Int, _ state: inout State) {
+        let (region, offset) = place(frame)
+        state.regions[region].release(offset: offset, count: Self.largestBlock)
+        state.releasedFrames.append(frame)
     }
 }
 

@@ -54,6 +54,44 @@ import VaultCrypto
         for buffer in buffers { #expect(Self.allZero(pool.currentBytes(of: buffer.currentBlock))) }
     }
 
+    /// Once more frames are free than the few kept ready, the rest go back to the system (the
+    /// daemon shrinks after a large read is evicted); they come back zeroed, no-dump, and locked
+    /// again, with their addresses unchanged.
+    @Test func freeFramesBeyondTheReadyFewGoBackToTheSystem() throws {
+        let pool = PlaintextPool(lockBudget: nil)
+        var buffers = (0..<20).map { PlaintextBuffer(pool: pool, copying: [UInt8](repeating: UInt8($0 + 1), count: 262_144)) }
+        let blocks = buffers.map(\.currentBlock)
+        #expect(try Self.residentPages(pool) == 20 * 64)
+        buffers.removeAll()
+        #expect(pool.releasedByteCount == (20 - 8) * 262_144)
+        #expect(try Self.residentPages(pool) == 8 * 64, "free frames beyond the ready ones stay resident")
+        for block in blocks { #expect(Self.allZero(pool.currentBytes(of: block)), "a released frame kept plaintext") }
+        buffers = (0..<20).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
+        #expect(pool.mappedByteCount == 5 << 20 && pool.releasedByteCount == 0, "a region was mapped while released frames were free")
+        try pool.withRegionAddresses { regions in
+            for region in regions {
+                let flags = try vmFlags(containing: region)
+                #expect(flags.contains("dd") && (!isRoot || flags.contains("lo")), "\(flags.sorted())")
+            }
+        }
+        withExtendedLifetime(buffers) {}
+    }
+
+    struct MincoreFailed: Error { let errno: Int32 }
+
+    /// Pages of the pool's regions in memory now (mincore).
+    static func residentPages(_ pool: PlaintextPool) throws -> Int {
+        try pool.withRegionAddresses { regions in
+            var vector = [UInt8](repeating: 0, count: PlaintextPool.regionSize / 4096)
+            return try regions.reduce(0) { total, region in
+                guard mincore(UnsafeMutableRawPointer(mutating: region), PlaintextPool.regionSize, &vector) == 0 else {
+                    throw MincoreFailed(errno: errno)
+                }
+                return total + vector.filter { $0 & 1 == 1 }.count
+            }
+        }
+    }
+
     /// Every region is excluded from core dumps and wiped in a forked child; the first
     /// `lockBudget` bytes are locked, the rest not (as root, whom no RLIMIT_MEMLOCK holds back).
     @Test func regionsAreNoDumpAndLockedWithinTheBudget() throws {
