@@ -73,12 +73,23 @@ public final class VaultSecrets: Sendable {
         } else {
             let file = FileRef(raw: number)
             guard let key = namesKey(ofDevice: file.device) else { throw VaultError.damagedIndex("file \(file) of an unknown device") }
-            var info = Label.fileName
-            withUnsafeBytes(of: file.number.littleEndian) { info.append(contentsOf: $0) }
-            name = FileName.encode(try HKDF.deriveBytes(from: key, salt: [], info: info, count: Format.nameBytes))
+            name = try Self.deviceFileName(file.number, namesKey: key)
         }
         nameCache.withLock { $0[number] = name }
         return name
+    }
+
+    /// base32(HKDF(NKd, "DotSafe v1 file name" || u64 number, 16)): a device's file (§13.4).
+    static func deviceFileName(_ number: UInt64, namesKey key: SecretBytes) throws -> String {
+        var info = Label.fileName
+        withUnsafeBytes(of: number.littleEndian) { info.append(contentsOf: $0) }
+        return FileName.encode(try HKDF.deriveBytes(from: key, salt: [], info: info, count: Format.nameBytes))
+    }
+
+    /// Reads and writes of file `number` go to `name` (a pattern change moving the names of an
+    /// upgraded vault finds each file at its old name or its new one, docs/FORMAT.md §13.12).
+    func pinName(_ number: UInt64, _ name: String) {
+        nameCache.withLock { $0[number] = name }
     }
 
     /// A name that is the same for every mount of this vault on this storage and tells nothing

@@ -77,6 +77,9 @@ extension VaultState {
         let contents: IndexContents
         var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
         var openedThroughFormer = false
+        // An upgraded vault's pattern change moving its names (§13.12): its new slots' files are
+        // not free, and a slot missing at its old name is not made again.
+        var moveFiles: Set<UInt64> = []
         do {
             // Role 3: a pattern change in progress still lists the old pattern's record (§13.12).
             guard let found = newest.specialFiles.first(where: { special in
@@ -88,6 +91,11 @@ extension VaultState {
                 throw VaultError.damagedIndex("the root does not list the unlock record that found it")
             }
             openedThroughFormer = found.role == .retiredOwner
+            if let move = try newest.namesMove() {
+                defer { move.wipeKeys() }
+                try findMovedNames(newest, move, secrets: stateSecrets, storage: storage)
+                moveFiles = Set(move.slotFiles.map(\.raw))
+            }
             contents = try loadContentsV2(newest, storage: storage, secrets: stateSecrets, arena: arena)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
@@ -106,13 +114,15 @@ extension VaultState {
             }
         }
         committer.useLoaded(PageTable(loaded: contents.pages, orphaned: contents.interiorPages))
-        if slots.contains(where: { $0 == nil }) { committer.missingSlot = slots[0] == nil ? 0 : 1 }
+        if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
         var state = VaultState(storage: storage, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
-                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles), pinned: pinned),
+                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles).union(moveFiles),
+                                                      pinned: pinned),
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
-        state.notices.rollbackWarning = FormatTwoVault.rollbackWarning(slots)
+        // A move takes the old slots away one after the other: a missing one is no damage then.
+        state.notices.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         if !options.readOnly {

@@ -15,11 +15,9 @@ extension VaultState {
         guard var root = committer.formatTwo, committer.upgrade == nil else { throw PatternChangeError.formatOne }
         guard !isNew else { throw PatternChangeError.noVault }
         guard !notices.openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
-        // A vault upgraded from format 1 keeps the pattern's LOC as RL and its NK as device 0's
-        // NKd (design §G): the old pattern would still name its files. Moving them is not built.
-        guard namesArePatternDerived == (false, false) else { throw PatternChangeError.upgraded }
         // The owner record is device 0's file; another device's change is not built.
         guard root.localDevice == 0 else { throw PatternChangeError.notFirstDevice }
+        if namesMoveWithChange { try Self.checkNamesCanMove(root) }
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
@@ -27,16 +25,26 @@ extension VaultState {
               current.record.ownFile == owner.file else {
             throw VaultError.damagedIndex("the vault's unlock record is not the one its root lists")
         }
-        // The record as found keeps the identity key and optional tags; only its file changes.
+        // The record as found keeps the identity key and optional tags; only its file changes, and
+        // for a vault upgraded from format 1 its RL (the move of its names, design §G).
         var record = current.record
+        let formerLocator = record.rootLocator
         defer {
             // The copy shares its buffers with the record as read: zeroed in place, once.
             record.vaultKey.wipeStorage()
-            record.rootLocator.wipeStorage()
+            formerLocator.wipeStorage()
             record.identityKey.wipeStorage()
         }
         let number = try writer.allocateUsable()
         record.ownFile = FileRef(device: 0, number: number)
+        if namesMoveWithChange {
+            let move = try startNamesMove()
+            defer { move.wipeKeys() }
+            // Its own buffer: sealing the record zeroes the record's keys in place.
+            record.rootLocator = move.rootLocator.withUnsafeBufferPointer { Array($0) }
+            root.extensions.append(IndexRootV2.Extension(tag: NamesMove.extensionTag, value: move.encode()))
+            root.extensions.sort { $0.tag < $1.tag }
+        }
         try writer.storeFile(number, try FormatTwoVault.sealOwnerRecord(record, patternSecrets: newPattern, random: session.random))
         let newName = try FormatTwoKeys.unlockNameBytes(locator: newPattern.locator)
         // Grants (role 2) and ended grants (role 4) stay: they name the vault's identity, not its pattern.
@@ -72,17 +80,26 @@ extension VaultState {
     mutating func finishPatternChange(progress: (Int) -> Void = { _ in }) throws {
         guard var root = committer.formatTwo, root.specialFiles.contains(where: { $0.role == .retiredOwner }),
               let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }) else { return }
-        try completeRename(try name(owner.file.number), to: FileName.encode(owner.name))
-        try storage.syncFolder()
-        for former in root.specialFiles where former.role == .retiredOwner {
-            let deviceName = try name(former.file.number)
-            try completeRename(FileName.encode(former.name), to: deviceName)
+        let formers = root.specialFiles.filter { $0.role == .retiredOwner }
+        if let value = root.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value {
+            let move = try NamesMove.decode(value)
+            defer { move.wipeKeys() }
+            try moveNames(move, owner: owner, formers: formers)
+            for item in root.extensions where item.tag == NamesMove.extensionTag { item.value.wipeStorage() }
+            root.extensions.removeAll { $0.tag == NamesMove.extensionTag }
+        } else {
+            try completeRename(try name(owner.file.number), to: FileName.encode(owner.name))
             try storage.syncFolder()
-            if try storage.entryExists(deviceName) {
-                try storage.write(deviceName, offset: 0, bytes: try session.random.bytes(Format.fileSize))
-                try storage.sync([deviceName])
+            for former in formers {
+                let deviceName = try name(former.file.number)
+                try completeRename(FileName.encode(former.name), to: deviceName)
+                try storage.syncFolder()
+                if try storage.entryExists(deviceName) {
+                    try storage.write(deviceName, offset: 0, bytes: try session.random.bytes(Format.fileSize))
+                    try storage.sync([deviceName])
+                }
+                writer.release(former.file.number)
             }
-            writer.release(former.file.number)
         }
         progress(2)
         root.specialFiles.removeAll { $0.role == .retiredOwner }
@@ -95,7 +112,7 @@ extension VaultState {
     /// A rename that may have happened already. Where both names exist and hold the same bytes
     /// (a copy put back beside the file) the old name goes; where they differ, the old name is
     /// not ours (a vault made at that pattern's name since) and stays.
-    private func completeRename(_ from: String, to: String) throws {
+    func completeRename(_ from: String, to: String) throws {
         guard try storage.entryExists(from) else { return }
         guard try storage.entryExists(to) else { return try storage.rename(from, to: to) }
         if let source = try? storage.read(from), let target = try? storage.read(to), source == target {

@@ -87,7 +87,7 @@ public struct IndexRootV2: Equatable, Sendable {
         for _ in 0..<extensionCount {
             let tag = try reader.u16()
             if let last = extensions.last, tag <= last.tag { throw FormatError.invalid("index root: extension tags out of order") }
-            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag || tag == formerRemoteUnlockTag else {
+            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag || tag == formerRemoteUnlockTag || tag == NamesMove.extensionTag else {
                 throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)")
             }
             let value = try reader.lp32()
@@ -117,6 +117,21 @@ public struct IndexRootV2: Equatable, Sendable {
         for file in specialFiles.map(\.file) + top.map(\.file) {
             guard fileIsValid(file), seen.insert(file).inserted else { throw FormatError.invalid("index root: file \(file)") }
         }
+        if let move = try namesMove() {
+            guard devices.count == 1, specialFiles.contains(where: { $0.role == .retiredOwner }) else {
+                throw FormatError.invalid("index root: a names move outside a pattern change")
+            }
+            for file in move.slotFiles {
+                guard file.device == 0, fileIsValid(file), seen.insert(file).inserted else {
+                    throw FormatError.invalid("index root: names move file \(file)")
+                }
+            }
+        }
+    }
+
+    /// Extension tag 3, when the root has it: a pattern change moving an upgraded vault's names.
+    public func namesMove() throws -> NamesMove? {
+        try extensions.first { $0.tag == NamesMove.extensionTag }.map { try NamesMove.decode($0.value) }
     }
 
     /// A file a structure may live in: owned by its device, not a slot or cover.

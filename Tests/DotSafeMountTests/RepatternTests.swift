@@ -166,38 +166,127 @@ import Testing
         #expect(h.lock(vault).status == 0)
     }
 
-    /// A vault of the format-1 release (the fixture of VaultCoreTests): refused with one line,
-    /// nothing changed.
-    @Test func aFormatOneVaultIsRefused() throws {
+    /// A device that joined the vault through sync (FORMAT.md §13.11): the owner record is the
+    /// first device's file, so the change is refused there with one line, nothing changed, and
+    /// that storage still mounts the vault with the old pattern.
+    @Test func aDeviceThatJoinedThroughSyncIsRefused() throws {
         let h = try MountHarness()
         defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.old).status == 0)
+        h.sh("echo one > a && sync a", in: vault)
+        #expect(h.lock(vault).status == 0)
+        let remote = h.base + "/remote", desktop = h.base + "/desktop"
+        for (storage, device) in [(h.storage, "laptop"), (desktop, "desktop")] {
+            let synced = h.dotsafe(["sync", storage, remote, "--pattern-stdin", "--device", device], input: Self.old + "\n")
+            try #require(synced.status == 0, "\(device): \(synced)")
+        }
+        let files = { try FileManager.default.contentsOfDirectory(atPath: desktop).sorted().map {
+            ($0, try Data(contentsOf: URL(fileURLWithPath: desktop + "/" + $0)))
+        } }
+        let before = try files()
+        let refused = h.dotsafe(["repattern", desktop, "--pattern-stdin"], input: "\(Self.old)\n\(Self.new)\n")
+        #expect(refused.status == 1 && refused.output.isEmpty, "\(refused)")
+        #expect(refused.error == "dotsafe: this device joined the vault through sync: its pattern can be changed only on the device "
+                + "that made it, for now; nothing was changed\n", "\(refused)")
+        let after = try files()
+        #expect(after.map(\.0) == before.map(\.0) && after.map(\.1) == before.map(\.1), "the desktop's storage changed")
+        let mounted = h.dotsafe(["mount", desktop, vault, "--pattern-stdin"], input: Self.old + "\n")
+        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        #expect(h.sh("cat a", in: vault).output == "one\n")
+        #expect(h.lock(vault).status == 0)
+    }
+
+    /// A vault of the format-1 release (the fixture of VaultCoreTests): refused with one line,
+    /// nothing changed. Mounted and written, it is upgraded to format 2 (FORMAT.md §13.9), and
+    /// then its pattern changes (§13.12, its names moved too): the new pattern mounts every file,
+    /// the old one an empty vault, and fsck finds the storage clean.
+    static let fixturePattern = "a1-b2-c3-d4-e5-e4-d3"
+
+    /// The format-1 release's fixture (of VaultCoreTests) unpacked into `folder`: its storage and
+    /// keyring, and a reader of the storage's file contents in name order.
+    static func formatOneFixture(_ h: MountHarness, _ folder: String) -> (keyring: [String], files: () throws -> [Data]) {
         let archive = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("VaultCoreTests/Fixtures/format1.tar.gz").path
-        let folder = h.base + "/format1"
         h.sh("mkdir \(folder) && tar -xzf \(archive) -C \(folder)")
         let files = { try FileManager.default.contentsOfDirectory(atPath: folder + "/storage").sorted().map {
             try Data(contentsOf: URL(fileURLWithPath: folder + "/storage/" + $0))
         } }
+        return (["--keyring", folder + "/keyring"], files)
+    }
+
+    @Test func aFormatOneVaultIsRefusedAndChangesOnceUpgraded() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let folder = h.base + "/format1"
+        let (keyring, files) = Self.formatOneFixture(h, folder)
+        let fixturePattern = Self.fixturePattern
         let before = try files()
-        let result = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
-                               input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
+        let result = h.dotsafe(keyring + ["repattern", folder + "/storage", "--pattern-stdin"], input: "\(fixturePattern)\n\(Self.new)\n")
         #expect(result.status == 1 && result.error == "dotsafe: this vault is in the format of an older DotSafe (format 1), "
                 + "whose pattern cannot be changed yet; nothing was changed\n", "\(result)")
         #expect(try files() == before)
 
-        // Mounted and written, it is upgraded to format 2 (FORMAT.md §13.9), and refused still:
-        // its pattern names its files.
         let vault = try h.mountPoint()
-        let mounted = h.dotsafe(["--keyring", folder + "/keyring", "mount", folder + "/storage", vault, "--pattern-stdin"],
-                                input: "a1-b2-c3-d4-e5-e4-d3\n")
-        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        func mount(_ pattern: String) throws {
+            let mounted = h.dotsafe(keyring + ["mount", folder + "/storage", vault, "--pattern-stdin"], input: pattern + "\n")
+            try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        }
+        try mount(fixturePattern)
         h.sh("echo new > added && sync added", in: vault)
+        // Names, sizes and modes of everything (the fixture has entries sha256sum cannot read).
+        let listing = "find . -printf '%p %s %M\\n' | sort && cat added"
+        let sums = h.sh(listing, in: vault).output
+        #expect(sums.contains("./added 4 ") && sums.hasSuffix("new\n"), "\(sums)")
         #expect(h.lock(vault).status == 0)
         let upgraded = try files()
-        let again = h.dotsafe(["--keyring", folder + "/keyring", "repattern", folder + "/storage", "--pattern-stdin"],
-                              input: "a1-b2-c3-d4-e5-e4-d3\n\(Self.new)\n")
-        #expect(again.status == 1 && again.error == "dotsafe: this vault was upgraded from the format of an older DotSafe (format 1), "
-                + "whose pattern cannot be changed yet; nothing was changed\n", "\(again)")
-        #expect(try files() == upgraded)
+        #expect(upgraded.count == before.count)
+
+        let changed = h.dotsafe(keyring + ["repattern", folder + "/storage", "--pattern-stdin"], input: "\(fixturePattern)\n\(Self.new)\n")
+        #expect(changed.status == 0 && changed.error.isEmpty, "\(changed)")
+        #expect(changed.output == "Changed the pattern of the vault in \(folder)/storage: the new pattern opens it, the old one opens nothing.\n")
+        let after = try files()
+        #expect(after.count == upgraded.count && after.allSatisfy { $0.count == 262_192 }, "\(after.count) files")
+        try mount(Self.new)
+        #expect(h.sh(listing, in: vault).output == sums)
+        #expect(h.lock(vault).status == 0)
+        try mount(fixturePattern)
+        #expect(h.sh("ls -A", in: vault).output.isEmpty)
+        #expect(h.lock(vault).status == 0)
+        let fsck = h.dotsafe(keyring + ["fsck", folder + "/storage", "--pattern-stdin"], input: Self.new + "\n")
+        #expect(fsck.status == 0, "\(fsck)")
+    }
+
+    /// Upgraded and then shared (a grant holds the vault's RL, still the old pattern's LOC, sealed
+    /// to its recipient): refused with one line, nothing changed; the vault still mounts.
+    @Test func anUpgradedVaultThatWasSharedIsRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let folder = h.base + "/format1"
+        let (keyring, files) = Self.formatOneFixture(h, folder)
+        let vault = try h.mountPoint()
+        // A contact code to share with: another vault's, in the harness's own storage.
+        try #require(h.mount(vault, pattern: Self.other).status == 0)
+        let contact = h.dotsafe(["contact", vault])
+        try #require(contact.status == 0, "\(contact)")
+        let code = contact.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(h.lock(vault).status == 0)
+
+        let mounted = h.dotsafe(keyring + ["mount", folder + "/storage", vault, "--pattern-stdin"], input: Self.fixturePattern + "\n")
+        try #require(mounted.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(mounted)")
+        h.sh("echo new > added && sync added", in: vault)
+        let share = h.dotsafe(["share", vault, "--to", code])
+        #expect(share.status == 0, "\(share)")
+        #expect(h.lock(vault).status == 0)
+        let before = try files()
+        let refused = h.dotsafe(keyring + ["repattern", folder + "/storage", "--pattern-stdin"], input: "\(Self.fixturePattern)\n\(Self.new)\n")
+        #expect(refused.status == 1 && refused.output.isEmpty, "\(refused)")
+        #expect(refused.error == "dotsafe: this vault, upgraded from the format of an older DotSafe (format 1), was synced or shared, "
+                + "and its pattern cannot be changed yet; nothing was changed\n", "\(refused)")
+        #expect(try files() == before)
+        let again = h.dotsafe(keyring + ["mount", folder + "/storage", vault, "--pattern-stdin"], input: Self.fixturePattern + "\n")
+        try #require(again.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(again)")
+        #expect(h.sh("cat added", in: vault).output == "new\n")
+        #expect(h.lock(vault).status == 0)
     }
 }

@@ -9,7 +9,8 @@ import VaultStore
 /// opens the whole vault, never neither, and the other opens the whole vault too or nothing. Run
 /// again the way a user would, the change then finishes: the new pattern opens the vault, the
 /// old one nothing, no file opens as the old pattern's unlock record, and the file count never
-/// moved.
+/// moved. The same for a vault upgraded from format 1, whose change also moves its slots and
+/// every file to new names (§13.12): afterwards no storage name is one the old pattern derives.
 @Suite struct PatternChangeCrashTests {
     static let old: UInt8 = 1
     static let new: UInt8 = 2
@@ -20,16 +21,26 @@ import VaultStore
     }
 
     /// A vault of the old pattern: a folder, small files (a pack) and a three-chunk file.
-    static let start = Result { () throws -> Start in
+    static let start = Result { try makeStart(upgraded: false) }
+    /// The same made in format 1, then upgraded by a session that writes (§13.9).
+    static let upgradedStart = Result { try makeStart(upgraded: true) }
+
+    static func makeStart(upgraded: Bool) throws -> Start {
         let storage = try TestVaults.storage()
-        let vault = try TestVaults.open(storage, seed: old)
+        let vault = try TestVaults.open(storage, seed: old, format: upgraded ? .one : .two)
         try vault.create(.folder, in: Vault.rootID, named: Array("dir".utf8), mode: 0o755)
         try vault.makeFile("small", TestVaults.content(1000, seed: 1))
         try vault.makeFile("big", TestVaults.content(2 * Format.payloadSize + 7, seed: 2))
         try vault.makeFile("inner", TestVaults.content(300, seed: 3), in: try vault.id(at: "dir"))
         try vault.lock()
+        if upgraded {
+            let upgrading = try TestVaults.open(storage, seed: old)
+            try upgrading.makeFile("added", TestVaults.content(500, seed: 4))
+            try upgrading.lock()
+        }
         let reopened = try TestVaults.open(storage, seed: old, readOnly: true)
         defer { try? reopened.lock() }
+        guard reopened.namesArePatternDerived == (upgraded, upgraded) else { throw InvariantError("the start's names are not as made") }
         return Start(files: storage.snapshot, tree: try reopened.tree())
     }
 
@@ -37,8 +48,8 @@ import VaultStore
 
     /// What a pattern opens, read-only (a read-only open changes nothing): the whole vault, or a
     /// new, empty one. Anything else (part of it, an error) fails the test.
-    static func opens(_ storage: SimulatedStorageFolder, _ seed: UInt8, _ context: String) throws -> Opens {
-        let expected = try start.get().tree
+    static func opens(_ storage: SimulatedStorageFolder, _ seed: UInt8, _ context: String, _ start: Start) throws -> Opens {
+        let expected = start.tree
         let vault = try TestVaults.open(storage, seed: seed, readOnly: true)
         defer { try? vault.lock() }
         if vault.isNew { return .nothing }
@@ -53,9 +64,9 @@ import VaultStore
                                   key: .secret(secrets.indexKey), seal: .unlock(location: Label.localLocation))) != nil
     }
 
-    @Test(arguments: [CrashTests.Crash.process, .power])
-    func crashAtEveryMutationOfAPatternChange(_ crash: CrashTests.Crash) throws {
-        let start = try Self.start.get()
+    @Test(arguments: [CrashTests.Crash.process, .power], [false, true])
+    func crashAtEveryMutationOfAPatternChange(_ crash: CrashTests.Crash, upgraded: Bool) throws {
+        let start = try (upgraded ? Self.upgradedStart : Self.start).get()
         var mutations = 0
         var completed = false
         var seen: Set<String> = []
@@ -63,16 +74,16 @@ import VaultStore
             let storage = CrashTests.storage(start.files)
             let vault = try TestVaults.open(storage, seed: Self.old)
             completed = try crash.cut(storage, afterMutations: mutations) { try vault.changePattern(to: try TestVaults.secrets(Self.new)) }
-            let context = "\(crash) crash after \(mutations) mutations"
-            let old = try Self.opens(storage, Self.old, context), new = try Self.opens(storage, Self.new, context)
+            let context = "\(upgraded ? "upgraded, " : "")\(crash) crash after \(mutations) mutations"
+            let old = try Self.opens(storage, Self.old, context, start), new = try Self.opens(storage, Self.new, context, start)
             #expect(old == .all || new == .all, "\(context): neither pattern opens the vault")
             if completed { #expect(old == .nothing && new == .all, "\(context): the change returned") }
             seen.insert("\(old)/\(new)")
             try checkStorageInvariants(storage)
             #expect(storage.snapshot.count == start.files.count, "\(context): the file count moved")
-            seen.insert(try Self.finish(storage, context))
+            seen.insert(try Self.finish(storage, context, start))
             mutations += 1
-            try #require(mutations < 200, "the change never completed")
+            try #require(mutations < 400, "the change never completed")
         }
         // Every state of §13.12's table was met, and each way a run finishes a change.
         #expect(seen.isSuperset(of: ["all/nothing", "all/all", "nothing/all", "changed again", "finished by the old pattern's open",
@@ -83,7 +94,7 @@ import VaultStore
     /// What a user does next: runs the change again with the old pattern, or, when the old one
     /// opens nothing any more, mounts with the new one. Then checks the end state. Returns how
     /// the change was finished.
-    static func finish(_ storage: SimulatedStorageFolder, _ context: String) throws -> String {
+    static func finish(_ storage: SimulatedStorageFolder, _ context: String, _ start: Start) throws -> String {
         let oldSecrets = try TestVaults.secrets(old), newSecrets = try TestVaults.secrets(new)
         let oldName = try FormatTwoKeys.unlockName(locator: oldSecrets.locator)
         let vault = try TestVaults.open(storage, seed: old)
@@ -103,11 +114,13 @@ import VaultStore
             try vault.lock()
         }
         let then = "\(context), then \(how)"
-        #expect(try opens(storage, old, then) == .nothing && opens(storage, new, then) == .all, "\(then)")
+        #expect(try opens(storage, old, then, start) == .nothing && opens(storage, new, then, start) == .all, "\(then)")
         try checkStorageInvariants(storage)
         let files = storage.snapshot
-        #expect(files.count == (try start.get().files.count), "\(then): the file count moved")
+        #expect(files.count == start.files.count, "\(then): the file count moved")
         #expect(files[oldName] == nil, "\(then): the old pattern's unlock name is still there")
+        let oldNames = try UpgradedPatternChangeTests.patternNames(old, count: files.count + 64)
+        #expect(files.keys.allSatisfy { !oldNames.contains($0) }, "\(then): a storage name still comes from the old pattern")
         #expect(!files.values.contains { opensAsUnlockRecord($0, oldSecrets) }, "\(then): the old unlock record is still in a file")
         #expect(files.values.filter { opensAsUnlockRecord($0, newSecrets) }.count == 1, "\(then): not one new unlock record")
         return how

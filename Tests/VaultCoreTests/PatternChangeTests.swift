@@ -101,17 +101,7 @@ import VaultStore
         #expect(throws: PatternChangeError.formatOne) { try reopened.changePattern(to: try TestVaults.secrets(2)) }
         try reopened.lock()
         #expect(formatOne.snapshot == oneBefore)
-        // Upgraded by a commit (FORMAT.md §13.9): its pattern still names its files, refused too.
-        let upgrading = try TestVaults.open(formatOne, seed: 1)
-        try upgrading.makeFile("b", [2])
-        try upgrading.lock()
-        let upgraded = formatOne.snapshot
-        #expect(try Vault.patternUse(try TestVaults.secrets(1), in: formatOne) == .formatTwo)
-        let again = try TestVaults.open(formatOne, seed: 1)
-        #expect(again.formatVersion == 2)
-        #expect(throws: PatternChangeError.upgraded) { try again.changePattern(to: try TestVaults.secrets(2)) }
-        try again.lock()
-        #expect(formatOne.snapshot == upgraded)
+        // Upgraded by a commit (FORMAT.md §13.9), it changes: `UpgradedPatternChangeTests`.
     }
 
     /// The state a crash right after the change's commit point leaves (§13.12 step 2 done).

@@ -20,6 +20,25 @@ import VaultFormat
                     topLevel: 0, top: [ref(1, 6), ref(40, 50)], extensions: [.init(tag: 1024, value: [1])])
     }
 
+    /// The root of an upgraded vault's pattern change in progress (§13.12): a role-3 record and
+    /// extension tag 3 with two slot files.
+    static func moving(slotFiles: [UInt64] = [20, 21]) -> IndexRootV2 {
+        var root = valid()
+        root.specialFiles.append(.init(file: FileRef(device: 0, number: 7), role: .retiredOwner, name: Array(16..<32)))
+        let move = NamesMove(formerRootLocator: Array(repeating: 1, count: 32), rootLocator: Array(repeating: 2, count: 32),
+                             namesKey: Array(repeating: 3, count: 32), slotFiles: slotFiles.map { FileRef(device: 0, number: $0) })
+        root.extensions.insert(.init(tag: NamesMove.extensionTag, value: move.encode()), at: 0)
+        return root
+    }
+
+    @Test func aNamesMoveRoundTrips() throws {
+        let root = Self.moving()
+        #expect(try IndexRootV2.decode(root.encode()[...]) == root)
+        let move = try #require(try root.namesMove())
+        #expect(move.slotFiles == [FileRef(device: 0, number: 20), FileRef(device: 0, number: 21)] && move.namesKey == Array(repeating: 3, count: 32))
+        #expect(try Self.valid().namesMove() == nil)
+    }
+
     @Test func fileRefsKeepDeviceAndNumberApart() {
         let file = FileRef(device: 3, number: FileRef.numberLimit - 1)
         #expect(file.device == 3 && file.number == FileRef.numberLimit - 1 && FileRef(raw: file.raw) == file)
@@ -46,6 +65,8 @@ import VaultFormat
         case generationZero, noDevice, writerBeyondDevices, sameDeviceTwice, samePrefixTwice, twoUpgradedDevices
         case noOwnerRecord, twoOwnerRecords, unknownRole, fileOfUnknownDevice, fileInCover, fileInSlot, fileOutsideGroups
         case fileTwice, levelTooDeep, emptyInteriorTop, topOutOfOrder, unknownExtension, extensionsOutOfOrder, formerRemoteNameLength
+        case namesMoveLength, namesMoveWithoutChange, namesMoveOfTwoDevices, namesMoveSlotFileInCover, namesMoveSlotFileListed
+        case namesMoveSameSlotFile
         case deviceCovers, deviceGroupZero, deviceFileNumberNotAGroup, deviceCounterAtRoot, deviceReleasingOwned, deviceNameNotUTF8
         case bytesLeftOver, truncated
     }
@@ -86,6 +107,15 @@ import VaultFormat
             expected = .invalid("index root: extension 1023 is unknown (made by a newer DotSafe?)")
         case .formerRemoteNameLength: root.extensions = [.init(tag: IndexRootV2.formerRemoteUnlockTag, value: Array(0..<15))]
             expected = .invalid("index root: extension 2's length")
+        case .namesMoveLength: root = Self.moving(); root.extensions[0].value.removeLast()
+            expected = .invalid("index root: extension 3's length")
+        case .namesMoveWithoutChange: root = Self.moving(); root.specialFiles.removeLast()
+            expected = .invalid("index root: a names move outside a pattern change")
+        case .namesMoveOfTwoDevices: root = Self.moving(); root.devices.append(Self.device(prefix: 7, id: 9))
+            expected = .invalid("index root: a names move outside a pattern change")
+        case .namesMoveSlotFileInCover: root = Self.moving(slotFiles: [3, 21]); expected = .invalid("index root: names move file 0:3")
+        case .namesMoveSlotFileListed: root = Self.moving(slotFiles: [20, 6]); expected = .invalid("index root: names move file 0:6")
+        case .namesMoveSameSlotFile: root = Self.moving(slotFiles: [20, 20]); expected = .invalid("index root: names move file 0:20")
         case .extensionsOutOfOrder: root.extensions = [.init(tag: 2000, value: []), .init(tag: 1024, value: [])]
             expected = .invalid("index root: extension tags out of order")
         case .deviceCovers: root.devices[0].coverCount = 7; expected = .invalid("device cover count 7")

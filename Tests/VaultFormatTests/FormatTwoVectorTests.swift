@@ -47,7 +47,7 @@ import VaultFormat
     }
 
     @Test func theFilesHaveTheirRecords() {
-        #expect(Self.roots.count == 2)
+        #expect(Self.roots.count == 3)
         #expect(Self.pages.count == 2)
     }
 
@@ -89,6 +89,12 @@ import VaultFormat
         let body = try record.hex("BODY")
         #expect(stated.encode() == body)
         #expect(try IndexRootV2.decode(body[...]) == stated)
+        if let move = try stated.namesMove() {
+            // Extension tag 3's fields (§13.5), as the vector gives them apart.
+            #expect(try move == NamesMove(formerRootLocator: record.hex("MOVEFORMERRL"), rootLocator: record.hex("MOVERL"),
+                                          namesKey: record.hex("MOVENK"), slotFiles: record.list("MOVESLOTFILES").map { try Self.fileRef($0[0]) }))
+            #expect(move.encode() == stated.extensions.first { $0.tag == NamesMove.extensionTag }?.value)
+        }
         let slot = UInt64(try record.int("SLOT"))
         #expect(slot == stated.generation % 2, "the original lies in slot generation mod 2")
         let original = try Self.seal(record.hex("RK"), kind: .indexRoot, body: body, seedHex: record.hex("PADDINGSEED"),

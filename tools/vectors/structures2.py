@@ -51,14 +51,20 @@ def valid_file(devices, ref):
 def index_root_v2(generation, writer, devices, specials, level, top, extensions):
     """§13.5. specials: [(FileRef, role, name16)]; top: [(item, sub, FileRef, key)]; extensions: [(tag, value)]."""
     assert generation >= 1 and devices and writer < len(devices)
-    assert sum(1 for _, role, _ in specials if role == 1) == 1 and all(role in (1, 2) for _, role, _ in specials)
+    assert sum(1 for _, role, _ in specials if role == 1) == 1 and all(role in (1, 2, 3) for _, role, _ in specials)
     assert level <= 4 and (level == 0 or top)
     keys = [(item, sub) for item, sub, _, _ in top]
     assert keys == sorted(set(keys))
     files = [ref for ref, _, _ in specials] + [ref for _, _, ref, _ in top]
     assert len(set(files)) == len(files) and all(valid_file(devices, ref) for ref in files)
     tags = [tag for tag, _ in extensions]
-    assert tags == sorted(set(tags)) and all(tag >= 1024 for tag in tags)
+    assert tags == sorted(set(tags)) and all(tag >= 1024 or tag == 3 for tag in tags)
+    for tag, value in extensions:
+        if tag == 3:
+            # Names move (§13.5): one device, a role-3 file, two distinct slot files valid and unlisted.
+            assert len(value) == 112 and len(devices) == 1 and any(role == 3 for _, role, _ in specials)
+            slot_files = [int.from_bytes(value[96 + 8 * k:104 + 8 * k], "little") for k in (0, 1)]
+            assert slot_files[0] != slot_files[1] and all(valid_file(devices, f) and f not in files for f in slot_files)
     body = u64(generation) + u16(writer) + u16(len(devices)) + b"".join(device_entry(d) for d in devices)
     body += u16(len(specials)) + b"".join(u64(ref) + u8(role) + name for ref, role, name in specials)
     body += u8(level) + u32(len(top)) + b"".join(page_ref(*ref) for ref in top)

@@ -71,6 +71,9 @@ def unlock_txt(m):
 
 # --- §13.4, §13.5 roots ------------------------------------------------------------------------
 
+MOVE_FORMER_RL, MOVE_RL, MOVE_NK = bytes([0xa1] * 32), bytes([0xb2] * 32), bytes([0xc3] * 32)
+MOVE_SLOT_FILES = (20, 21)
+NAMES_MOVE = MOVE_FORMER_RL + MOVE_RL + MOVE_NK + u64(MOVE_SLOT_FILES[0]) + u64(MOVE_SLOT_FILES[1])
 DEVICE_A = {"id": bytes(range(0x10, 0x20)), "nk": bytes(range(0x20, 0x40)), "prefix": 0x1234abcd, "counter": 9,
             "next_file": 16, "covers": 3, "groups": [(0, 1)], "releasing": [], "name": b"laptop"}
 DEVICE_B = {"id": bytes(range(0x50, 0x60)), "nk": bytes(range(0x60, 0x80)), "prefix": 0, "counter": 1000,
@@ -82,6 +85,11 @@ ROOT_CASES = [
     (258, 1, [DEVICE_A, DEVICE_B], [(S2.file_ref(0, 7), 1, bytes(range(16))), (S2.file_ref(1, 8), 2, bytes(range(16, 32)))], 1,
      [(1, 0, S2.file_ref(0, 9), bytes([0x22] * 32)), (0x1234abcd_00000005, 3, S2.file_ref(1, 70), bytes([0x33] * 32))],
      [(1024, b""), (2000, b"room for later")]),
+    # An upgraded vault's pattern change in progress (§13.12): the new record (role 1), the old one
+    # (role 3) and extension tag 3, names move: former RL, RL', NKd', slot files 0.20 and 0.21.
+    (9, 0, [DEVICE_B], [(S2.file_ref(0, 17), 1, bytes(range(32, 48))), (S2.file_ref(0, 8), 3, bytes(range(48, 64)))], 0,
+     [(1, 0, S2.file_ref(0, 9), bytes([0x44] * 32))],
+     [(3, NAMES_MOVE), (1024, b"")]),
 ]
 ROOT_SEED = bytes([0x72] * 32)
 
@@ -96,6 +104,8 @@ def index_root_v2_txt(m):
         "The slot file: BODY in an envelope of kind 1, version 2, sealed with RK (unlock-record.txt), label",
         "\"DotSafe v2 index root\", context u8 SLOT (= GENERATION mod 2: the original), nonce SEALN, padding from",
         "PADDINGSEED; SLOTSHA256. COPYSHA256: the same root sealed for the other slot with nonce COPYN.",
+        "Where the root has extension tag 3 (names move): MOVEFORMERRL, MOVERL, MOVENK and MOVESLOTFILES (text,",
+        "DEVICE.NUMBER), the fields of its value.",
     ])
     for count, (generation, writer, devices, specials, level, top, extensions) in enumerate(ROOT_CASES):
         body = S2.index_root_v2(generation, writer, devices, specials, level, top, extensions)
@@ -117,7 +127,11 @@ def index_root_v2_txt(m):
                   f"EXTENSIONS = {m.list_field(f'{tag}:{value.hex()}' for tag, value in extensions)}",
                   f"BODY = {body.hex()}", f"RK = {rk.hex()}", f"SLOT = {slot}", f"SEALN = {nonce.hex()}", f"COPYN = {copy_nonce.hex()}",
                   f"PADDINGSEED = {ROOT_SEED.hex()}", f"SLOTSHA256 = {hashlib.sha256(file).hexdigest()}",
-                  f"COPYSHA256 = {hashlib.sha256(copy).hexdigest()}", ""]
+                  f"COPYSHA256 = {hashlib.sha256(copy).hexdigest()}"]
+        if any(tag == 3 for tag, _ in extensions):
+            lines += [f"MOVEFORMERRL = {MOVE_FORMER_RL.hex()}", f"MOVERL = {MOVE_RL.hex()}", f"MOVENK = {MOVE_NK.hex()}",
+                      f"MOVESLOTFILES = {m.list_field(ref_text(S2.file_ref(0, n)) for n in MOVE_SLOT_FILES)}"]
+        lines += [""]
     return "\n".join(lines)
 
 
