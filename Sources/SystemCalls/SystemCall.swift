@@ -134,6 +134,12 @@ public enum SystemCall {
 
     public static var userID: uid_t { getuid() }
 
+    /// Whether `path` is a FUSE mount whose daemon is gone: the kernel answers ENOTCONN.
+    public static func isDisconnected(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) != 0 && errno == ENOTCONN
+    }
+
     /// This user's home folder from the password database (getpwuid), for when HOME is unset.
     public static var homeFolder: String? {
         guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return nil }

@@ -106,13 +106,37 @@ import Testing
         #expect(guards.count == 1 && guards.allSatisfy { $0.count == 6 + 32 + 5 }, "\(traces())")
         let pid = try #require(MountHarness.daemonPID(for: vault))
         kill(pid, SIGKILL)
-        #expect(MountHarness.waitUntil(mounted: false, vault))
+        // libfuse's auto_unmount removes the dead mount, but was seen to leave it 2 times in 15:
+        // the next mount removes it then (the test below makes sure of that case).
+        _ = MountHarness.waitUntil(mounted: false, vault)
         #expect(traces().count == 2, "a killed daemon leaves its record and its guard: \(traces())")
         // Stale only after a while (a new one may be between its open and its flock).
         for name in traces() { h.sh("touch -d '1 minute ago' '\(folder)/\(name)'") }
         try #require(run(["mount", h.storage, vault, "--pattern-stdin"], Self.pattern + "\n").status == 0)
         #expect(run(["lock", vault], nil).status == 0)
         #expect(traces().isEmpty, "\(traces())")
+    }
+
+    /// A daemon killed with its auto-unmount helper leaves a dead mount (ENOTCONN): the next
+    /// mount of the same folder removes it and mounts, with everything committed before.
+    @Test func theDeadMountOfAKilledDaemonIsRemovedByTheNextMount() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+        try "committed before the kill".write(toFile: vault + "/kept.txt", atomically: false, encoding: .utf8)
+        h.sh("sync '\(vault)/kept.txt'")  // fsync: the vault commits
+        let pid = try #require(MountHarness.daemonPID(for: vault))
+        let helper = h.sh("pgrep -f '^fusermount3 .*\(vault)$'").output.split(separator: "\n").compactMap { pid_t($0) }
+        try #require(helper.count == 1, "the auto-unmount helper of \(vault)")
+        kill(helper[0], SIGKILL)
+        kill(pid, SIGKILL)
+        usleep(500_000)
+        #expect(MountHarness.isMounted(vault), "nothing left the dead mount")
+        let again = h.mount(vault, pattern: Self.pattern)
+        #expect(again.status == 0, "\(again)")
+        #expect((try? String(contentsOfFile: vault + "/kept.txt", encoding: .utf8)) == "committed before the kill")
+        #expect(h.dotsafe(["lock", vault]).status == 0)
     }
 
     @Test func aSilentClientDoesNotDelayLock() throws {

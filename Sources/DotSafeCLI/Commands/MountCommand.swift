@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import VaultCore
 import VaultFormat
 import VaultStore
@@ -187,8 +188,15 @@ struct MountOptions: Sendable {
         var configFile: String?
     }
 
-    /// An existing, empty folder that is not mounted on already.
+    /// An existing, empty folder that is not mounted on already. The mount a killed daemon of
+    /// this user left (libfuse's auto_unmount now and then does not remove it) is removed first.
     func checkMountPoint() throws {
+        if let dead = MountTable.dotsafeMount(at: mountPoint), dead.userID.map({ $0 == SystemCall.userID }) ?? true,
+           SystemCall.isDisconnected(mountPoint) {
+            guard ProcessCalls.run("fusermount3", ["-u", "-z", mountPoint]) == 0 else {
+                throw CLIError.failure("mount point \(mountPoint) holds the mount of a vault whose daemon died, and it could not be removed")
+            }
+        }
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: mountPoint, isDirectory: &isFolder) else {
             throw CLIError.failure("mount point \(mountPoint) does not exist")
