@@ -36,7 +36,7 @@ extension VaultState {
             statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
-            if let generations = pendingSyncBase { try writeSyncBase(generations) }
+            if let generations = syncBases.pending { try writeSyncBase(generations) }
         }
         try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()

@@ -81,11 +81,11 @@ extension VaultState {
         let read = remote.generation
         let remoteFiles = Set(remote.uses.map(\.file).filter { writer.allocator.isOwnDevice($0) })
         // A first root: no root of this vault can be on the remote but one made from this one.
-        pendingSyncBase = SyncBasePlan(items: read == 0 ? nil : remote.baseItems, pinned: remoteFiles, read: read, published: read + 1,
+        syncBases.pending = SyncBasePlan(items: read == 0 ? nil : remote.baseItems, pinned: remoteFiles, read: read, published: read + 1,
                                        localGeneration: nil)
         committer.formatTwo?.rootDue = true
         try commit()
-        publishingBase = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: read + 1, published: read + 1,
+        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: read + 1, published: read + 1,
                                       localGeneration: committer.generation)
     }
 
@@ -94,10 +94,10 @@ extension VaultState {
     /// since, else the sync's commit's (older: the next sync sends what changed meanwhile).
     /// The own files only the remote root before referenced may be reused again.
     mutating func confirmSyncBase() throws {
-        guard var plan = publishingBase else { return }
-        publishingBase = nil
+        guard var plan = syncBases.publishing else { return }
+        syncBases.publishing = nil
         if committer.generation == plan.localGeneration && !hasChanges { plan.localGeneration = nil }
-        pendingSyncBase = plan
+        syncBases.pending = plan
         committer.formatTwo?.rootDue = true
         try commit()
         writer.allocator.publishedPins(stillUsed: filesInUse)
@@ -122,7 +122,7 @@ extension VaultState {
     /// The remote holds the root of this device's last sync, which never learnt it (cut after
     /// the root went up), and nothing changed here since: the state is that root's, the base.
     mutating func confirmLandedSyncBase(generation: UInt64) throws {
-        publishingBase = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: generation, published: generation,
+        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: generation, published: generation,
                                       localGeneration: committer.generation)
         try confirmSyncBase()
     }
@@ -156,7 +156,7 @@ extension VaultState {
         formatTwo.extensions.append(IndexRootV2.Extension(tag: SyncBase.extensionTag, value: header.encode()))
         formatTwo.extensions.sort { $0.tag < $1.tag }
         committer.formatTwo = formatTwo
-        pendingSyncBase = nil
+        syncBases.pending = nil
     }
 }
 
@@ -170,6 +170,13 @@ struct SyncBasePlan {
     var read: UInt64
     var published: UInt64
     var localGeneration: UInt64?
+}
+
+/// The sync bases in flight: the one the next commit records, and the one a sync's commit
+/// records once its remote root is up (the state of that commit), until then only in memory.
+struct SyncBasePlans {
+    var pending: SyncBasePlan?
+    var publishing: SyncBasePlan?
 }
 
 /// A file a state references, with a digest of the key it is read with (no key).

@@ -39,11 +39,8 @@ struct VaultState {
     var notices = OpenNotices()
     /// Format 2: the vault's identity, or what opened it through a grant (`VaultSharing`).
     var sharing = VaultSharing()
-    /// Sync: the next commit records this sync base (FORMAT.md §13.11).
-    var pendingSyncBase: SyncBasePlan?
-    /// Sync: the base a sync's commit will record once its remote root is up (the state of
-    /// that commit), until then only in memory.
-    var publishingBase: SyncBasePlan?
+    /// Sync: the bases in flight (`SyncBasePlans`, FORMAT.md §13.11).
+    var syncBases = SyncBasePlans()
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

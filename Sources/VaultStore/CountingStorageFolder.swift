@@ -6,6 +6,8 @@ import VaultCrypto
 public final class CountingStorageFolder: StorageFolder {
     public struct Counts: Equatable, Sendable {
         public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0, renames = 0
+        /// Groups made whole (their files are counted as creates too).
+        public var groups = 0
         /// Bytes the reads returned: a read of a pack member must not cost a whole file.
         public var bytesRead = 0
         public init() {}
@@ -35,7 +37,7 @@ public final class CountingStorageFolder: StorageFolder {
     }
     /// Counted as its creates: what the storage sees is a file per name.
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
-        counts.withLock { $0.creates += files.count }
+        counts.withLock { $0.creates += files.count; $0.groups += 1 }
         try base.createGroup(files)
     }
     public func write(_ name: String, offset: Int, bytes: [UInt8]) throws { count(\.writes); try base.write(name, offset: offset, bytes: bytes) }

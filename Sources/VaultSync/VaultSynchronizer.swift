@@ -26,8 +26,8 @@ public struct VaultSynchronizer {
     public var listing: (() throws -> RemoteListing)?
     /// Called once nothing local is read or written any more (the root is up and the base that
     /// names it committed), only the remote's removals to go: the caller may lock the vault
-    /// meanwhile (its re-creation overlaps them).
-    /// Not called when the sync must still commit here (a pattern change's former record).
+    /// meanwhile (its re-creation overlaps them). Not called when the sync must still commit
+    /// here (a pattern change's former record, a withdrawal's retired slots).
     public var localDone: (() -> Void)?
 
     static let steps = 6
@@ -137,16 +137,17 @@ public struct VaultSynchronizer {
             // Only now is the committed state one the remote holds: the next merge's base.
             try vault.syncBasePublished()
         }
-        // The vault is not touched after this (the base above is its last commit): its lock may
-        // run while the remote's removals go.
-        if formerName == nil { localDone?() }
+        // The remote's record names the new keys (written above, or by a sync cut short after
+        // it): the slots of the old ones go below, then the owner's record stops naming them.
+        let retired = try vault.rotatedRemoteSlotNames()
+        // Unless a withdrawal or a pattern change is still to be forgotten here, the vault is not
+        // touched after this (the base above is its last commit): its lock may run while the
+        // remote's removals go.
+        if formerName == nil && retired.isEmpty { localDone?() }
         step(6)
         try beforeChange?("remove")
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
-        // The remote's record names the new keys (written above, or by a sync cut short after
-        // it): the slots of the old ones go, then the owner's record stops naming them.
-        let retired = try vault.rotatedRemoteSlotNames()
         if !retired.isEmpty {
             try beforeChange?("retire")
             let present = retired.filter(remoteNames.contains)

@@ -93,8 +93,8 @@ import VaultFormat
         case .unknownRole:
             bytes = root.encode()
             let at = 8 + 2 + 2 + (try deviceSize()) + 2 + 8
-            bytes![at] = 4
-            expected = .invalid("index root: special file role 4")
+            bytes![at] = 5
+            expected = .invalid("index root: special file role 5")
         case .fileOfUnknownDevice: root.top[1].file = FileRef(device: 1, number: 50); expected = file("1:50")
         case .fileInCover: root.top[0].file = FileRef(device: 0, number: 4); expected = file("0:4")
         case .fileInSlot: root.top[0].file = FileRef(device: 0, number: 1); expected = file("0:1")
