@@ -135,9 +135,10 @@ public enum SystemCall {
     public static var userID: uid_t { getuid() }
 
     /// Whether `path` is a FUSE mount whose daemon is gone: the kernel answers ENOTCONN.
+    /// `statfs`, as `stat` may be answered from the kernel's attribute cache.
     public static func isDisconnected(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) != 0 && errno == ENOTCONN
+        var info = statfs()
+        return statfs(path, &info) != 0 && errno == ENOTCONN
     }
 
     /// This user's home folder from the password database (getpwuid), for when HOME is unset.

@@ -61,6 +61,9 @@ struct FileAllocator {
     mutating func pin(_ numbers: Set<UInt64>) {
         pinned.formUnion(numbers)
         pinsToPublish = numbers
+        // Freed here before the remote root was known to use them: not to be handed out again.
+        free.removeAll { numbers.contains($0) }
+        pendingFree.removeAll { numbers.contains($0) }
     }
 
     /// That remote root is up: files only the one before referenced are freed, unless the
