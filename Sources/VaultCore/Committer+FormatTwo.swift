@@ -102,8 +102,7 @@ extension Committer {
         pendingCopy = nil
         let other = 1 - generation % Format.indexSlotCount
         let name = try writer.name(other)
-        let joinedAndMissing = try !writer.allocator.owns(other) && !writer.storage.entryExists(name)
-        if writer.allocator.needsCreate(other) || joinedAndMissing {
+        if try writer.allocator.needsCreate(other) || !writer.storage.entryExists(name) {
             try writer.createSlot(other, copy)
         } else {
             try writer.storage.write(name, offset: 0, bytes: copy)

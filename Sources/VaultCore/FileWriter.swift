@@ -349,9 +349,9 @@ struct FileWriter {
     /// the first time.
     mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
         let slotName = try name(slot)
-        // A device that joined a vault (format 2) owns no slot numbers: its slots are made here.
-        let joinedAndMissing = try !allocator.owns(slot) && !storage.entryExists(slotName)
-        if allocator.needsCreate(slot) || joinedAndMissing {
+        // A device that joined a vault (format 2) owns no slot numbers, and a device that follows
+        // a withdrawal writes its root at new slot names (FORMAT.md §14.8): its slots are made here.
+        if try allocator.needsCreate(slot) || !storage.entryExists(slotName) {
             return try createSlot(slot, file)
         }
         try storage.write(slotName, offset: 0, bytes: file)

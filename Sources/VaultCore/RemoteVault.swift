@@ -22,6 +22,20 @@ public final class RemoteVault: @unchecked Sendable {
     /// keys of the former record; for a grantee, the grant on the remote names new keys. This
     /// sync moves the remote (owner) or this storage (grantee) to the new keys.
     public internal(set) var rotated = false
+    /// This device takes the new keys (a grantee's, or a device of the owner after a withdrawal
+    /// made on another of the owner's devices); else, rotated, this sync moves the remote.
+    public internal(set) var follows = false
+    /// The owner's sync that moves the remote to the keys of a withdrawal made here.
+    public var movesRemote: Bool { rotated && !follows }
+    /// The remote's record lacks the identity or recipients of this device's owner record
+    /// (FORMAT.md §13.11): the sync writes it again.
+    public internal(set) var recordOutdated = false
+    /// The owner's sync after a withdrawal: the vault's new RL' and RK'. The remote's slots at
+    /// RL' may hold a root already (a sync of the owner cut after its root went up, then a
+    /// grantee that followed it), newer than the root at the record's keys (§14.8).
+    var moved: (rootLocator: SecretBytes, rootKey: SecretBytes)?
+    /// The root was read at RL''s slots: the remote is at the new keys but for its record.
+    public internal(set) var readMoved = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -58,10 +72,22 @@ public final class RemoteVault: @unchecked Sendable {
     /// The device that wrote the remote root.
     public var writerDevice: UInt16? { root?.writerDevice }
 
-    /// The names of the remote's two root slots (`"remote"`, from RL).
-    public func slotNames() throws -> [String] {
+    /// The names of the remote's two root slots (`"remote"`, from the record's RL).
+    public func slotNames() throws -> [String] { try Self.slotNames(rootLocator) }
+
+    /// Where the remote root may be: the record's two slots, then, for the owner's sync after a
+    /// withdrawal, RL''s two (`Vault.readRemoteRoot` and `remoteGeneration` take the files of all).
+    public func rootSlotNames() throws -> [String] {
+        try slotNames() + (moved.map { try Self.slotNames($0.rootLocator) } ?? [])
+    }
+
+    /// The locator and key of the slots the root was read at.
+    var readLocator: SecretBytes { readMoved ? moved!.rootLocator : rootLocator }
+    var readRootKey: SecretBytes { readMoved ? moved!.rootKey : rootKey }
+
+    private static func slotNames(_ locator: SecretBytes) throws -> [String] {
         try (0..<UInt8(Format.indexSlotCount)).map {
-            try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: $0, location: Label.remoteLocation)
+            try FormatTwoKeys.slotName(rootLocator: locator, slot: $0, location: Label.remoteLocation)
         }
     }
 }

@@ -13,17 +13,20 @@ extension Vault {
     /// vault's). Throws `SyncRefusal.otherLineage` for a vault of this pattern that is not this one.
     public func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault { try syncLocked { try $0.openRemote(unlockFile: unlockFile) } }
 
-    /// Reads the newest remote root of the two slots' files (nil where a slot has no file).
+    /// Reads the remote root from the files of `remote.rootSlotNames()` (nil where a slot has
+    /// no file): the newest of the record's slots, or after a withdrawal of RL''s when newer.
     public func readRemoteRoot(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws {
         try syncLocked { try $0.readRemoteRoot(remote, files: slotFiles) }
     }
 
-    /// The generation of the newest remote root among the slots' files, 0 for none: read again
-    /// just before a root goes up (another device may have written one meanwhile).
+    /// The generation of the remote root among the files of `remote.rootSlotNames()`, 0 for
+    /// none, read again just before a root goes up (another device may have written one
+    /// meanwhile); a root found at the other keys' slots than the one read counts as changed.
     public func remoteGeneration(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws -> UInt64 {
         try syncLocked { _ in
-            let root = try VaultState.newestRemoteRoot(remote, files: slotFiles)
+            let (root, moved) = try VaultState.newestRemoteRoot(remote, files: slotFiles)
             defer { root?.wipeKeys() }
+            guard moved == remote.readMoved else { return UInt64.max }
             return root?.generation ?? 0
         }
     }

@@ -13,7 +13,8 @@ struct VaultSharing {
     var received: Received?
     /// A grantee's sync following a withdrawal (§14.8), until its commit has put the new grant
     /// in place: the grant's bytes as the remote holds them, and the RL whose slots then go.
-    var following: (grant: [UInt8], formerLocator: SecretBytes)?
+    /// (A device of the owner has no grant: its own record is written again with the new keys.)
+    var following: (grant: [UInt8]?, formerLocator: SecretBytes)?
 
     struct Received {
         /// The identity of the vault that opened the grant (the recipient's own vault).

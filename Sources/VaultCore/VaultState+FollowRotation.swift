@@ -9,10 +9,13 @@ import VaultStore
 /// replaces the old one here (the switch: before it the old grant opens the old root, after it
 /// the new grant the new root), and the old slots go.
 extension VaultState {
+    /// A device of the owner following a withdrawal made on another of the owner's devices.
+    func ownerFollows(_ remote: RemoteVault) -> Bool { remote.follows && sharing.received == nil }
+
     /// The state takes the remote's keys: the names of its slots, the key of its roots, VK'.
     /// Returns the root and vault key the merge's committer takes. Nothing is written here.
     mutating func followRotation(_ remote: RemoteVault) throws -> (formatTwo: FormatTwoRoot, vaultKey: SecretBytes) {
-        guard let grant = remote.grantFile, let formatTwo = committer.formatTwo else {
+        guard let formatTwo = committer.formatTwo, remote.grantFile != nil || sharing.received == nil else {
             throw SyncRefusal.damagedRemote("its grant was not read")
         }
         let moved = VaultSecrets(rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
@@ -20,7 +23,7 @@ extension VaultState {
                                  namesKey: try SecretBytes(copying: secrets.namesKey.copyBytes()), localDevice: formatTwo.localDevice)
         let former = secrets.locator.copyBytes()
         sharing.following?.formerLocator.wipe()
-        sharing.following = (grant, try SecretBytes(copying: former))
+        sharing.following = (remote.grantFile, try SecretBytes(copying: former))
         secrets.wipe()
         secrets = moved
         writer.secrets = moved
@@ -39,8 +42,13 @@ extension VaultState {
     /// new files, synced): the new grant in place of the old (`replace`, atomic), then the old
     /// slots removed. The committed root names them until the next commit.
     mutating func finishFollowing() throws {
-        guard let following = sharing.following, let received = sharing.received else { return }
-        try storage.replace(try grantName(received), contents: following.grant)
+        guard let following = sharing.following else { return }
+        if let received = sharing.received, let grant = following.grant {
+            try storage.replace(try grantName(received), contents: grant)
+        } else {
+            // A device of the owner: its record names the new keys (the same switch).
+            try writeOwnerRecord(identity: sharing.identity)
+        }
         try removeSlots(of: following.formerLocator)
         following.formerLocator.wipe()
         sharing.following = nil

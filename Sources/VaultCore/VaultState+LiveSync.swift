@@ -55,11 +55,14 @@ extension VaultState {
         // share over an ended grant that one (the remote root lists it with its old role).
         var remoteRoles: [[UInt8]: IndexRootV2.SpecialFile.Role] = [:]
         for special in remote.root?.specialFiles ?? [] { remoteRoles[special.name] = special.role }
-        for special in formatTwo.specialFiles where special.isGrantFile && writer.allocator.isOwnDevice(special.file.raw) {
+        // A withdrawal sealed every grant here again, another device's too (§14.8): all go up.
+        let moves = movesRemote(remote)
+        for special in formatTwo.specialFiles where special.isGrantFile && (moves || writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
             if !remoteNames.contains(name) || remote.rotated || (remote.root != nil && remoteRoles[special.name] != special.role) {
                 transfer.grants.append(name)
             }
+            guard writer.allocator.isOwnDevice(special.file.raw) else { continue }
             let numberName = try self.name(special.file.raw)
             if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
         }
@@ -95,7 +98,7 @@ extension VaultState {
     }
 
     /// The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
-    func movesRemote(_ remote: RemoteVault) -> Bool { remote.rotated && sharing.received == nil }
+    func movesRemote(_ remote: RemoteVault) -> Bool { remote.movesRemote }
 
     /// Each fetched file opens under the key the remote's records give it.
     mutating func checkFetched(_ remote: RemoteVault, names: [String]) throws {
@@ -137,6 +140,6 @@ extension VaultState {
         try commitSyncBase(remote)
         return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),
                               rootFiles: try remoteRootFiles(generation: generation),
-                              unlockFile: remote.hasRecord && !movesRemote(remote) ? nil : try remoteUnlockFile(), pulled: remote.pulled)
+                              unlockFile: remote.hasRecord && !movesRemote(remote) && !remote.recordOutdated ? nil : try remoteUnlockFile(), pulled: remote.pulled)
     }
 }

@@ -37,6 +37,7 @@ extension VaultState {
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
         remote.grantFile = file
         remote.rotated = rotated
+        remote.follows = rotated
         return remote
     }
 
@@ -65,6 +66,12 @@ extension VaultState {
     /// otherwise it was withdrawn, or its share was cut short. Checked before anything is
     /// downloaded.
     func checkGrantListed(_ remote: RemoteVault) throws {
+        if sharing.received == nil && remote.follows {
+            // The owner's other device withdrew a grant: the vault's if its root lists this device.
+            guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
+                  root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SyncRefusal.otherLineage }
+            return
+        }
         guard sharing.received != nil, let record = remote.record else { return }
         if remote.rotated {
             // New keys are this vault's only if their root lists this device as it knows itself.
@@ -109,12 +116,14 @@ extension VaultState {
     /// device's own record.
     /// A grant sealed again since this storage got it comes again: all of them after a
     /// withdrawal (`rotated`), else one whose role `previous` lists otherwise.
+    /// `includingOwn`: this device's grants too (a withdrawal on another device of the owner
+    /// sealed them again there).
     func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile], previous: [IndexRootV2.SpecialFile] = [],
-                       rotated: Bool = false) throws -> [String] {
+                       rotated: Bool = false, includingOwn: Bool = false) throws -> [String] {
         var own = writer.pendingUnlock?.name
         if own == nil, let received = sharing.received { own = try grantName(received) }
         var names: [String] = []
-        for special in specialFiles where special.isGrantFile && !writer.allocator.isOwnDevice(special.file.raw) {
+        for special in specialFiles where special.isGrantFile && (includingOwn || !writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
             guard name != own else { continue }
             let resealed = rotated || previous.contains { $0.name == special.name && $0.role != special.role }

@@ -39,13 +39,13 @@ extension VaultState {
     /// §14.7: the owner's record, the same but for tag 16 and its optional tags, sealed anew and
     /// put in place of the old one by the storage's atomic replace: a crash leaves the old record
     /// or the new.
-    mutating func writeOwnerRecord(identity: X25519.PrivateKey, optional: [IndexRootV2.Extension]? = nil) throws {
+    mutating func writeOwnerRecord(identity: X25519.PrivateKey?, optional: [IndexRootV2.Extension]? = nil) throws {
         guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else {
             throw VaultError.damagedIndex("the root lists no owner's unlock record")
         }
         let optional = optional ?? sharing.ownerOptional
         let record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
-                                  identityKey: identity.rawRepresentation.copyBytes(), optional: optional)
+                                  identityKey: identity?.rawRepresentation.copyBytes() ?? [], optional: optional)
         let file = try FormatTwoVault.sealOwnerRecord(record, patternSecrets: session.patternSecrets, random: session.random)
         try storage.replace(try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator), contents: file)
         sharing.ownerOptional = optional

@@ -22,7 +22,7 @@ extension VaultState {
             let local = old.localDevice
             guard Int(local) < root.devices.count, root.devices[Int(local)].deviceID == old.deviceID else { throw SyncRefusal.unknownDevice }
             // A grantee's device following a withdrawal takes the new keys (§14.8).
-            let moved = remote.rotated && sharing.received != nil ? try followRotation(remote) : nil
+            let moved = remote.follows ? try followRotation(remote) : nil
             for (index, device) in root.devices.enumerated() where index != Int(local) {
                 secrets.addDevice(UInt16(index), namesKey: try SecretBytes(copying: device.namesKey))
             }
@@ -30,7 +30,9 @@ extension VaultState {
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
             // Special files merge as the device table does: each device's from the side that is
             // that device (a grant another device wrote comes from the remote).
-            formatTwo.specialFiles = root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
+            // After a withdrawal on another device of the owner, all of them are the remote's.
+            formatTwo.specialFiles = ownerFollows(remote) ? root.specialFiles
+                : root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
             var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
             if moved != nil { committer.wipe() }
@@ -52,7 +54,8 @@ extension VaultState {
             let present = try storage.entryExists(name)
             if !oldUses.contains(use) || !present { wanted.insert(name) }
         }
-        wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated))
+        wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated,
+                                           includingOwn: ownerFollows(remote)))
         return wanted.sorted()
     }
 
@@ -138,7 +141,11 @@ extension VaultState {
         if let grant = remote.grantFile {
             unlock = (try remoteUnlockName(), grant)
         } else {
-            var body = record.encode()
+            // The identity and recipients travel with the owner's record (§13.11), nothing else.
+            try joinIdentity(record)
+            let own = UnlockRecord(vaultKey: record.vaultKey, rootLocator: record.rootLocator, ownFile: record.ownFile,
+                                   identityKey: record.identityKey, optional: sharing.ownerOptional)
+            var body = own.encode()
             defer { Sealer.wipe(&body) }
             unlock = (try FormatTwoKeys.unlockName(locator: session.patternSecrets.locator),
                       try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],

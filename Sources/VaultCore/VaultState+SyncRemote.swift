@@ -12,7 +12,7 @@ extension VaultState {
     }
 
     /// The remote's keys: from its unlock record, or this vault's own when it has none yet.
-    func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault {
+    mutating func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault {
         guard committer.format == .two else { throw SyncRefusal.formatOne }
         if let received = sharing.received { return try openRemoteGrant(received, file: unlockFile) }
         guard let unlockFile else {
@@ -30,7 +30,7 @@ extension VaultState {
         } catch {
             throw SyncRefusal.damagedRemote("its unlock record does not open with this pattern")
         }
-        var rotated = false
+        var rotated = false, follows = false
         if !isNew {
             var mine = committer.vaultKey.copyBytes()
             defer { Sealer.wipe(&mine) }
@@ -39,13 +39,24 @@ extension VaultState {
                 // record keeps as tag 1027 until this sync moves the remote to the new ones.
                 var former = rotatedFrom.map { Array($0[..<Format.keySize]) } ?? []
                 defer { Sealer.wipe(&former) }
-                guard !former.isEmpty, ConstantTime.equals(former, record.vaultKey) else { throw SyncRefusal.otherLineage }
+                if former.isEmpty {
+                    // Or withdrawn on another device of the owner: this one follows, if the
+                    // remote root under the record's keys lists it (`checkGrantListed`).
+                    follows = true
+                } else {
+                    guard ConstantTime.equals(former, record.vaultKey) else { throw SyncRefusal.otherLineage }
+                }
                 rotated = true
             }
         }
         let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
         remote.rotated = rotated
+        remote.follows = follows
+        if !isNew && !rotated { remote.recordOutdated = try takeRemoteIdentity(record) }
+        if rotated && !follows, let formatTwo = committer.formatTwo {
+            remote.moved = (try SecretBytes(copying: secrets.locator.copyBytes()), try SecretBytes(copying: formatTwo.rootKey.copyBytes()))
+        }
         return remote
     }
 
@@ -75,20 +86,43 @@ extension VaultState {
         try writeOwnerRecord(identity: identity, optional: VaultRotation.without(sharing.ownerOptional, tag: UnlockRecord.Tag.rotatedFrom))
     }
 
-    /// The newest root of the remote's two slots (`files[s]`: nil when slot s has no file).
+    /// The newest remote root (`files`: those of `remote.rootSlotNames()`, nil where a slot has
+    /// no file).
     func readRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws {
-        remote.root = try Self.newestRemoteRoot(remote, files: files)
+        let (root, moved) = try Self.newestRemoteRoot(remote, files: files)
+        remote.root = root
+        remote.readMoved = moved
         try checkGrantListed(remote)
+    }
+
+    /// The remote root among the files of `remote.rootSlotNames()`, and whether it is at RL''s
+    /// slots. After a withdrawal the owner's sync writes its root at RL' (generation r + 1 of
+    /// the root r it read at RL) before the grants and the record; a sync cut there leaves it,
+    /// and a grantee that followed writes after it. So a root at RL' newer than RL's is the
+    /// remote's state, which the next sync merges with instead of writing over it; one not
+    /// newer is this device's own of a cut sync, which a grantee that has not followed yet
+    /// wrote past at RL (its tree includes that own root's: this device committed it).
+    static func newestRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws -> (root: IndexRootV2?, moved: Bool) {
+        let count = Int(Format.indexSlotCount)
+        let root = try newestRemoteRoot(rootKey: remote.rootKey, files: Array(files.prefix(count)))
+        guard let moved = remote.moved, files.count > count,
+              let newer = try newestRemoteRoot(rootKey: moved.rootKey, files: Array(files.dropFirst(count))) else { return (root, false) }
+        guard newer.generation > root?.generation ?? 0 else {
+            newer.wipeKeys()
+            return (root, false)
+        }
+        root?.wipeKeys()
+        return (newer, true)
     }
 
     /// The newest root that opens among the slots' files; nil when there are none. Something in
     /// a slot that does not open, with nothing that does, is damage.
-    static func newestRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws -> IndexRootV2? {
+    static func newestRemoteRoot(rootKey: SecretBytes, files: [[UInt8]?]) throws -> IndexRootV2? {
         var roots: [IndexRootV2] = []
         for (slot, file) in files.enumerated() {
             guard let file else { continue }
             guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
-                                                      key: .secret(remote.rootKey), seal: .indexRootV2(slot: UInt64(slot))) else { continue }
+                                                      key: .secret(rootKey), seal: .indexRootV2(slot: UInt64(slot))) else { continue }
             defer { body.wipeStorage() }
             guard let root = try? IndexRootV2.decode(body[...]) else { continue }
             roots.append(root)
@@ -103,8 +137,8 @@ extension VaultState {
 
     /// Names of every device's files as the remote root knows them.
     static func remoteNames(_ remote: RemoteVault, _ root: IndexRootV2) throws -> VaultSecrets {
-        try formatTwoSecrets(root, local: 0, rootLocator: try SecretBytes(copying: remote.rootLocator.copyBytes()),
-                             rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()))
+        try formatTwoSecrets(root, local: 0, rootLocator: try SecretBytes(copying: remote.readLocator.copyBytes()),
+                             rootKey: try SecretBytes(copying: remote.readRootKey.copyBytes()))
     }
 
     /// Whether a file is this device's own: never downloaded, only uploaded.
@@ -159,16 +193,19 @@ extension VaultState {
         }
     }
 
-    /// The remote's unlock record for a first publish: this vault's VK and RL, sealed for
-    /// location "remote".
+    /// The remote's unlock record: this vault's VK, RL and its record's FileRef, with the
+    /// identity and recipients of the owner's record (§13.11), sealed for location "remote".
     func remoteUnlockFile() throws -> [UInt8] {
         guard let special = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }) else { throw SyncRefusal.formatOne }
-        var record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: special.file)
+        let shared = sharedOwnerTags
+        var record = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: special.file,
+                                  identityKey: shared.identity, optional: shared.optional)
         var body = record.encode()
         defer {
             Sealer.wipe(&body)
             Sealer.wipe(&record.vaultKey)
             Sealer.wipe(&record.rootLocator)
+            record.identityKey.wipeStorage()
         }
         return try Sealer.sealEnvelope(kind: .unlockRecord, version: StorageFormat.two.envelopeVersion, body: body[...],
                                        key: .secret(session.patternSecrets.indexKey), seal: .unlock(location: Label.remoteLocation), random: session.random).file

@@ -60,7 +60,7 @@ public struct MountedSynchronizer: Sendable {
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
         if remoteVault.hasRecord {
-            let slots = try remote.read(remoteVault.slotNames(), listed: remoteNames)
+            let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         var remoteEntries: [SyncEntry] = []
@@ -74,14 +74,14 @@ public struct MountedSynchronizer: Sendable {
             } catch let error as RemoteError {
                 // Files of a root that another device replaced meanwhile may be gone since.
                 guard case .missingFiles = error else { throw error }
-                let files = try remoteVault.slotNames().map { try remote.read($0) }
+                let files = try remote.read(remoteVault.rootSlotNames())
                 guard try vault.remoteGeneration(remoteVault, slotFiles: files) == remoteVault.generation else { throw SyncRefusal.raced }
                 throw error
             }
         }
         let read = remoteVault.generation
         var actions: [MergeAction] = []
-        let follows = remoteVault.rotated && vault.isShared  // read before `plan` holds the vault's lock
+        let follows = remoteVault.follows
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
                 try plan(view, remoteEntries, remoteVault, follows: follows, &actions)
@@ -97,17 +97,11 @@ public struct MountedSynchronizer: Sendable {
         }.count
         if !committed.pulled.isEmpty { pulled(committed.pulled) }
         let transfer = committed.transfer
-        // After a withdrawal the grants sealed to the new keys go up after the root under them,
-        // then the record (FORMAT.md §14.8), as `VaultSynchronizer` does.
-        let movesRemote = remoteVault.rotated && !vault.isShared
-        let upload = movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload
-        try remote.upload(upload, from: storageFolder, filesDone: SyncProgress.batch(.up, total: upload.count, to: filesMoved))
-        summary.filesUp += transfer.upload.count
-        summary.blocksUp = transfer.blocks.count
-        summary.pagesUp = transfer.pages.count
-        summary.groupFilesUp = transfer.groupFiles.count
+        // After a withdrawal the remote moves to the new keys (FORMAT.md §14.8).
+        let movesRemote = remoteVault.movesRemote
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
-        let files = try remote.read(remoteVault.slotNames())
+        let files = try remote.read(remoteVault.rootSlotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
         if let unlock = committed.unlockFile, !movesRemote {
             try remote.write(unlockName, contents: unlock)
@@ -118,9 +112,7 @@ public struct MountedSynchronizer: Sendable {
             summary.filesUp += 1
         }
         if movesRemote, let unlock = committed.unlockFile {
-            try remote.upload(transfer.grants, from: storageFolder)
-            try remote.write(unlockName, contents: unlock)
-            summary.filesUp += 1
+            try transfer.finishMove(to: remote, from: storageFolder, unlockName: unlockName, record: { unlock }, summary: &summary)
         }
         try vault.syncBasePublished()
         try remote.delete(transfer.remove)

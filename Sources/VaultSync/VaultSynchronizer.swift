@@ -61,7 +61,7 @@ public struct VaultSynchronizer {
         }
         step(2)
         if remoteVault.hasRecord || formerPresent {
-            let slots = try remote.read(remoteVault.slotNames(), listed: remoteNames)
+            let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
@@ -82,7 +82,7 @@ public struct VaultSynchronizer {
         let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
-        if decision.merges || (remoteVault.rotated && vault.isShared) {
+        if decision.merges || remoteVault.follows {
             try merge(view, remoteEntries, remoteVault, &summary)
         }
         step(4)
@@ -97,23 +97,18 @@ public struct VaultSynchronizer {
         }
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
-        // The owner's sync after a withdrawal (FORMAT.md §14.8): the grants sealed to the new keys
-        // go up after the root under those keys, so that a grantee never finds one naming no root.
-        let movesRemote = remoteVault.rotated && !vault.isShared
+        // The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
+        let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
-        let upload = movesRemote ? transfer.blocks + transfer.groupFiles + transfer.pages : transfer.upload
-        try remote.upload(upload, from: storageFolder, filesDone: SyncProgress.batch(.up, total: upload.count, to: filesMoved))
-        summary.filesUp += transfer.upload.count
-        summary.blocksUp = transfer.blocks.count
-        summary.pagesUp = transfer.pages.count
-        summary.groupFilesUp = transfer.groupFiles.count
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
         remoteNames.formUnion(transfer.upload)
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
             // overwritten here (a race in the same instant still can be, FORMAT.md §13.11).
-            let files = try remote.read(remoteVault.slotNames())
+            let files = try remote.read(remoteVault.rootSlotNames())
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
-            let record = remoteVault.hasRecord ? nil : try vault.remoteUnlockFile()
+            // A first publish, or a record without the identity or recipients of this device's.
+            let record = remoteVault.hasRecord && !remoteVault.recordOutdated ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
             if let record {
                 try beforeChange?("record")
@@ -126,13 +121,8 @@ public struct VaultSynchronizer {
                 summary.filesUp += 1
             }
             if movesRemote {
-                // Then the grants, then the record: the commit point of the remote's move. Until
-                // the record, the remote opens with the old keys, and the next sync does this again.
-                try beforeChange?("grants")
-                try remote.upload(transfer.grants, from: storageFolder)
-                try beforeChange?("record")
-                try remote.write(unlockName, contents: try vault.remoteUnlockFile())
-                summary.filesUp += 1
+                try transfer.finishMove(to: remote, from: storageFolder, unlockName: unlockName, record: { try vault.remoteUnlockFile() },
+                                        beforeChange: beforeChange, summary: &summary)
             }
             // Only now is the committed state one the remote holds: the next merge's base.
             try vault.syncBasePublished()

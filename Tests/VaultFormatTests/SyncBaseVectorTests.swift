@@ -22,6 +22,28 @@ import VaultFormat
         }
     }
 
+    /// The remote's unlock record carries the owner's identity and recipients (§13.11), so that
+    /// the owner's devices share as one identity.
+    @Test func theRemoteRecordByteForByte() throws {
+        let record = try Self.record()
+        let unlock = try #require(try VectorFile.load("unlock-record.txt", in: .module).first)
+        let recipients = try record.hex("RECIPIENT0") + record.hex("RECIPIENT1")
+        let stated = UnlockRecord(vaultKey: try unlock.hex("VK"), rootLocator: try unlock.hex("RL"),
+                                  ownFile: try FormatTwoVectorTests.fileRef(unlock.string("FILEREF")), identityKey: try unlock.hex("IDENTITY"),
+                                  optional: [.init(tag: UnlockRecord.Tag.recipients, value: recipients)])
+        let body = try record.hex("RECORDBODY")
+        #expect(stated.encode() == body)
+        #expect(try UnlockRecord.decode(body[...]) == stated)
+        let context = SealContext.unlock(location: Label.remoteLocation)
+        let file = try FormatTwoVectorTests.seal(unlock.hex("IK"), kind: .unlockRecord, body: body, seedHex: record.hex("RECORDSEED"),
+                                                 nonce: record.hex("RECORDN"), seal: context)
+        #expect(sha256(file) == (try record.hex("RECORDSHA256")))
+        #expect(throws: CryptoError.authenticationFailed) {
+            try Sealer.openEnvelope(file, expectedNonce: nil, kind: .unlockRecord, version: Format.versionTwo,
+                                    key: .secret(try SecretBytes(copying: unlock.hex("IK"))), seal: .unlock(location: Label.localLocation))
+        }
+    }
+
     @Test func theStreamHeaderAndPieceByteForByte() throws {
         let record = try Self.record()
         let items = try record.list("ITEMS").map { fields in

@@ -73,10 +73,18 @@ import VaultFormat
         }
         /// `first` syncs, then `second`, then `first` again: both sides then hold one tree.
         func settle(_ first: SyncDevice, _ second: SyncDevice) throws {
-            try first.sync(remote)
-            try second.sync(remote)
-            try first.sync(remote)
-            let treeA = try a.tree(), treeB = try shared!.tree()
+            /// A failure says which device's call it was.
+            func on<R>(_ device: SyncDevice, _ what: String, _ body: () throws -> R) throws -> R {
+                do { return try body() } catch {
+                    // What fsck finds there says whether a file is missing or does not open.
+                    let found = (try? device.vault.check()).map { " (check: \($0.storageProblems), \($0.damagedItems))" } ?? ""
+                    throw StepFailure(description: "\(device === a ? "A" : "B")'s \(what): \(error)\(found)")
+                }
+            }
+            _ = try on(first, "sync") { try first.sync(remote) }
+            _ = try on(second, "sync") { try second.sync(remote) }
+            _ = try on(first, "second sync") { try first.sync(remote) }
+            let treeA = try on(a, "tree") { try a.tree() }, treeB = try on(shared!, "tree") { try shared!.tree() }
             #expect(treeA == treeB, "seed \(seed), after \(log): both trees equal")
             // Every storage holds whole groups: grants to others included (the stranger shares).
             for folder in [a.folder, b.folder, remote.servedFolder!] {
