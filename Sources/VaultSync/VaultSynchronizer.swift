@@ -113,6 +113,7 @@ public struct VaultSynchronizer {
             // overwritten here (a race in the same instant still can be, FORMAT.md §13.11).
             let files = try remote.read(remoteVault.slotNames())
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
+            let checked = ContinuousClock.now
             let record = remoteVault.hasRecord ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
             if let record {
@@ -125,6 +126,10 @@ public struct VaultSynchronizer {
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
+            // A device that checked the slots just before these writes may write its root over
+            // them (`stillHolds`): then this root is not known to be up, and the base stays the
+            // tree read, from which every root there comes (the next sync merges with it).
+            guard try remote.stillHolds(roots, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
             if movesRemote {
                 // Then the grants, then the record: the commit point of the remote's move. Until
                 // the record, the remote opens with the old keys, and the next sync does this again.
