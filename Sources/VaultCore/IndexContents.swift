@@ -109,8 +109,12 @@ struct IndexContents {
         guard let root = items[Format.rootItemID], root.isFolder, root.record.links.isEmpty else {
             throw VaultError.damagedIndex("the root folder is missing or malformed")
         }
+        // Each folder's name table sized once: grown from empty, a folder of 10^5 names would
+        // rehash every name at each doubling (most of the open's time in a profile).
+        var entryCounts: [UInt64: Int] = [:]
+        for item in items.values { for link in item.record.links { entryCounts[link.parentID, default: 0] += 1 } }
         children = [:]
-        for (id, item) in items where item.isFolder { children[id] = [:] }
+        for (id, item) in items where item.isFolder { children[id] = Dictionary(minimumCapacity: entryCounts[id] ?? 0) }
         for (id, item) in items {
             if id != Format.rootItemID && item.record.links.isEmpty { throw VaultError.damagedIndex("item \(id) has no name") }
             if item.isFolder && id != Format.rootItemID && item.record.links.count != 1 {
@@ -118,11 +122,13 @@ struct IndexContents {
             }
             for link in item.record.links {
                 guard children[link.parentID] != nil else { throw VaultError.damagedIndex("item \(id) is in \(link.parentID), not a folder") }
-                guard children[link.parentID]![link.name] == nil else { throw VaultError.damagedIndex("a name appears twice in folder \(link.parentID)") }
-                children[link.parentID]![link.name] = id
+                guard children[link.parentID]!.updateValue(id, forKey: link.name) == nil else {
+                    throw VaultError.damagedIndex("a name appears twice in folder \(link.parentID)")
+                }
             }
         }
         var reached: Set<UInt64> = [Format.rootItemID]
+        reached.reserveCapacity(items.count)
         var queue: [UInt64] = [Format.rootItemID]
         while let folder = queue.popLast() {
             for child in children[folder]!.values where reached.insert(child).inserted {

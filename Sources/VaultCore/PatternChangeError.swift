@@ -6,9 +6,12 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
     case formatOne
     /// Something is at the new pattern's names: another vault, which the change would hide.
     case newPatternInUse
-    /// The vault was upgraded from format 1 and synced or shared: other storages hold the names
-    /// its pattern gave it, and grants its root locator (docs/FORMAT.md §13.12).
+    /// The vault was upgraded from format 1 and holds a grant: its grantee's storage holds the
+    /// names its pattern gave it, and following their move there is not built (FORMAT.md §13.12).
     case upgradedAndShared
+    /// The vault was upgraded from format 1 and a withdrawal of a grant is not synced yet: the
+    /// remote is at the keys before it.
+    case withdrawalNotSynced
     /// The current pattern opened the vault through a record a finished change had retired.
     case formerPattern
     /// A device that joined the vault through sync: the owner record is the first device's.
@@ -19,7 +22,10 @@ public enum PatternChangeError: Error, Equatable, Sendable, CustomStringConverti
         case .noVault: "no vault opens with this pattern"
         case .formatOne: "this vault is in the format of an older DotSafe (format 1), whose pattern cannot be changed yet"
         case .newPatternInUse: "the new pattern already opens another vault in this storage: changing to it would hide that vault"
-        case .upgradedAndShared: "this vault, upgraded from the format of an older DotSafe (format 1), was synced or shared, and its pattern cannot be changed yet"
+        case .upgradedAndShared:
+            "this vault, upgraded from the format of an older DotSafe (format 1), is shared, and its pattern cannot be changed yet: withdraw its grants (dotsafe unshare), change the pattern, then share again"
+        case .withdrawalNotSynced:
+            "this vault, upgraded from the format of an older DotSafe (format 1), has a withdrawn grant that is not synced yet: run dotsafe sync, then change the pattern"
         case .notFirstDevice: "this device joined the vault through sync: its pattern can be changed only on the device that made it, for now"
         case .formerPattern: "this vault's pattern was changed by an earlier repattern, which was interrupted and is now finished: use the new pattern"
         }

@@ -91,11 +91,37 @@ extension Vault {
         }
     }
 
-    /// Commits a root that no longer names a former pattern's remote record (it is gone there).
+    /// The files a synced move of an upgraded vault's names left at the old pattern's names on
+    /// the remote, among `listed` (FORMAT.md §13.12, "with sync"): they go once the new
+    /// pattern's record is up. Nil: no such move is to be synced.
+    public func formerRemoteFiles(listed: Set<String>) throws -> [String]? {
+        try syncLocked { try $0.formerRemoteFiles(listed: listed) }
+    }
+
+    /// Whether `listed` holds a file of this device's own groups (the remote holds every group
+    /// whole): the vault is there, whatever its record and slots are named from.
+    public func ownFilesListed(_ listed: Set<String>) throws -> Bool {
+        try syncLocked { state in
+            guard let formatTwo = state.committer.formatTwo else { return false }
+            let special = Set(formatTwo.specialFiles.map(\.file.raw))
+            for range in state.writer.allocator.ownedGroups {
+                for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
+                where !special.contains(raw) && !(formatTwo.localDevice == 0 && raw < Format.indexSlotCount) {
+                    if listed.contains(try state.name(raw)) { return true }
+                }
+            }
+            return false
+        }
+    }
+
+    /// Commits a root that no longer names a former pattern's remote record (it is gone there),
+    /// nor the names a move left on the remote (tag 4: gone too).
     public func forgetFormerRemoteUnlock() throws {
         try syncLocked { state in
-            guard state.committer.formatTwo?.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) == true else { return }
-            state.committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.formerRemoteUnlockTag }
+            let tags: Set<UInt16> = [IndexRootV2.formerRemoteUnlockTag, FormerRemoteNames.extensionTag]
+            guard let extensions = state.committer.formatTwo?.extensions, extensions.contains(where: { tags.contains($0.tag) }) else { return }
+            for item in extensions where item.tag == FormerRemoteNames.extensionTag { item.value.wipeStorage() }
+            state.committer.formatTwo?.extensions.removeAll { tags.contains($0.tag) }
             state.committer.formatTwo?.rootDue = true
             try state.commit()
         }

@@ -8,16 +8,46 @@ import VaultStore
 /// that commits the change records the move (extension tag 3); until a root without it is
 /// committed, each file is found at its old name or its new one.
 extension VaultState {
-    /// Whether the vault's names still come from the pattern that opened it (an upgraded vault).
-    var namesMoveWithChange: Bool { namesArePatternDerived.rootLocator }
+    /// Whether the vault's names still come from the pattern that opened it (an upgraded vault):
+    /// its RL, or device 0's NKd (a withdrawal gave it a random RL and kept NKd, §14.8).
+    var namesMoveWithChange: Bool {
+        let derived = namesArePatternDerived
+        return derived.rootLocator || derived.namesKey
+    }
 
-    /// A vault that was synced or shared is refused: other storages hold its names, and grants
-    /// its RL, sealed to recipients whose keys the vault does not keep.
-    static func checkNamesCanMove(_ root: FormatTwoRoot) throws {
-        guard root.devices.count <= 1, !root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
-              !root.specialFiles.contains(where: { $0.role == .grant }) else {
-            throw PatternChangeError.upgradedAndShared
+    /// A vault that holds a grant is refused: its grantee's storage holds the old names too, and
+    /// following a move there is not built. So is one whose withdrawal is not synced yet: the
+    /// remote is at other keys still (tag 1027), which the sync of a move does not know.
+    func checkNamesCanMove(_ root: FormatTwoRoot) throws {
+        guard !root.specialFiles.contains(where: { $0.role == .grant }) else { throw PatternChangeError.upgradedAndShared }
+        guard rotatedFrom == nil else { throw PatternChangeError.withdrawalNotSynced }
+    }
+
+    /// Tag 4 of the committed root: where the remote holds the vault until the next sync moves
+    /// it after a synced vault's move (FORMAT.md §13.12, "with sync").
+    var formerRemoteNames: FormerRemoteNames? {
+        try? committer.formatTwo?.extensions.first { $0.tag == FormerRemoteNames.extensionTag }.map { try FormerRemoteNames.decode($0.value) }
+    }
+
+    /// The remote names the old pattern gave that a synced move leaves on the remote, where
+    /// `listed` holds them: the two root slots of tag 4's RL, and device 0's numbers below its
+    /// nextFileNumber named from tag 4's NKd. Nil when no move is to be synced.
+    func formerRemoteFiles(listed: Set<String>) throws -> [String]? {
+        guard let former = formerRemoteNames, let formatTwo = committer.formatTwo, formatTwo.localDevice == 0 else { return nil }
+        let locator = try SecretBytes(copying: former.rootLocator), namesKey = try SecretBytes(copying: former.namesKey)
+        defer {
+            locator.wipe()
+            namesKey.wipe()
+            former.rootLocator.wipeStorage()
+            former.namesKey.wipeStorage()
         }
+        var names = try (0..<UInt8(Format.indexSlotCount)).map {
+            try FormatTwoKeys.slotName(rootLocator: locator, slot: $0, location: Label.remoteLocation)
+        }
+        for number in UInt64(Format.indexSlotCount)..<writer.allocator.entryNextFileNumber {
+            names.append(try VaultSecrets.deviceFileName(number, namesKey: namesKey))
+        }
+        return names.filter(listed.contains)
     }
 
     /// Steps 1–2's part of the move: two more free numbers for the new slots, RL' and NKd'.
@@ -108,6 +138,12 @@ extension VaultState {
         }
         // Step 8's root goes to the new slots and names device 0's files from NKd'. RK stays.
         let moved = VaultSecrets(rootLocator: newLocator, rootKey: secrets.indexKey, namesKey: newKey)
+        // A synced vault's other devices keep their names (§13.12, "with sync").
+        for index in (committer.formatTwo?.devices ?? []).indices where index != 0 {
+            guard var bytes = secrets.namesKey(ofDevice: UInt16(index))?.copyBytes() else { continue }
+            defer { Sealer.wipe(&bytes) }
+            moved.addDevice(UInt16(index), namesKey: try SecretBytes(copying: bytes))
+        }
         secrets.locator.wipe()
         oldKey.wipe()
         secrets = moved

@@ -17,7 +17,8 @@ extension VaultState {
         guard !notices.openedThroughFormerPattern else { throw PatternChangeError.formerPattern }
         // The owner record is device 0's file; another device's change is not built.
         guard root.localDevice == 0 else { throw PatternChangeError.notFirstDevice }
-        if namesMoveWithChange { try Self.checkNamesCanMove(root) }
+        let movesNames = namesMoveWithChange
+        if movesNames { try checkNamesCanMove(root) }
         guard try FormatTwoVault.use(of: newPattern, in: storage) == .none else { throw PatternChangeError.newPatternInUse }
         guard let owner = root.specialFiles.first(where: { $0.role == .ownerUnlock }),
               !root.specialFiles.contains(where: { $0.role == .retiredOwner }),
@@ -37,7 +38,7 @@ extension VaultState {
         }
         let number = try writer.allocateUsable()
         record.ownFile = FileRef(device: 0, number: number)
-        if namesMoveWithChange {
+        if movesNames {
             let move = try startNamesMove()
             defer { move.wipeKeys() }
             // Its own buffer: sealing the record zeroes the record's keys in place.
@@ -54,10 +55,19 @@ extension VaultState {
         // A synced vault's remote record is sealed with this pattern: the next sync writes the new
         // pattern's and removes this one, whose name the root keeps until then (tag 2). After an
         // earlier change not yet synced, the remote's record is still the one the tag names.
-        if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),
-           !root.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) {
-            let remoteName = try FormatTwoKeys.unlockNameBytes(locator: session.patternSecrets.locator, location: Label.remoteLocation)
-            root.extensions.append(IndexRootV2.Extension(tag: IndexRootV2.formerRemoteUnlockTag, value: remoteName))
+        if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }) {
+            if !root.extensions.contains(where: { $0.tag == IndexRootV2.formerRemoteUnlockTag }) {
+                let remoteName = try FormatTwoKeys.unlockNameBytes(locator: session.patternSecrets.locator, location: Label.remoteLocation)
+                root.extensions.append(IndexRootV2.Extension(tag: IndexRootV2.formerRemoteUnlockTag, value: remoteName))
+            }
+            // The remote holds the vault at the names that move here; the next sync moves it
+            // too (tag 4; a move not synced since keeps the one it recorded).
+            if movesNames, !root.extensions.contains(where: { $0.tag == FormerRemoteNames.extensionTag }) {
+                let former = FormerRemoteNames(rootLocator: secrets.locator.copyBytes(), namesKey: secrets.namesKey.copyBytes())
+                root.extensions.append(IndexRootV2.Extension(tag: FormerRemoteNames.extensionTag, value: former.encode()))
+                former.rootLocator.wipeStorage()
+                former.namesKey.wipeStorage()
+            }
             root.extensions.sort { $0.tag < $1.tag }
         }
         let before = committer.formatTwo, generation = committer.generation

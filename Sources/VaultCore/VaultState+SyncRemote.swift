@@ -16,8 +16,16 @@ extension VaultState {
         guard committer.format == .two else { throw SyncRefusal.formatOne }
         if let received = sharing.received { return try openRemoteGrant(received, file: unlockFile) }
         guard let unlockFile else {
+            // After a synced move of an upgraded vault's names the remote is still at the RL
+            // before it (tag 4) until its new record is up (§13.12).
+            let former = formerRemoteNames
+            defer {
+                former?.rootLocator.wipeStorage()
+                former?.namesKey.wipeStorage()
+            }
+            let locator = try SecretBytes(copying: former?.rootLocator ?? secrets.locator.copyBytes())
             return try RemoteVault(record: nil, vaultKey: try SecretBytes(copying: committer.vaultKey.copyBytes()),
-                                   rootLocator: try SecretBytes(copying: secrets.locator.copyBytes()), joins: false)
+                                   rootLocator: locator, joins: false)
         }
         let record: UnlockRecord
         do {
@@ -79,6 +87,15 @@ extension VaultState {
     func readRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws {
         remote.root = try Self.newestRemoteRoot(remote, files: files)
         try checkGrantListed(remote)
+        // This storage names this device's files from its own NKd, which a move of an upgraded
+        // vault's names (§13.12) changed since the remote root was written: its pages of this
+        // device are read here at those names.
+        if let formatTwo = committer.formatTwo, !remote.joins, !isNew, let root = remote.root,
+           Int(formatTwo.localDevice) < root.devices.count, root.devices[Int(formatTwo.localDevice)].deviceID == formatTwo.deviceID {
+            let local = Int(formatTwo.localDevice)
+            root.devices[local].namesKey.wipeStorage()
+            remote.root?.devices[local].namesKey = secrets.namesKey.copyBytes()
+        }
     }
 
     /// The newest root that opens among the slots' files; nil when there are none. Something in

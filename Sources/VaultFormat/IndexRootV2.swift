@@ -87,11 +87,13 @@ public struct IndexRootV2: Equatable, Sendable {
         for _ in 0..<extensionCount {
             let tag = try reader.u16()
             if let last = extensions.last, tag <= last.tag { throw FormatError.invalid("index root: extension tags out of order") }
-            guard tag >= firstOptionalTag || tag == SyncBase.extensionTag || tag == formerRemoteUnlockTag || tag == NamesMove.extensionTag else {
+            guard tag >= firstOptionalTag || [SyncBase.extensionTag, formerRemoteUnlockTag, NamesMove.extensionTag,
+                                              FormerRemoteNames.extensionTag].contains(tag) else {
                 throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)")
             }
             let value = try reader.lp32()
             if tag == formerRemoteUnlockTag && value.count != Format.nameBytes { throw FormatError.invalid("index root: extension 2's length") }
+            if tag == FormerRemoteNames.extensionTag { _ = try FormerRemoteNames.decode(value) }
             extensions.append(Extension(tag: tag, value: value))
         }
         try reader.expectEnd()
@@ -117,8 +119,9 @@ public struct IndexRootV2: Equatable, Sendable {
         for file in specialFiles.map(\.file) + top.map(\.file) {
             guard fileIsValid(file), seen.insert(file).inserted else { throw FormatError.invalid("index root: file \(file)") }
         }
+        // A synced vault's move (tag 4 beside it) has several devices: only device 0's names move.
         if let move = try namesMove() {
-            guard devices.count == 1, specialFiles.contains(where: { $0.role == .retiredOwner }) else {
+            guard specialFiles.contains(where: { $0.role == .retiredOwner }) else {
                 throw FormatError.invalid("index root: a names move outside a pattern change")
             }
             for file in move.slotFiles {
@@ -127,6 +130,14 @@ public struct IndexRootV2: Equatable, Sendable {
                 }
             }
         }
+        if try formerRemoteNames() != nil, !extensions.contains(where: { $0.tag == Self.formerRemoteUnlockTag }) {
+            throw FormatError.invalid("index root: former remote names without a former remote record")
+        }
+    }
+
+    /// Extension tag 4, when the root has it: names a synced move left on the remote (§13.12).
+    public func formerRemoteNames() throws -> FormerRemoteNames? {
+        try extensions.first { $0.tag == FormerRemoteNames.extensionTag }.map { try FormerRemoteNames.decode($0.value) }
     }
 
     /// Extension tag 3, when the root has it: a pattern change moving an upgraded vault's names.

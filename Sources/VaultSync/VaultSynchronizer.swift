@@ -56,7 +56,14 @@ public struct VaultSynchronizer {
         // name the root keeps (FORMAT.md §13.12); its keys are this vault's own.
         let formerName = try vault.formerRemoteUnlockName()
         let formerPresent = formerName.map(remoteNames.contains) ?? false
-        if !remoteVault.hasRecord && !formerPresent, try remoteVault.slotNames().contains(where: remoteNames.contains) {
+        // After a move of an upgraded vault's names the remote is moved too: its root and record
+        // to the new names, then these, the old pattern's, go (§13.12, "with sync").
+        let formerFiles = try vault.formerRemoteFiles(listed: remoteNames)
+        // Neither record: the vault's slots, or (after a move of its names) this device's own
+        // files, say that the remote holds the vault under another pattern.
+        if !remoteVault.hasRecord && !formerPresent,
+           try remoteVault.slotNames().contains(where: remoteNames.contains)
+            || (view.header != nil && !vault.isShared && vault.ownFilesListed(remoteNames)) {
             throw SyncRefusal.patternChanged
         }
         step(2)
@@ -116,7 +123,9 @@ public struct VaultSynchronizer {
             let checked = ContinuousClock.now
             let record = remoteVault.hasRecord ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
-            if let record {
+            // After a move of the names the record names slots of the new RL: it goes up after them.
+            let recordFirst = formerFiles == nil
+            if let record, recordFirst {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)
                 summary.filesUp += 1
@@ -130,6 +139,11 @@ public struct VaultSynchronizer {
             // them (`stillHolds`): then this root is not known to be up, and the base stays the
             // tree read, from which every root there comes (the next sync merges with it).
             guard try remote.stillHolds(roots, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+            if let record, !recordFirst {
+                try beforeChange?("record")
+                try remote.write(unlockName, contents: record)
+                summary.filesUp += 1
+            }
             if movesRemote {
                 // Then the grants, then the record: the commit point of the remote's move. Until
                 // the record, the remote opens with the old keys, and the next sync does this again.
@@ -161,9 +175,14 @@ public struct VaultSynchronizer {
             try beforeChange?("forget rotation")
             try vault.forgetRotation()
         }
-        if let formerName {
-            // The new pattern's record is on the remote (read, or written above): the former goes,
-            // and only then does the root stop naming it.
+        if let formerName, formerFiles == nil || remoteVault.hasRecord || publishes {
+            // The new pattern's record is on the remote (read, or written above): the old names
+            // a move left and the former record go, and only then does the root stop naming them.
+            if let formerFiles, !formerFiles.isEmpty {
+                try beforeChange?("former names")
+                try remote.delete(formerFiles)
+                summary.filesRemoved += formerFiles.count
+            }
             if formerPresent {
                 try beforeChange?("former record")
                 try remote.delete([formerName])

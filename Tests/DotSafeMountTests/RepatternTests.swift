@@ -17,6 +17,14 @@ import Testing
 
     static func lines(_ text: String) -> [Substring] { text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() }
 
+    /// Mounts the vault `pattern` opens, expects `command` run in it to print `expected`, locks it.
+    static func expectMounted(_ h: MountHarness, _ vault: String, pattern: String, _ command: String, prints expected: String,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try #require(h.mount(vault, pattern: pattern).status == 0, sourceLocation: sourceLocation)
+        #expect(h.sh(command, in: vault).output == expected, sourceLocation: sourceLocation)
+        #expect(h.lock(vault).status == 0, sourceLocation: sourceLocation)
+    }
+
     @Test func theNewPatternOpensTheFilesAndTheOldOneNothing() throws {
         let h = try MountHarness()
         defer { h.finish() }
@@ -64,15 +72,9 @@ import Testing
         let after = try h.storageSnapshot()
         #expect(after.count == before.count && after.values.allSatisfy { $0.hasPrefix("262192 ") }, "\(after.count) files")
 
-        try #require(h.mount(vault, pattern: Self.new).status == 0)
-        #expect(h.sh("sha256sum a d/big", in: vault).output == sums)
-        #expect(h.lock(vault).status == 0)
-        try #require(h.mount(vault, pattern: Self.old).status == 0)
-        #expect(h.sh("ls -A", in: vault).output.isEmpty)
-        #expect(h.lock(vault).status == 0)
-        try #require(h.mount(vault, pattern: Self.other).status == 0)
-        #expect(h.sh("cat o", in: vault).output == "other\n")
-        #expect(h.lock(vault).status == 0)
+        try Self.expectMounted(h, vault, pattern: Self.new, "sha256sum a d/big", prints: sums)
+        try Self.expectMounted(h, vault, pattern: Self.old, "ls -A", prints: "")
+        try Self.expectMounted(h, vault, pattern: Self.other, "cat o", prints: "other\n")
         let fsck = h.dotsafe(["fsck", h.storage, "--pattern-stdin"], input: Self.new + "\n")
         #expect(fsck.status == 0 && fsck.output.hasPrefix("Checked 4 items"), "\(fsck)")
 
@@ -84,9 +86,7 @@ import Testing
         #expect(terminal.output.contains("\r\u{1B}[Krepattern: 0/7 steps (0%)"), "\(terminal.output)")
         #expect(terminal.output.contains("repattern: 7/7 steps (100%)") && terminal.output.contains("\r\u{1B}[KChanged the pattern"),
                 "\(terminal.output)")
-        try #require(h.mount(vault, pattern: Self.old).status == 0)
-        #expect(h.sh("sha256sum a d/big", in: vault).output == sums)
-        #expect(h.lock(vault).status == 0)
+        try Self.expectMounted(h, vault, pattern: Self.old, "sha256sum a d/big", prints: sums)
     }
 
     /// A change cut after its commit point (§13.12 step 2: the first rename fails, injected by
@@ -118,9 +118,7 @@ import Testing
         try #require(again.status == 0, "\(again)")
         #expect(again.error.isEmpty && h.sh("cat a", in: vault).output == "one\n", "\(again)")
         #expect(h.lock(vault).status == 0)
-        try #require(h.mount(vault, pattern: Self.old).status == 0)
-        #expect(h.sh("ls -A", in: vault).output.isEmpty)
-        #expect(h.lock(vault).status == 0)
+        try Self.expectMounted(h, vault, pattern: Self.old, "ls -A", prints: "")
     }
 
     /// On a terminal it asks for the current pattern (under the grid), then the new one twice,
@@ -161,9 +159,7 @@ import Testing
         let promptLines = screen.split(separator: "\n").filter { $0.hasPrefix("Current pattern:") || $0.hasPrefix("New pattern") }
         #expect(promptLines == ["Current pattern:", "New pattern:", "New pattern again:", "Current pattern:", "New pattern:", "New pattern again:"],
                 "echoed: \(promptLines)")
-        try #require(h.mount(vault, pattern: Self.new).status == 0)
-        #expect(h.sh("cat a", in: vault).output == "one\n")
-        #expect(h.lock(vault).status == 0)
+        try Self.expectMounted(h, vault, pattern: Self.new, "cat a", prints: "one\n")
     }
 
     /// A device that joined the vault through sync (FORMAT.md §13.11): the owner record is the
@@ -281,8 +277,9 @@ import Testing
         let before = try files()
         let refused = h.dotsafe(keyring + ["repattern", folder + "/storage", "--pattern-stdin"], input: "\(Self.fixturePattern)\n\(Self.new)\n")
         #expect(refused.status == 1 && refused.output.isEmpty, "\(refused)")
-        #expect(refused.error == "dotsafe: this vault, upgraded from the format of an older DotSafe (format 1), was synced or shared, "
-                + "and its pattern cannot be changed yet; nothing was changed\n", "\(refused)")
+        #expect(refused.error == "dotsafe: this vault, upgraded from the format of an older DotSafe (format 1), is shared, "
+                + "and its pattern cannot be changed yet: withdraw its grants (dotsafe unshare), change the pattern, then share again; "
+                + "nothing was changed\n", "\(refused)")
         #expect(try files() == before)
         let again = h.dotsafe(keyring + ["mount", folder + "/storage", vault, "--pattern-stdin"], input: Self.fixturePattern + "\n")
         try #require(again.status == 0 && MountHarness.waitUntil(mounted: true, vault), "\(again)")

@@ -108,8 +108,8 @@ import VaultStore
         try checkStorageInvariants(storage)
     }
 
-    /// Shared (a grant holds RL, sealed to a recipient whose key the vault does not keep):
-    /// refused with its one line, nothing written.
+    /// Shared (a grantee's storage holds the old names too, and following a move there is not
+    /// built): refused with its one line, which says what to do instead, nothing written.
     @Test func aSharedUpgradedVaultIsRefused() throws {
         let storage = try Self.upgradedStorage()
         let code = try VaultSharingTests.code(storage, seed: 3)
@@ -122,7 +122,32 @@ import VaultStore
         try vault.lock()
         #expect(storage.snapshot == before)
         #expect(PatternChangeError.upgradedAndShared.description
-                == "this vault, upgraded from the format of an older DotSafe (format 1), was synced or shared, and its pattern cannot be changed yet")
+                == "this vault, upgraded from the format of an older DotSafe (format 1), is shared, and its pattern cannot be changed yet: "
+                + "withdraw its grants (dotsafe unshare), change the pattern, then share again")
+    }
+
+    /// What that line says to do: the grant withdrawn (a random RL since, device 0's NKd still
+    /// NK), the change moves every name; the old pattern names nothing, the new one opens it
+    /// all, and the vault can be shared again.
+    @Test func aWithdrawnShareLetsThePatternChangeAndMoveEveryName() throws {
+        let storage = try Self.upgradedStorage()
+        let expected = try PatternChangeTests.contents(storage, 1)
+        let code = try VaultSharingTests.code(storage, seed: 3)
+        let owner = try TestVaults.open(storage, seed: 1)
+        try owner.share(with: code)
+        try owner.unshare(with: code)
+        #expect(owner.namesArePatternDerived == (false, true), "a withdrawal moves RL, not NKd")
+        try owner.lock()
+        let vault = try TestVaults.open(storage, seed: 1)
+        try vault.changePattern(to: try TestVaults.secrets(2))
+        #expect(vault.namesArePatternDerived == (false, false))
+        try vault.share(with: code)
+        try vault.lock()
+        let names = try Self.patternNames(1, count: storage.snapshot.count + 64)
+        #expect(storage.snapshot.keys.filter { names.contains($0) }.isEmpty, "a storage name still comes from the old pattern")
+        #expect(try PatternChangeTests.contents(storage, 2) == expected && PatternChangeTests.contents(storage, 1) == nil)
+        #expect(try FormatTwoCoercer(files: storage.snapshot, patternKey: [UInt8](repeating: 1, count: 32)).recover().plaintexts.isEmpty)
+        try checkStorageInvariants(storage)
     }
 
     /// The state a crash right after the move's commit point leaves (§13.12 step 2 done).

@@ -39,6 +39,25 @@ import VaultFormat
         #expect(try Self.valid().namesMove() == nil)
     }
 
+    /// The same change in a synced vault of two devices: tag 2 and tag 4 beside tag 3 (§13.5).
+    static func movingSynced() -> IndexRootV2 {
+        var root = moving()
+        root.devices.append(device(prefix: 7, id: 9))
+        let former = FormerRemoteNames(rootLocator: Array(repeating: 1, count: 32), namesKey: Array(repeating: 2, count: 32))
+        root.extensions.insert(.init(tag: IndexRootV2.formerRemoteUnlockTag, value: Array(32..<48)), at: 0)
+        root.extensions.insert(.init(tag: FormerRemoteNames.extensionTag, value: former.encode()), at: 2)
+        return root
+    }
+
+    /// Before tag 4 a names move was refused in a root of several devices; a synced vault's is one.
+    @Test func aSyncedNamesMoveRoundTrips() throws {
+        let root = Self.movingSynced()
+        #expect(root.extensions.map(\.tag) == [2, 3, 4, 1024])
+        #expect(try IndexRootV2.decode(root.encode()[...]) == root)
+        #expect(try root.formerRemoteNames() == FormerRemoteNames(rootLocator: Array(repeating: 1, count: 32), namesKey: Array(repeating: 2, count: 32)))
+        #expect(try Self.moving().formerRemoteNames() == nil)
+    }
+
     @Test func fileRefsKeepDeviceAndNumberApart() {
         let file = FileRef(device: 3, number: FileRef.numberLimit - 1)
         #expect(file.device == 3 && file.number == FileRef.numberLimit - 1 && FileRef(raw: file.raw) == file)
@@ -65,8 +84,8 @@ import VaultFormat
         case generationZero, noDevice, writerBeyondDevices, sameDeviceTwice, samePrefixTwice, twoUpgradedDevices
         case noOwnerRecord, twoOwnerRecords, unknownRole, fileOfUnknownDevice, fileInCover, fileInSlot, fileOutsideGroups
         case fileTwice, levelTooDeep, emptyInteriorTop, topOutOfOrder, unknownExtension, extensionsOutOfOrder, formerRemoteNameLength
-        case namesMoveLength, namesMoveWithoutChange, namesMoveOfTwoDevices, namesMoveSlotFileInCover, namesMoveSlotFileListed
-        case namesMoveSameSlotFile
+        case namesMoveLength, namesMoveWithoutChange, namesMoveSlotFileInCover, namesMoveSlotFileListed
+        case namesMoveSameSlotFile, formerRemoteNamesLength, formerRemoteNamesWithoutRecord
         case deviceCovers, deviceGroupZero, deviceFileNumberNotAGroup, deviceCounterAtRoot, deviceReleasingOwned, deviceNameNotUTF8
         case bytesLeftOver, truncated
     }
@@ -111,8 +130,10 @@ import VaultFormat
             expected = .invalid("index root: extension 3's length")
         case .namesMoveWithoutChange: root = Self.moving(); root.specialFiles.removeLast()
             expected = .invalid("index root: a names move outside a pattern change")
-        case .namesMoveOfTwoDevices: root = Self.moving(); root.devices.append(Self.device(prefix: 7, id: 9))
-            expected = .invalid("index root: a names move outside a pattern change")
+        case .formerRemoteNamesLength: root = Self.movingSynced(); root.extensions[2].value.removeLast()
+            expected = .invalid("index root: extension 4's length")
+        case .formerRemoteNamesWithoutRecord: root = Self.movingSynced(); root.extensions.remove(at: 0)
+            expected = .invalid("index root: former remote names without a former remote record")
         case .namesMoveSlotFileInCover: root = Self.moving(slotFiles: [3, 21]); expected = .invalid("index root: names move file 0:3")
         case .namesMoveSlotFileListed: root = Self.moving(slotFiles: [20, 6]); expected = .invalid("index root: names move file 0:6")
         case .namesMoveSameSlotFile: root = Self.moving(slotFiles: [20, 20]); expected = .invalid("index root: names move file 0:20")

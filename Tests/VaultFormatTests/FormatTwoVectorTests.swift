@@ -47,7 +47,7 @@ import VaultFormat
     }
 
     @Test func theFilesHaveTheirRecords() {
-        #expect(Self.roots.count == 3)
+        #expect(Self.roots.count == 4)
         #expect(Self.pages.count == 2)
     }
 
@@ -94,6 +94,12 @@ import VaultFormat
             #expect(try move == NamesMove(formerRootLocator: record.hex("MOVEFORMERRL"), rootLocator: record.hex("MOVERL"),
                                           namesKey: record.hex("MOVENK"), slotFiles: record.list("MOVESLOTFILES").map { try Self.fileRef($0[0]) }))
             #expect(move.encode() == stated.extensions.first { $0.tag == NamesMove.extensionTag }?.value)
+        }
+        if let former = try stated.formerRemoteNames() {
+            // Extension tag 4's fields (§13.5): a synced vault's move, beside tag 2.
+            #expect(try former == FormerRemoteNames(rootLocator: record.hex("FORMERREMOTERL"), namesKey: record.hex("FORMERREMOTENK")))
+            #expect(former.encode() == stated.extensions.first { $0.tag == FormerRemoteNames.extensionTag }?.value)
+            #expect(stated.devices.count == 2 && stated.extensions.contains { $0.tag == IndexRootV2.formerRemoteUnlockTag })
         }
         let slot = UInt64(try record.int("SLOT"))
         #expect(slot == stated.generation % 2, "the original lies in slot generation mod 2")

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Full disk: the storage on a small tmpfs (SIZE MiB, default 48; root only). Writing through the
+# Full disk: the storage on a small tmpfs (SIZE MiB, default 64; root only). Writing through the
 # mount until the disk is full must fail with ENOSPC at write or fsync ("No space left on
 # device"), lose nothing committed before, let a delete still commit on the full disk, free
 # space, lock cleanly, and the vault must open afterwards with its synced files intact.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-size=${SIZE:-48}
+# init's covers take 16-32 MiB (FORMAT.md §3.2) and a delete gives space back only when it frees
+# two whole groups of 16 files (one free group stays for the next writes, §9.2), so the disk
+# leaves room for a fill of at least five groups whatever the cover count.
+size=${SIZE:-64}
 ((EUID == 0)) || { note "skipped: needs root to mount a tmpfs"; exit 0; }
 disk=$work/disk
 mkdir -p "$disk"

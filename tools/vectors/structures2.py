@@ -58,11 +58,16 @@ def index_root_v2(generation, writer, devices, specials, level, top, extensions)
     files = [ref for ref, _, _ in specials] + [ref for _, _, ref, _ in top]
     assert len(set(files)) == len(files) and all(valid_file(devices, ref) for ref in files)
     tags = [tag for tag, _ in extensions]
-    assert tags == sorted(set(tags)) and all(tag >= 1024 or tag == 3 for tag in tags)
+    assert tags == sorted(set(tags)) and all(tag >= 1024 or tag in (2, 3, 4) for tag in tags)
     for tag, value in extensions:
+        if tag == 2:
+            assert len(value) == 16
+        if tag == 4:
+            # Former remote names (§13.5): RL and NKd, only beside tag 2.
+            assert len(value) == 64 and 2 in tags
         if tag == 3:
-            # Names move (§13.5): one device, a role-3 file, two distinct slot files valid and unlisted.
-            assert len(value) == 112 and len(devices) == 1 and any(role == 3 for _, role, _ in specials)
+            # Names move (§13.5): a role-3 file, two distinct slot files of device 0, valid and unlisted.
+            assert len(value) == 112 and any(role == 3 for _, role, _ in specials)
             slot_files = [int.from_bytes(value[96 + 8 * k:104 + 8 * k], "little") for k in (0, 1)]
             assert slot_files[0] != slot_files[1] and all(valid_file(devices, f) and f not in files for f in slot_files)
     body = u64(generation) + u16(writer) + u16(len(devices)) + b"".join(device_entry(d) for d in devices)

@@ -74,6 +74,8 @@ def unlock_txt(m):
 MOVE_FORMER_RL, MOVE_RL, MOVE_NK = bytes([0xa1] * 32), bytes([0xb2] * 32), bytes([0xc3] * 32)
 MOVE_SLOT_FILES = (20, 21)
 NAMES_MOVE = MOVE_FORMER_RL + MOVE_RL + MOVE_NK + u64(MOVE_SLOT_FILES[0]) + u64(MOVE_SLOT_FILES[1])
+FORMER_REMOTE_RL, FORMER_REMOTE_NK = bytes([0xd4] * 32), bytes([0xe5] * 32)
+FORMER_REMOTE_NAMES = FORMER_REMOTE_RL + FORMER_REMOTE_NK
 DEVICE_A = {"id": bytes(range(0x10, 0x20)), "nk": bytes(range(0x20, 0x40)), "prefix": 0x1234abcd, "counter": 9,
             "next_file": 16, "covers": 3, "groups": [(0, 1)], "releasing": [], "name": b"laptop"}
 DEVICE_B = {"id": bytes(range(0x50, 0x60)), "nk": bytes(range(0x60, 0x80)), "prefix": 0, "counter": 1000,
@@ -90,6 +92,11 @@ ROOT_CASES = [
     (9, 0, [DEVICE_B], [(S2.file_ref(0, 17), 1, bytes(range(32, 48))), (S2.file_ref(0, 8), 3, bytes(range(48, 64)))], 0,
      [(1, 0, S2.file_ref(0, 9), bytes([0x44] * 32))],
      [(3, NAMES_MOVE), (1024, b"")]),
+    # The same change in a synced vault of two devices (§13.12, "with sync"): tag 2, the old
+    # pattern's remote record name, and tag 4, the former remote names: RL, then NKd.
+    (10, 0, [DEVICE_B, DEVICE_A], [(S2.file_ref(0, 17), 1, bytes(range(32, 48))), (S2.file_ref(0, 8), 3, bytes(range(48, 64)))], 0,
+     [(1, 0, S2.file_ref(0, 9), bytes([0x44] * 32)), (0x1234abcd_00000001, 0, S2.file_ref(1, 9), bytes([0x55] * 32))],
+     [(2, bytes(range(64, 80))), (3, NAMES_MOVE), (4, FORMER_REMOTE_NAMES)]),
 ]
 ROOT_SEED = bytes([0x72] * 32)
 
@@ -105,7 +112,8 @@ def index_root_v2_txt(m):
         "\"DotSafe v2 index root\", context u8 SLOT (= GENERATION mod 2: the original), nonce SEALN, padding from",
         "PADDINGSEED; SLOTSHA256. COPYSHA256: the same root sealed for the other slot with nonce COPYN.",
         "Where the root has extension tag 3 (names move): MOVEFORMERRL, MOVERL, MOVENK and MOVESLOTFILES (text,",
-        "DEVICE.NUMBER), the fields of its value.",
+        "DEVICE.NUMBER), the fields of its value. Where it has extension tag 4 (former remote names):",
+        "FORMERREMOTERL and FORMERREMOTENK, the fields of its value.",
     ])
     for count, (generation, writer, devices, specials, level, top, extensions) in enumerate(ROOT_CASES):
         body = S2.index_root_v2(generation, writer, devices, specials, level, top, extensions)
@@ -131,6 +139,8 @@ def index_root_v2_txt(m):
         if any(tag == 3 for tag, _ in extensions):
             lines += [f"MOVEFORMERRL = {MOVE_FORMER_RL.hex()}", f"MOVERL = {MOVE_RL.hex()}", f"MOVENK = {MOVE_NK.hex()}",
                       f"MOVESLOTFILES = {m.list_field(ref_text(S2.file_ref(0, n)) for n in MOVE_SLOT_FILES)}"]
+        if any(tag == 4 for tag, _ in extensions):
+            lines += [f"FORMERREMOTERL = {FORMER_REMOTE_RL.hex()}", f"FORMERREMOTENK = {FORMER_REMOTE_NK.hex()}"]
         lines += [""]
     return "\n".join(lines)
 
