@@ -7,7 +7,8 @@ import VaultStore
 
 /// Two devices whose `dotsafe sync` start at the same moment against one remote (rclone has no
 /// compare-and-swap; FORMAT.md §13.11): each either publishes or is refused with its one line
-/// (`raced`), and after each syncs again as the line says, both hold every change of both.
+/// (`raced`, both when each reads back the other's root), and after each syncs again as the
+/// line says, both hold every change of both.
 @Suite struct SyncRaceTests {
     typealias Sync = SyncCommandTests
     typealias Failure = SyncFailureTests
@@ -78,7 +79,8 @@ import VaultStore
                 #expect(result.status == 0 && result.standardOutput.hasPrefix("synced: ") || result.status == 1 && result.standardError == Self.raced,
                         "round \(round): \(result)")
             }
-            #expect(results.contains { $0.status == 0 }, "round \(round): one of the two publishes: \(results)")
+            // Both may be refused: each root read back beside the other's (one slot each) is not
+            // taken as up; the next syncs publish one of them and merge.
             // Each syncs again, as the line says, until neither has anything to send.
             for index in [0, 1, 0, 1] {
                 let device = devices[index]
