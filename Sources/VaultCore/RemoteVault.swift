@@ -120,7 +120,8 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .noVault: "no vault opens with this pattern, neither in the storage nor on the remote"
         case .otherLineage:
-            "the remote holds another vault made with this pattern (two devices each made it before syncing): merging two lineages is not supported yet"
+            "the remote holds another vault made with this pattern (this storage's vault was made apart from it): nothing was changed "
+                + "on either side; two vaults do not merge: copy its files into a storage that synced with the remote"
         case .unknownDevice: "the remote's vault does not list this device (another device's sync replaced its entry): nothing was changed"
         case .formatOne: "this vault is in format 1: sync needs format 2"
         case .hardLinks: "the vault holds files with several names (hard links): sync does not handle them yet"

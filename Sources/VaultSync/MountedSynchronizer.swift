@@ -103,6 +103,7 @@ public struct MountedSynchronizer: Sendable {
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
         let files = try remote.read(remoteVault.rootSlotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
+        let checked = ContinuousClock.now
         if let unlock = committed.unlockFile, !movesRemote {
             try remote.write(unlockName, contents: unlock)
             summary.filesUp += 1
@@ -111,6 +112,8 @@ public struct MountedSynchronizer: Sendable {
             try remote.write(name, contents: file)
             summary.filesUp += 1
         }
+        // Another device's root written over this one (`stillHolds`): not up; `run` goes again.
+        guard try remote.stillHolds(committed.rootFiles, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
         if movesRemote, let unlock = committed.unlockFile {
             try transfer.finishMove(to: remote, from: storageFolder, unlockName: unlockName, record: { unlock }, summary: &summary)
         }

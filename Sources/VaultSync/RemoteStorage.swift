@@ -39,7 +39,13 @@ public struct RemoteStorage: Sendable {
     /// byte more than the storage size is read, so a planted huge file costs nothing.
     public func read(_ name: String) throws(RemoteError) -> [UInt8]? {
         precondition(FileName.isWellFormed(name), "only storage names are read")
-        let result = try rclone.run(["cat", "--count", String(Format.fileSize + 1), location.file(name)], on: location)
+        let arguments = ["cat", "--count", String(Format.fileSize + 1), location.file(name)]
+        var result = try rclone.run(arguments, on: location)
+        // A file read while another device replaces it ends early on a server that writes in
+        // place (rclone's own WebDAV server does): once more, after that write.
+        if result.status != 0 && String(decoding: result.errorOutput, as: UTF8.self).contains("unexpected EOF") {
+            result = try rclone.run(arguments, on: location)
+        }
         // Exit 3 or 4: not found; S3 answers a missing object with nothing and exit 0.
         if result.status == 3 || result.status == 4 || (result.status == 0 && result.output.isEmpty) { return nil }
         guard result.status == 0 else {

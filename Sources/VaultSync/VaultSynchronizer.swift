@@ -60,10 +60,12 @@ public struct VaultSynchronizer {
         // to the new names, then these, the old pattern's, go (§13.12, "with sync").
         let formerFiles = try vault.formerRemoteFiles(listed: remoteNames)
         // Neither record: the vault's slots, or (after a move of its names) this device's own
-        // files, say that the remote holds the vault under another pattern.
+        // files, say that the remote holds the vault under another pattern; own files of a
+        // device that never saw the vault there are a first sync cut short.
+        let sawRemote = view.header.map { $0.readGeneration > 0 || $0.publishedGeneration > 0 } ?? false
         if !remoteVault.hasRecord && !formerPresent,
            try remoteVault.slotNames().contains(where: remoteNames.contains)
-            || (view.header != nil && !vault.isShared && vault.ownFilesListed(remoteNames)) {
+            || (sawRemote && !vault.isShared && vault.ownFilesListed(remoteNames)) {
             throw SyncRefusal.patternChanged
         }
         step(2)
@@ -114,6 +116,7 @@ public struct VaultSynchronizer {
             // overwritten here (a race in the same instant still can be, FORMAT.md §13.11).
             let files = try remote.read(remoteVault.rootSlotNames())
             guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
+            let checked = ContinuousClock.now
             // A first publish, or a record without the identity or recipients of this device's.
             let record = remoteVault.hasRecord && !remoteVault.recordOutdated ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
@@ -129,6 +132,10 @@ public struct VaultSynchronizer {
                 try remote.write(name, contents: file)
                 summary.filesUp += 1
             }
+            // A device that checked the slots just before these writes may write its root over
+            // them (`stillHolds`): then this root is not known to be up, and the base stays the
+            // tree read, from which every root there comes (the next sync merges with it).
+            guard try remote.stillHolds(roots, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
             if let record, !recordFirst {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)

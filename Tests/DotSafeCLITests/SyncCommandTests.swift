@@ -82,6 +82,50 @@ import VaultStore
         #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
     }
 
+    /// Two lineages: a storage made apart (its own `init`, the same keyring and pattern, so a
+    /// vault of its own that opens the remote's record) is refused by a sync against the remote
+    /// of the other vault, with one line, and neither side changes; the other device goes on.
+    @Test func aVaultMadeApartWithTheSamePatternIsRefusedAndNothingChanges() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = base + "/remote"
+        for (device, text) in [("laptop", "from the laptop"), ("desktop", "from the desktop")] {
+            #expect(CLIRun(["init", base + "/" + device], environment: environment).status == 0)
+            let vault = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: try Self.secrets(environment))
+            let id = try vault.create(.file, in: Vault.rootID, named: Array("\(device).txt".utf8), mode: 0o644)
+            try vault.write(id, offset: 0, bytes: Array(text.utf8))
+            try vault.lock()
+        }
+        let up = Self.sync(base + "/laptop", remote, environment, device: "laptop")
+        try #require(up.status == 0, "\(up)")
+
+        let remoteBefore = KeyringCommandTests.snapshot(remote), desktopBefore = KeyringCommandTests.snapshot(base + "/desktop")
+        let refused = Self.sync(base + "/desktop", remote, environment, device: "desktop")
+        #expect(refused.status == 1 && refused.standardOutput.isEmpty, "\(refused)")
+        #expect(refused.standardError == "dotsafe: the remote holds another vault made with this pattern (this storage's vault was "
+                + "made apart from it): nothing was changed on either side; two vaults do not merge: copy its files into a storage that "
+                + "synced with the remote\n",
+                "\(refused)")
+        #expect(KeyringCommandTests.snapshot(remote) == remoteBefore)
+        #expect(KeyringCommandTests.snapshot(base + "/desktop") == desktopBefore)
+
+        // Both vaults still open as they were; the laptop syncs on, and a new device gets its vault alone.
+        do {
+            let desktop = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment))
+            defer { try? desktop.lock() }
+            #expect(try desktop.read(try desktop.lookup(Vault.rootID, Array("desktop.txt".utf8)), offset: 0, count: 100)
+                    == Array("from the desktop".utf8))
+            #expect(throws: (any Error).self) { try desktop.lookup(Vault.rootID, Array("laptop.txt".utf8)) }
+        }
+        #expect(Self.sync(base + "/laptop", remote, environment, device: "laptop").status == 0)
+        let phone = Self.sync(base + "/phone", remote, environment, device: "phone")
+        #expect(phone.status == 0, "\(phone)")
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: try Self.secrets(environment))
+        defer { try? copy.lock() }
+        #expect(try copy.read(try copy.lookup(Vault.rootID, Array("laptop.txt".utf8)), offset: 0, count: 100) == Array("from the laptop".utf8))
+        #expect(throws: (any Error).self) { try copy.lookup(Vault.rootID, Array("desktop.txt".utf8)) }
+    }
+
     @Test func refusalsSayOneLineAndLeaveNothing() throws {
         let (base, environment) = try InitAndKeyringCommandTests.workspace()
         defer { try? FileManager.default.removeItem(atPath: base) }
