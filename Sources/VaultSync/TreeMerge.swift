@@ -106,7 +106,10 @@ struct TreeMerger {
         }
     }
 
-    func changed(_ item: SyncItem, since old: SyncItem) -> Bool { item.version != old.version || !item.sameRecord(as: old) }
+    /// By the record, not its version: a device's commit can count a new version of a record it
+    /// copied unchanged (the merge wrote it), and a delete must not lose to such a bump (seen in
+    /// the kill -9 trials as a deleted file that came back).
+    func changed(_ item: SyncItem, since old: SyncItem) -> Bool { !item.sameRecord(as: old) }
 
     /// Payload and place are merged apart, and the place's two halves (folder, name) too: a
     /// rename here and a move there give a renamed, moved item.

@@ -62,7 +62,8 @@ public struct VaultSynchronizer {
         // Neither record: the vault's slots, or (after a move of its names) this device's own
         // files, say that the remote holds the vault under another pattern; own files of a
         // device that never saw the vault there are a first sync cut short.
-        let sawRemote = view.header.map { $0.readGeneration > 0 || $0.publishedGeneration > 0 } ?? false
+        // (`publishedGeneration` is what a pending base means to publish: read only counts.)
+        let sawRemote = (view.header?.readGeneration ?? 0) > 0
         if !remoteVault.hasRecord && !formerPresent,
            try remoteVault.slotNames().contains(where: remoteNames.contains)
             || (sawRemote && !vault.isShared && vault.ownFilesListed(remoteNames)) {
