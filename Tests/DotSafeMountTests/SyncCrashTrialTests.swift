@@ -31,7 +31,8 @@ import Testing
         // record from before the writer's pack compaction points at bytes since reused.
         // (SEED=27748, a deleted file brought back by a version-only bump, is fixed:
         // TreeMerger.changed compares records.) Every other check of the trials must hold.
-        let unreadable = text.contains("Input/output error")
+        // Seen as a read that fails or as fsck's "damaged" line (seed 13867, trial 1).
+        let unreadable = text.contains("Input/output error") || text.contains("pack member does not open")
         withKnownIssue("a merge can take a packed file's record from before its pack was compacted (issue 13)", isIntermittent: true) {
             #expect(!unreadable, "\(text)")
         }
