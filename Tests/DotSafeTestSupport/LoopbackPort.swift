@@ -4,7 +4,7 @@ import Glibc
 public enum LoopbackPort {
     /// A port the kernel just gave out and took back; a server started at once gets it.
     public static func free() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else { throw HarnessError("socket: errno \(errno)") }
         defer { close(socket) }
         var address = loopback(port: 0)
@@ -18,7 +18,7 @@ public enum LoopbackPort {
 
     /// Whether something accepts connections on the port.
     public static func isListening(_ port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else { return false }
         defer { close(socket) }
         var address = loopback(port: port)
@@ -40,7 +40,10 @@ extension LoopbackPort {
     /// A socket that listens on the port and never accepts: connections complete in the
     /// kernel's backlog and then hear nothing (a server that hangs). Close it to stop.
     public static func silentListener(_ port: Int) throws -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a process another test starts meanwhile would otherwise keep the port
+        // held after `close` by a listener that never answers, and the real server restarted on
+        // it could not bind (SyncMountTests saw every request time out in the whole suite).
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else { throw HarnessError("socket: errno \(errno)") }
         var reuse: Int32 = 1
         setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
