@@ -221,8 +221,16 @@ extension VaultState {
             return all
         }
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
+            // A group's missing files appear together, as this device's new groups do: one by
+            // one, a sync cut between two of them left a count off a multiple of 16, which no
+            // later open puts right (the group is not in the committed device table yet).
+            var missing: [UInt64: [(name: String, contents: [UInt8])]] = [:]
             for raw in numbers(device, index).sorted() where try !storage.entryExists(try name(raw)) {
-                try storage.create(try name(raw), contents: try session.random.bytes(Format.fileSize), durable: false)
+                missing[FileRef(raw: raw).number / UInt64(Format.groupSize), default: []]
+                    .append((try name(raw), try session.random.bytes(Format.fileSize)))
+            }
+            for group in missing.keys.sorted() {
+                try storage.createGroup(missing[group]!)
                 changed = true
             }
             guard index < remote.oldDevices.count else { continue }
