@@ -66,10 +66,12 @@ extension VaultState {
     /// otherwise it was withdrawn, or its share was cut short. Checked before anything is
     /// downloaded.
     func checkGrantListed(_ remote: RemoteVault) throws {
-        if sharing.received == nil && remote.follows {
+        if sharing.received == nil && (remote.follows || remote.withdrawnTwice) {
             // The owner's other device withdrew a grant: the vault's if its root lists this device.
             guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
                   root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SyncRefusal.otherLineage }
+            // Withdrawn here too: the two do not merge (FORMAT.md §14.8), and nothing is written.
+            if remote.withdrawnTwice { throw SyncRefusal.withdrawnOnTwoDevices }
             return
         }
         guard sharing.received != nil, let record = remote.record else { return }
