@@ -106,7 +106,7 @@ extension VaultState {
             }) else { continue }
             for ((id, old), sealed) in zip(members, contents) {
                 // Housekeeping: on a full disk it waits, the commit goes on.
-                guard let (newNumber, offset) = try? packs.place(sealed, writer: &writer) else { return }
+                guard let (newNumber, offset) = try? packs.place(sealed, writer: &writer, avoiding: number) else { return }
                 var moved = old
                 moved.fileNumber = newNumber
                 moved.offset = UInt32(offset)
