@@ -48,8 +48,10 @@ struct PackStore {
     }
 
     /// Puts sealed member bytes into the open pack, starting a new pack when it is full.
-    /// `avoiding`: a pack being emptied, which must not become the open pack (compaction would
-    /// move its members into its own tail, under the same keys, and gain nothing).
+    /// `avoiding`: a pack being emptied by compaction, which must not become the open pack (its
+    /// members would move into its own tail, under the same keys, and gain nothing). Compaction
+    /// only fills packs that exist: a new pack for it would take a free file, or a new group,
+    /// for housekeeping (`CompactionWaits`).
     mutating func place(_ sealed: [UInt8], writer: inout FileWriter, avoiding: UInt64? = nil) throws -> (fileNumber: UInt64, offset: Int) {
         if let pack = openPack, !pack.fits(sealed.count) {
             try writeOpenPack(writer: &writer)
@@ -71,6 +73,7 @@ struct PackStore {
         for (number, info) in candidates where writer.isUsable(number) {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
+        if avoiding != nil { throw CompactionWaits() }
         let number = try writer.allocateUsable(data: true)
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try writer.random.bytes(Format.fileSize))
@@ -128,3 +131,6 @@ struct PackStore {
         openPack = nil
     }
 }
+
+/// No other pack has room for a compacted member: compaction waits for a later commit.
+struct CompactionWaits: Error {}

@@ -55,8 +55,15 @@ import VaultStore
         var packs = PackStore(packs: written.packs)
         _ = packs.releaseMember(11, Self.member(second, b))
         #expect(packs.sparsePacks == [first.fileNumber])
-        let moved = try packs.place(a, writer: &writer, avoiding: first.fileNumber)
-        #expect(moved.fileNumber != first.fileNumber && moved.offset == 0, "a new pack takes the member")
+        // No other pack: compaction waits rather than take a free file (or a new group) for it.
+        #expect(throws: CompactionWaits.self) { try packs.place(a, writer: &writer, avoiding: first.fileNumber) }
+        // Another pack with room takes the member.
+        let big = try written.place([UInt8](repeating: 3, count: Format.fileSize - 1500), writer: &writer)
+        try written.writeOpenPack(writer: &writer)
+        var two = PackStore(packs: written.packs)
+        _ = two.releaseMember(11, Self.member(second, b))
+        let moved = try two.place(a, writer: &writer, avoiding: first.fileNumber)
+        #expect(moved.fileNumber == big.fileNumber && moved.fileNumber != first.fileNumber, "another pack takes the member")
         var other = PackStore(packs: written.packs)
         _ = other.releaseMember(11, Self.member(second, b))
         #expect(try other.place(a, writer: &writer).fileNumber == first.fileNumber, "without it, the emptied pack is chosen")
