@@ -73,20 +73,6 @@ ROOT_FAILS = [
 ROOT_SEED = bytes([0x73] * 32)
 
 
-def root_fields(m, generation, writer, devices, specials, level, top, extensions):
-    lines = [f"GENERATION = {generation}", f"WRITER = {writer}", f"DEVICES = {len(devices)}"]
-    for k, d in enumerate(devices):
-        lines += [f"DEVICE{k}ID = {d['id'].hex()}", f"DEVICE{k}NK = {d['nk'].hex()}", f"DEVICE{k}PREFIX = {d['prefix']}",
-                  f"DEVICE{k}COUNTER = {d['counter']}", f"DEVICE{k}NEXTFILE = {d['next_file']}", f"DEVICE{k}COVERS = {d['covers']}",
-                  f"DEVICE{k}GROUPS = {m.list_field(f'{a}+{n}' for a, n in d['groups'])}",
-                  f"DEVICE{k}RELEASING = {m.list_field(str(n) for n in d['releasing'])}",
-                  f"DEVICE{k}NAME = {d['name'].decode()}"]
-    return lines + [f"SPECIAL = {m.list_field(f'{V2.ref_text(ref)}:{role}:{name.hex()}' for ref, role, name in specials)}",
-                    f"LEVEL = {level}",
-                    f"TOP = {m.list_field(f'{item}:{sub}:{V2.ref_text(ref)}:{key.hex()}' for item, sub, ref, key in top)}",
-                    f"EXTENSIONS = {m.list_field(f'{tag}:{value.hex()}' for tag, value in extensions)}"]
-
-
 def index_root_v3_txt(m):
     rk = m.hkdf(V2.VK, b"DotSafe v2 root key", 32)
     lines = m.header("Roots of index version 3 (docs/FORMAT.md §15.1, §15.5, §15.10).", [
@@ -104,7 +90,7 @@ def index_root_v3_txt(m):
         padding = m.stream(ROOT_SEED, P - len(body))
         file = envelope3(m, rk, nonce, b"DotSafe v2 index root", u8(slot), 1, body, padding)
         copy = envelope3(m, rk, copy_nonce, b"DotSafe v2 index root", u8(1 - slot), 1, body, padding)
-        lines += [f"COUNT = {count}"] + root_fields(m, *case)
+        lines += [f"COUNT = {count}"] + V2.root_fields(m, *case)
         lines += [f"BODY = {body.hex()}", f"RK = {rk.hex()}", f"SLOT = {slot}", f"SEALN = {nonce.hex()}",
                   f"COPYN = {copy_nonce.hex()}", f"PADDINGSEED = {ROOT_SEED.hex()}",
                   f"SLOTSHA256 = {hashlib.sha256(file).hexdigest()}", f"COPYSHA256 = {hashlib.sha256(copy).hexdigest()}", ""]
@@ -172,14 +158,7 @@ def index_page_v3_txt(m):
         body = S2.index_page_v2(level, entries)
         key, nonce = bytes([0x98 + count] * 32), m.nonce_from(0x64 + count)
         file = envelope3(m, key, nonce, b"DotSafe v2 index page", u8(level), 2, body, m.stream(PAGE_SEED, P - len(body)))
-        lines += [f"COUNT = {count}", f"LEVEL = {level}", f"RECORDS = {len(entries)}"]
-        if level == 0:
-            for n, ((item, sub), value) in enumerate(entries):
-                lines += [f"KEY{n} = {item}.{sub}", f"VALUE{n} = {value.hex()}"]
-        else:
-            lines.append(f"TOP = {m.list_field(f'{item}:{sub}:{V2.ref_text(ref)}:{k.hex()}' for item, sub, ref, k in entries)}")
-        lines += [f"BODY = {body.hex()}", f"PAGEKEY = {key.hex()}", f"SEALN = {nonce.hex()}",
-                  f"PADDINGSEED = {PAGE_SEED.hex()}", f"FILESHA256 = {hashlib.sha256(file).hexdigest()}", ""]
+        lines += V2.page_lines(m, count, level, entries, body, key, nonce, PAGE_SEED, file)
     for count, (reason, entries) in enumerate(PAGE_FAILS, start=2):
         lines += [f"COUNT = {count}", f"BODY = {S2.index_page_v2(0, entries).hex()}", f"REASON = {reason}", "FAIL", ""]
     return "\n".join(lines)
