@@ -80,15 +80,7 @@ import VaultFormat
     @Test(arguments: pages) func pageBodyAndFileByteForByte(record: VectorRecord) throws {
         let root = try Self.firstRoot(), hash = try Self.entryHash(root)
         let level = UInt8(try record.int("LEVEL")), body = try record.hex("BODY")
-        let node: IndexPageV2.Node
-        if level == 0 {
-            node = .leaf(try (0..<record.int("RECORDS")).map { n in
-                let key = try record.string("KEY\(n)").split(separator: ".")
-                return (RecordKey(itemID: UInt64(key[0])!, sub: UInt32(key[1])!), try record.hex("VALUE\(n)"))
-            })
-        } else {
-            node = .interior(try FormatTwoVectorTests.pageRefs(record.list("TOP")))
-        }
+        let node = try FormatTwoVectorTests.node(record)
         #expect(IndexPageV3.encode(level: level, node) == body)
         switch (try IndexPageV3.decode(body[...], level: level, root: root, entryHash: { try hash($0) }), node) {
         case (.leaf(let read), .leaf(let stated)):
