@@ -58,7 +58,9 @@ import VaultStore
         // No other pack: compaction waits rather than take a free file (or a new group) for it.
         #expect(throws: CompactionWaits.self) { try packs.place(a, writer: &writer, avoiding: first.fileNumber) }
         // Another pack with room takes the member.
-        let big = try written.place([UInt8](repeating: 3, count: Format.fileSize - 1500), writer: &writer)
+        let large = [UInt8](repeating: 3, count: Format.fileSize - a.count)   // too big for the first pack
+        let big = try written.place(large, writer: &writer)
+        written.addMember(12, Self.member(big, large))
         try written.writeOpenPack(writer: &writer)
         var two = PackStore(packs: written.packs)
         _ = two.releaseMember(11, Self.member(second, b))
