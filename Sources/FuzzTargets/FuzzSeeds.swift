@@ -42,6 +42,10 @@ public enum FuzzSeeds {
 
     /// Target name → seeds (file name → bytes).
     public static func all() -> [String: [String: [UInt8]]] {
+        formatOne().merging(indexThree()) { a, _ in a }
+    }
+
+    static func formatOne() -> [String: [String: [UInt8]]] {
         let records = records
         let page = IndexPage.encode(records)
         var twoPages = ByteWriter()

@@ -22,7 +22,7 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(name: "pattern", run: pattern),
         FuzzTarget(name: "contact-code", run: contactCode),
         FuzzTarget(name: "grant-block", run: grantBlock),
-    ]
+    ] + indexThree
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
 
@@ -119,7 +119,7 @@ public struct FuzzTarget: Sendable {
         roundTrip(GrantFile.block(body: record.encode()), block, "grant block")
     }
 
-    private static func roundTrip(_ encoded: [UInt8], _ input: [UInt8], _ what: String) {
+    static func roundTrip(_ encoded: [UInt8], _ input: [UInt8], _ what: String) {
         precondition(encoded == input, "\(what): decoded bytes do not encode back to themselves")
     }
 }

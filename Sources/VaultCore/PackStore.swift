@@ -48,26 +48,32 @@ struct PackStore {
     }
 
     /// Puts sealed member bytes into the open pack, starting a new pack when it is full.
-    mutating func place(_ sealed: [UInt8], writer: inout FileWriter) throws -> (fileNumber: UInt64, offset: Int) {
+    /// `avoiding`: a pack being emptied by compaction, which must not become the open pack (its
+    /// members would move into its own tail, under the same keys, and gain nothing). Compaction
+    /// only fills packs that exist: a new pack for it would take a free file, or a new group,
+    /// for housekeeping (`CompactionWaits`).
+    mutating func place(_ sealed: [UInt8], writer: inout FileWriter, avoiding: UInt64? = nil) throws -> (fileNumber: UInt64, offset: Int) {
         if let pack = openPack, !pack.fits(sealed.count) {
             try writeOpenPack(writer: &writer)
             openPack = nil
         }
-        if openPack == nil { openPack = try chooseOpenPack(needing: sealed.count, writer: &writer) }
+        if openPack == nil { openPack = try chooseOpenPack(needing: sealed.count, avoiding: avoiding, writer: &writer) }
         let offset = openPack!.append(sealed)
         return (openPack!.fileNumber, offset)
     }
 
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
-    private mutating func chooseOpenPack(needing count: Int, writer: inout FileWriter) throws -> OpenPack {
+    private mutating func chooseOpenPack(needing count: Int, avoiding: UInt64?, writer: inout FileWriter) throws -> OpenPack {
         // Only this device's packs take members: another device's files are never written.
-        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key) }
+        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key)
+                                        && $0.key != avoiding }
             .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.
         for (number, info) in candidates where writer.isUsable(number) {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
+        if avoiding != nil { throw CompactionWaits() }
         let number = try writer.allocateUsable(data: true)
         packs[number] = PackInfo()
         return OpenPack(newFile: number, randomImage: try writer.random.bytes(Format.fileSize))
@@ -125,3 +131,6 @@ struct PackStore {
         openPack = nil
     }
 }
+
+/// No other pack has room for a compacted member: compaction waits for a later commit.
+struct CompactionWaits: Error {}

@@ -68,7 +68,7 @@ extension VaultError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .damagedIndex(let why): "the vault's index is damaged: \(why); nothing was changed"
-        case .newerFormat(let version): "the vault was made by a newer DotSafe (format \(version)); update DotSafe to open it"
+        case .newerFormat(let version): "the vault was made by a newer DotSafe (format version \(version)); update DotSafe to open it"
         case .damagedData(let what): "damaged data: \(what)"
         case .notFound: "no such item"
         case .exists: "the name exists already"

@@ -105,8 +105,9 @@ extension VaultState {
                 try storage.read(try name(number), offset: Int(old.offset), count: Int(old.sealedLength))
             }) else { continue }
             for ((id, old), sealed) in zip(members, contents) {
-                // Housekeeping: on a full disk it waits, the commit goes on.
-                guard let (newNumber, offset) = try? packs.place(sealed, writer: &writer) else { return }
+                // Housekeeping: on a full disk, or with no other pack to take the member, it
+                // waits; the commit goes on.
+                guard let (newNumber, offset) = try? packs.place(sealed, writer: &writer, avoiding: number) else { return }
                 var moved = old
                 moved.fileNumber = newNumber
                 moved.offset = UInt32(offset)

@@ -42,19 +42,19 @@ extension VaultState {
     }
 
     /// Every file the committed state references under a key: pages, chunks, pack members (raw
-    /// FileRef and `SHA-256(key)[0..16]`, §13.11).
+    /// FileRef and `SHA-256(key)[0..16]`, and a member's offset, §13.11).
     func referencedFiles(pages: [StoredRef]? = nil, items: [UInt64: Item]? = nil) -> Set<FileUse> {
         var uses = Set<FileUse>()
-        func add(_ file: UInt64, _ slot: SecretArena.Slot?) {
+        func add(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) {
             guard let slot else { return }
             var key = session.arena.bytes(slot)
             defer { Sealer.wipe(&key) }
-            uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize))))
+            uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset))
         }
         for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) { add(ref.fileNumber, ref.key) }
         for item in (items ?? tree.items).values {
             for ref in item.chunks.values { add(ref.fileNumber, ref.key) }
-            if let member = item.packedMember { add(member.fileNumber, item.memberKey) }
+            if let member = item.packedMember { add(member.fileNumber, item.memberKey, offset: member.offset) }
         }
         return uses
     }
@@ -179,9 +179,14 @@ struct SyncBasePlans {
     var publishing: SyncBasePlan?
 }
 
-/// A file a state references, with a digest of the key it is read with (no key).
+/// A file a state references, with a digest of the key it is read with (no key) and, for a
+/// pack member, where in the pack it lies: compaction moves a member under the same key, even
+/// within one pack file, and a copy of that file from before the move lacks it there (seen in
+/// `tools/sync-crash-trials` as packed files that read EIO after a merge, SEED=21220).
 public struct FileUse: Hashable, Sendable {
     /// The raw FileRef.
     public var file: UInt64
     public var keyHash: [UInt8]
+    /// A pack member's offset; 0 for a page or a chunk (a whole file).
+    public var offset: UInt32 = 0
 }

@@ -137,13 +137,23 @@ extension VaultState {
     }
 
     /// The newest root that opens among the slots' files; nil when there are none. Something in
-    /// a slot that does not open, with nothing that does, is damage.
+    /// a slot that does not open, with nothing that does, is damage. A root of a newer version
+    /// (index 3, FORMAT.md §15.1) stops the sync even beside an older one: a newer release
+    /// converted the remote, and a merge with the older root would write over the newer.
     static func newestRemoteRoot(rootKey: SecretBytes, files: [[UInt8]?]) throws -> IndexRootV2? {
         var roots: [IndexRootV2] = []
         for (slot, file) in files.enumerated() {
             guard let file else { continue }
-            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
-                                                      key: .secret(rootKey), seal: .indexRootV2(slot: UInt64(slot))) else { continue }
+            let body: [UInt8]
+            do {
+                body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
+                                               key: .secret(rootKey), seal: .indexRootV2(slot: UInt64(slot)))
+            } catch FormatError.newerVersion(let version) {
+                for root in roots { root.wipeKeys() }
+                throw VaultError.newerFormat(version)
+            } catch {
+                continue
+            }
             defer { body.wipeStorage() }
             guard let root = try? IndexRootV2.decode(body[...]) else { continue }
             roots.append(root)

@@ -67,7 +67,11 @@ public struct IndexRootV2: Equatable, Sendable {
         return writer.bytes
     }
 
-    public static func decode(_ body: ArraySlice<UInt8>) throws -> IndexRootV2 {
+    public static func decode(_ body: ArraySlice<UInt8>) throws -> IndexRootV2 { try decode(body, formatTags: []) }
+
+    /// `formatTags`: tags below 1024 that a later index version adds (§15.5's tag 5), whose rules
+    /// its own decoder checks; format 2 knows none.
+    static func decode(_ body: ArraySlice<UInt8>, formatTags: Set<UInt16>) throws -> IndexRootV2 {
         var reader = ByteReader(body, context: "index root")
         let generation = try reader.u64(), writerDevice = try reader.u16()
         let deviceCount = Int(try reader.u16())
@@ -87,7 +91,7 @@ public struct IndexRootV2: Equatable, Sendable {
         for _ in 0..<extensionCount {
             let tag = try reader.u16()
             if let last = extensions.last, tag <= last.tag { throw FormatError.invalid("index root: extension tags out of order") }
-            guard tag >= firstOptionalTag || [SyncBase.extensionTag, formerRemoteUnlockTag, NamesMove.extensionTag,
+            guard tag >= firstOptionalTag || formatTags.contains(tag) || [SyncBase.extensionTag, formerRemoteUnlockTag, NamesMove.extensionTag,
                                               FormerRemoteNames.extensionTag].contains(tag) else {
                 throw FormatError.invalid("index root: extension \(tag) is unknown (made by a newer DotSafe?)")
             }

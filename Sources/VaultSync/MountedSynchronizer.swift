@@ -19,6 +19,10 @@ public struct MountedSynchronizer: Sendable {
     public let deviceName: String
     /// Unix seconds: the time in conflict names.
     public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// Called before each change to the remote and before the last local commit, with the names
+    /// `VaultSynchronizer` gives them; a test throws from it to stop the round there, as a
+    /// process that died would (crash injection).
+    var beforeChange: (@Sendable (_ change: String) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -59,7 +63,13 @@ public struct MountedSynchronizer: Sendable {
         // A new, empty vault and nothing on the remote: nothing to do until the first change.
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
-        if remoteVault.hasRecord {
+        // A pattern change made here goes to the remote as `dotsafe sync` takes it (FORMAT.md
+        // §13.12); one made on another device is refused before anything changes here.
+        let change = try PendingPatternChange(vault, listed: remoteNames)
+        try change.refuseIfChangedElsewhere(vault, remoteVault, listed: remoteNames) {
+            (try vault.localSyncView(deviceName: deviceName).header?.readGeneration ?? 0) > 0
+        }
+        if change.readsRoot(remoteVault) {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
@@ -79,68 +89,102 @@ public struct MountedSynchronizer: Sendable {
                 throw error
             }
         }
-        let read = remoteVault.generation
         var actions: [MergeAction] = []
-        let follows = remoteVault.follows
+        let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault)
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
-                try plan(view, remoteEntries, remoteVault, follows: follows, &actions)
+                try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, &actions)
             }
         }
-        guard let committed = planned else { return summary }
-        summary.actions = actions
-        summary.conflicts = actions.filter {
-            switch $0 {
-            case .keptBothVersions, .renamed: true
-            default: false
-            }
-        }.count
-        if !committed.pulled.isEmpty { pulled(committed.pulled) }
+        if let committed = planned {
+            summary.actions = actions
+            summary.conflicts = actions.filter {
+                switch $0 {
+                case .keptBothVersions, .renamed: true
+                default: false
+                }
+            }.count
+            if !committed.pulled.isEmpty { pulled(committed.pulled) }
+            try publish(committed, remoteVault, to: RoundRemote(unlockName: unlockName, listed: remoteNames, change: change),
+                        filesMoved: filesMoved, &summary)
+        }
+        // After a pattern change, once the new record is up (read, or written above).
+        try change.finish(vault, remoteVault, published: planned != nil, on: remote, beforeChange: beforeChange, summary: &summary)
+        return summary
+    }
+
+    /// What a round knows of the remote when its commit goes up.
+    private struct RoundRemote {
+        /// This vault's record name there, and the remote's listing at the round's start.
+        let unlockName: String
+        let listed: Set<String>
+        let change: PendingPatternChange
+    }
+
+    /// What `commitLive` committed goes up: blocks and pages, the record where it goes first, the
+    /// root and its copy, then the removals (§3.4 steps 6–8, in `VaultSynchronizer`'s order).
+    private func publish(_ committed: LiveSyncCommit, _ remoteVault: RemoteVault, to published: RoundRemote,
+                         filesMoved: ((SyncProgress) -> Void)?, _ summary: inout SyncSummary) throws {
+        let read = remoteVault.generation, unlockName = published.unlockName, change = published.change
         let transfer = committed.transfer
         // After a withdrawal the remote moves to the new keys (FORMAT.md §14.8).
         let movesRemote = remoteVault.movesRemote
+        try beforeChange?("upload")
         try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
         let files = try remote.read(remoteVault.rootSlotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
         let checked = ContinuousClock.now
-        if let unlock = committed.unlockFile, !movesRemote {
-            try remote.write(unlockName, contents: unlock)
+        // After a move of the names the record names the new slots: it goes up after them.
+        let record = movesRemote ? nil : committed.unlockFile
+        if let record, change.recordFirst {
+            try beforeChange?("record")
+            try remote.write(unlockName, contents: record)
             summary.filesUp += 1
         }
         for (name, file) in committed.rootFiles {
+            try beforeChange?("root")
             try remote.write(name, contents: file)
             summary.filesUp += 1
         }
         // Another device's root written over this one (`stillHolds`): not up; `run` goes again.
         guard try remote.stillHolds(committed.rootFiles, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+        if let record, !change.recordFirst {
+            try beforeChange?("record")
+            try remote.write(unlockName, contents: record)
+            summary.filesUp += 1
+        }
         if movesRemote, let unlock = committed.unlockFile {
-            try transfer.finishMove(to: remote, from: storageFolder, unlockName: unlockName, record: { unlock }, summary: &summary)
+            try transfer.finishMove(to: remote, from: storageFolder, unlockName: unlockName, record: { unlock },
+                                    beforeChange: beforeChange, summary: &summary)
         }
         try vault.syncBasePublished()
+        try beforeChange?("remove")
         try remote.delete(transfer.remove)
         summary.filesRemoved = transfer.remove.count
         let retired = try vault.rotatedRemoteSlotNames()
         if !retired.isEmpty {
-            let present = retired.filter(remoteNames.contains)
+            try beforeChange?("retire")
+            let present = retired.filter(published.listed.contains)
             try remote.delete(present)
             summary.filesRemoved += present.count
+            try beforeChange?("forget rotation")
             try vault.forgetRotation()
         }
-        return summary
     }
 
     /// What the round does, decided on the local view under the vault's lock (`SyncDecision`):
     /// nothing when neither side changed since the base; the merge when the remote did; a
     /// publish when only this side did; a confirmation when the remote holds this device's
     /// root that a round cut short never learnt was up. After a withdrawal the owner publishes,
-    /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8).
-    private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool,
+    /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8). After a pattern
+    /// change made here (`forced`) the round publishes, as `dotsafe sync` does (§13.12).
+    private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool, forced: Bool,
                       _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
-        guard decision.publishes || remoteVault.rotated else {
+        guard decision.publishes || remoteVault.rotated || forced else {
             return decision.confirmsLanded ? LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false) : nil
         }
         guard decision.merges || follows else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }

@@ -52,25 +52,13 @@ public struct VaultSynchronizer {
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
-        // After a pattern change here the remote's record is still the former pattern's, at the
-        // name the root keeps (FORMAT.md §13.12); its keys are this vault's own.
-        let formerName = try vault.formerRemoteUnlockName()
-        let formerPresent = formerName.map(remoteNames.contains) ?? false
-        // After a move of an upgraded vault's names the remote is moved too: its root and record
-        // to the new names, then these, the old pattern's, go (§13.12, "with sync").
-        let formerFiles = try vault.formerRemoteFiles(listed: remoteNames)
-        // Neither record: the vault's slots, or (after a move of its names) this device's own
-        // files, say that the remote holds the vault under another pattern; own files of a
-        // device that never saw the vault there are a first sync cut short.
+        // After a pattern change here the remote still holds the former pattern's record, or
+        // (after a move of an upgraded vault's names) its names (FORMAT.md §13.12).
+        let change = try PendingPatternChange(vault, listed: remoteNames)
         // (`publishedGeneration` is what a pending base means to publish: read only counts.)
-        let sawRemote = (view.header?.readGeneration ?? 0) > 0
-        if !remoteVault.hasRecord && !formerPresent,
-           try remoteVault.slotNames().contains(where: remoteNames.contains)
-            || (sawRemote && !vault.isShared && vault.ownFilesListed(remoteNames)) {
-            throw SyncRefusal.patternChanged
-        }
+        try change.refuseIfChangedElsewhere(vault, remoteVault, listed: remoteNames) { (view.header?.readGeneration ?? 0) > 0 }
         step(2)
-        if remoteVault.hasRecord || formerPresent {
+        if change.readsRoot(remoteVault) {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
@@ -97,9 +85,8 @@ public struct VaultSynchronizer {
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
-        // publish again, though nothing changed here since. After a pattern change the new
-        // pattern's record goes up before the former one goes, even with nothing to merge.
-        let publishes = decision.publishes || (formerPresent && !remoteVault.hasRecord) || remoteVault.rotated
+        // publish again, though nothing changed here since; and after a pattern change here.
+        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated
         if publishes {
             try vault.commitSync(remoteVault)
         } else if decision.confirmsLanded {
@@ -121,8 +108,7 @@ public struct VaultSynchronizer {
             // A first publish, or a record without the identity or recipients of this device's.
             let record = remoteVault.hasRecord && !remoteVault.recordOutdated ? nil : try vault.remoteUnlockFile()
             let roots = try vault.remoteRootFiles(generation: read + 1)
-            // After a move of the names the record names slots of the new RL: it goes up after them.
-            let recordFirst = formerFiles == nil
+            let recordFirst = change.recordFirst
             if let record, recordFirst {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)
@@ -155,7 +141,7 @@ public struct VaultSynchronizer {
         // Unless a withdrawal or a pattern change is still to be forgotten here, the vault is not
         // touched after this (the base above is its last commit): its lock may run while the
         // remote's removals go.
-        if formerName == nil && retired.isEmpty { localDone?() }
+        if change.formerName == nil && retired.isEmpty { localDone?() }
         step(6)
         try beforeChange?("remove")
         try remote.delete(transfer.remove)
@@ -168,22 +154,7 @@ public struct VaultSynchronizer {
             try beforeChange?("forget rotation")
             try vault.forgetRotation()
         }
-        if let formerName, formerFiles == nil || remoteVault.hasRecord || publishes {
-            // The new pattern's record is on the remote (read, or written above): the old names
-            // a move left and the former record go, and only then does the root stop naming them.
-            if let formerFiles, !formerFiles.isEmpty {
-                try beforeChange?("former names")
-                try remote.delete(formerFiles)
-                summary.filesRemoved += formerFiles.count
-            }
-            if formerPresent {
-                try beforeChange?("former record")
-                try remote.delete([formerName])
-                summary.filesRemoved += 1
-            }
-            try beforeChange?("forget")
-            try vault.forgetFormerRemoteUnlock()
-        }
+        try change.finish(vault, remoteVault, published: publishes, on: remote, beforeChange: beforeChange, summary: &summary)
         return summary
     }
 

@@ -24,21 +24,10 @@ import Testing
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         print(text, terminator: "")
-        // Known issue (issue 13; `SEED=21220 tools/sync-crash-trials 3` fails at trial 3 every
-        // time): small files read back as EIO ("pack member does not open") after a merge. The
-        // probable cause (not confirmed): a merge takes the remote's record of an item whose payload digest matches the local
-        // one (SyncTrees.mergedItems), and the digest leaves out where a packed file sits: a
-        // record from before the writer's pack compaction points at bytes since reused.
-        // (SEED=27748, a deleted file brought back by a version-only bump, is fixed:
-        // TreeMerger.changed compares records.) Every other check of the trials must hold.
-        // Seen as a read that fails or as fsck's "damaged" line (seed 13867, trial 1).
-        let unreadable = text.contains("Input/output error") || text.contains("pack member does not open")
-        withKnownIssue("a merge can take a packed file's record from before its pack was compacted (issue 13)", isIntermittent: true) {
-            #expect(!unreadable, "\(text)")
-        }
-        if !unreadable {
-            #expect(process.terminationStatus == 0, "tools/sync-crash-trials 5 failed:\n\(text)")
-            #expect(text.contains("passed: 5 trials"), "\(text)")
-        }
+        // A packed file that read EIO after a merge (SEED=21220: members moved within their
+        // pack, `PackMoveSyncTests`) and a deleted file brought back by a version-only bump
+        // (SEED=27748) are fixed: every check of the trials holds.
+        #expect(process.terminationStatus == 0, "tools/sync-crash-trials 5 failed:\n\(text)")
+        #expect(text.contains("passed: 5 trials"), "\(text)")
     }
 }

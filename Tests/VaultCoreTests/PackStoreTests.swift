@@ -43,6 +43,34 @@ import VaultStore
         #expect(freed == [nil, first.fileNumber, nil], "an empty pack is free again, unless it is the open pack")
     }
 
+    /// A session starts with no open pack; the pack that lost members has the most free tail.
+    /// Compacting it must not make it the open pack: its members would move into its own tail
+    /// under the same keys (what SEED=21220 of tools/sync-crash-trials found after a merge).
+    @Test func compactionNeverMovesMembersIntoThePackItEmpties() throws {
+        var (writer, _) = try FileWriterTests.writer()
+        var written = PackStore()
+        let (a, b) = Self.members
+        let (first, second) = try Self.placeTwo(&written, &writer)
+        try written.writeOpenPack(writer: &writer)
+        var packs = PackStore(packs: written.packs)
+        _ = packs.releaseMember(11, Self.member(second, b))
+        #expect(packs.sparsePacks == [first.fileNumber])
+        // No other pack: compaction waits rather than take a free file (or a new group) for it.
+        #expect(throws: CompactionWaits.self) { try packs.place(a, writer: &writer, avoiding: first.fileNumber) }
+        // Another pack with room takes the member.
+        let large = [UInt8](repeating: 3, count: Format.fileSize - a.count)   // too big for the first pack
+        let big = try written.place(large, writer: &writer)
+        written.addMember(12, Self.member(big, large))
+        try written.writeOpenPack(writer: &writer)
+        var two = PackStore(packs: written.packs)
+        _ = two.releaseMember(11, Self.member(second, b))
+        let moved = try two.place(a, writer: &writer, avoiding: first.fileNumber)
+        #expect(moved.fileNumber == big.fileNumber && moved.fileNumber != first.fileNumber, "another pack takes the member")
+        var other = PackStore(packs: written.packs)
+        _ = other.releaseMember(11, Self.member(second, b))
+        #expect(try other.place(a, writer: &writer).fileNumber == first.fileNumber, "without it, the emptied pack is chosen")
+    }
+
     @Test func packsThatLostMembersAreCompactedUntilTheCommitForgetsThem() throws {
         var (writer, _) = try FileWriterTests.writer()
         var packs = PackStore()

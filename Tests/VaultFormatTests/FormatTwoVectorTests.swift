@@ -37,6 +37,15 @@ import VaultFormat
                            extensions: try record.list("EXTENSIONS").map { IndexRootV2.Extension(tag: UInt16($0[0])!, value: try hexBytes($0[1])) })
     }
 
+    /// A page's records (KEYn, VALUEn) or refs (TOP), as index-page-v2.txt and -v3.txt give them.
+    static func node(_ record: VectorRecord) throws -> IndexPageV2.Node {
+        guard try record.int("LEVEL") == 0 else { return .interior(try pageRefs(record.list("TOP"))) }
+        return .leaf(try (0..<record.int("RECORDS")).map { n in
+            let key = try record.string("KEY\(n)").split(separator: ".")
+            return (RecordKey(itemID: UInt64(key[0])!, sub: UInt32(key[1])!), try record.hex("VALUE\(n)"))
+        })
+    }
+
     static func seal(_ key: [UInt8], kind: InnerBlock.Kind, body: [UInt8], seedHex: [UInt8], nonce: [UInt8], seal: SealContext) throws -> [UInt8] {
         let padding = try DeterministicRandom(seed: seedHex).bytes(Format.payloadSize - body.count)
         let random = FixedRandom([padding, nonce])
@@ -123,15 +132,7 @@ import VaultFormat
     @Test(arguments: pages)
     func pageBodyAndFileByteForByte(record: VectorRecord) throws {
         let level = UInt8(try record.int("LEVEL")), body = try record.hex("BODY")
-        let node: IndexPageV2.Node
-        if level == 0 {
-            node = .leaf(try (0..<record.int("RECORDS")).map { n in
-                let key = try record.string("KEY\(n)").split(separator: ".")
-                return (RecordKey(itemID: UInt64(key[0])!, sub: UInt32(key[1])!), try record.hex("VALUE\(n)"))
-            })
-        } else {
-            node = .interior(try Self.pageRefs(record.list("TOP")))
-        }
+        let node = try Self.node(record)
         #expect(IndexPageV2.encode(level: level, node) == body)
         switch (try IndexPageV2.decode(body[...], level: level), node) {
         case (.leaf(let read), .leaf(let stated)):

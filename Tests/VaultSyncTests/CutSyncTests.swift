@@ -9,8 +9,6 @@ import VaultCore
 /// a state the remote is known to hold, or the other device's root, which lacks this device's
 /// changes, reads at the next merge as their deletion. Real vaults, a real rclone, a folder remote.
 @Suite(.serialized) struct CutSyncTests {
-    struct Stop: Error {}
-
     /// "upload": before anything goes up; "root": before the remote root; "root#2": after the
     /// root and before its copy (the root landed, but the sync never learnt it).
     @Test(arguments: ["upload", "root", "root#2"])
@@ -22,13 +20,7 @@ import VaultCore
 
         try first.write("from-first.txt", "made on the first")
         try first.write("docs/plan.txt", "plan v2 from the first")
-        var seen: [String: Int] = [:]
-        #expect(throws: Stop.self) {
-            try first.sync(remote) { change in
-                seen[change, default: 0] += 1
-                if (seen[change]! > 1 ? "\(change)#\(seen[change]!)" : change) == stop { throw Stop() }
-            }
-        }
+        #expect(throws: SyncDevice.Stop.self) { try first.sync(remote, stoppingAt: stop) }
         #expect(try first.read("from-first.txt") == "made on the first", "the local commit came before the cut")
 
         try second.write("from-second.txt", "made on the second")

@@ -1,5 +1,6 @@
 import DotSafeTestSupport
 import Foundation
+import Synchronization
 import VaultCore
 import VaultCrypto
 import VaultFormat
@@ -61,11 +62,23 @@ final class SyncDevice {
         try reopen()
     }
 
-    /// A sync stopped where `stop` throws (a process that died there); the vault is opened
-    /// again from the disk afterwards.
+    /// A sync stopped before the change named `label` (the nth one of a name as "name#n"), as a
+    /// process that died there: throws `Stop`; the vault is opened again from the disk afterwards.
+    /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.
+    func sync(_ remote: TestRemote, stoppingAt label: String, mounted: Bool = false) throws {
+        if mounted {
+            try mountRound(remote, stoppingAt: label)
+            return
+        }
+        let stop = StopAt(label)
+        try sync(remote, beforeChange: { try stop.check($0) })
+    }
+
+    /// A sync stopped where `beforeChange` throws (a process that died there); the vault is
+    /// opened again from the disk afterwards.
     /// `storage`: the folder the vault is opened on for this sync (a test's `CutStorageFolder`,
     /// which stops it after some mutations of the storage); nil: the vault as it is.
-    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, stoppingAt stop: @escaping (String) throws -> Void) throws {
+    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, beforeChange: @escaping (String) throws -> Void) throws {
         if let storage {
             vault.discard()
             let options = Vault.Options(cacheBytes: 8 << 20)
@@ -78,12 +91,53 @@ final class SyncDevice {
             }
         }
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
-        synchronizer.beforeChange = stop
-        defer {
-            vault.discard()
-            vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy)) ?? vault
-        }
+        synchronizer.beforeChange = beforeChange
+        defer { reopenAfterCrash() }
         _ = try synchronizer.run()
+    }
+
+    /// A mounted vault's round (`MountedSynchronizer`, `mount --sync`) on this device's vault,
+    /// stopped as `sync(_:stoppingAt:)` when `label` is given. The vault is opened again from the
+    /// disk afterwards: what the round left is what counts.
+    @discardableResult
+    func mountRound(_ remote: TestRemote, stoppingAt label: String? = nil) throws -> SyncSummary {
+        var round = MountedSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        if let label {
+            let stop = StopAt(label)
+            round.beforeChange = { try stop.check($0) }
+        }
+        let summary: SyncSummary
+        do { summary = try round.run() } catch {
+            reopenAfterCrash()
+            throw error
+        }
+        try reopen()
+        return summary
+    }
+
+    /// Where a sync that a test stopped died.
+    struct Stop: Error {}
+
+    /// Throws `Stop` before the change named `label`, counting each name's calls.
+    final class StopAt: Sendable {
+        let label: String
+        private let seen = Mutex<[String: Int]>([:])
+
+        init(_ label: String) { self.label = label }
+
+        func check(_ change: String) throws {
+            let count = seen.withLock { seen in
+                seen[change, default: 0] += 1
+                return seen[change]!
+            }
+            if (count > 1 ? "\(change)#\(count)" : change) == label { throw Stop() }
+        }
+    }
+
+    /// The vault's memory erased without a commit, as a process that died, and opened again.
+    private func reopenAfterCrash() {
+        vault.discard()
+        vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy)) ?? vault
     }
 
     /// The storage put back as the folder `snapshot` holds it (a test that starts again from
@@ -106,6 +160,12 @@ final class SyncDevice {
 
     static func remoteStorage(_ remote: TestRemote) throws -> RemoteStorage {
         RemoteStorage(try RemoteLocation(remote.path), rclone: try Rclone(environment: TestRemote.environment, configFile: remote.configFile))
+    }
+
+    /// `dotsafe sync`'s sync, or with `mounted` a mount's round.
+    @discardableResult
+    func sync(_ remote: TestRemote, mounted: Bool) throws -> SyncSummary {
+        try mounted ? mountRound(remote) : sync(remote)
     }
 
     @discardableResult

@@ -6,15 +6,17 @@ import VaultCore
 
 /// A synced vault's pattern change (FORMAT.md §13.12, "with sync"): the next sync writes the
 /// new pattern's remote record and removes the old one; a device with the old pattern is told
-/// what happened, a new device needs the new pattern. Real vaults on disk, a real rclone, a
-/// WebDAV server the test starts on 127.0.0.1.
+/// what happened, a new device needs the new pattern. The same for `dotsafe sync` and a mount's
+/// rounds (`mounted`: `MountedSynchronizer`, `mount --sync`). Real vaults on disk, a real
+/// rclone, a WebDAV server the test starts on 127.0.0.1.
 @Suite(.serialized) struct SyncedPatternChangeTests {
     /// The remote's file names (the test's served folder).
     static func remoteNames(_ remote: TestRemote) throws -> Set<String> {
         Set(try FileManager.default.contentsOfDirectory(atPath: try #require(remote.servedFolder)))
     }
 
-    @Test func theNextSyncMovesTheRemoteRecordAndTheOldPatternIsToldWhy() throws {
+    @Test(arguments: [false, true])
+    func theNextSyncMovesTheRemoteRecordAndTheOldPatternIsToldWhy(mounted: Bool) throws {
         let remote = try TestRemote(.webdav)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
@@ -29,7 +31,11 @@ import VaultCore
         #expect(try Self.remoteNames(remote).contains(oldRemoteName), "the change itself is local")
 
         try first.write("after.txt", "written after the change")
-        let moved = try first.sync(remote)
+        // Meanwhile the other device, at the old pattern, syncs a change: the remote is still there.
+        try second.write("meanwhile.txt", "synced by the other device meanwhile")
+        try second.sync(remote)
+        let moved = try first.sync(remote, mounted: mounted)
+        #expect(try first.read("meanwhile.txt") == "synced by the other device meanwhile", "merged")
         let names = try Self.remoteNames(remote)
         #expect(names.contains(newRemoteName) && !names.contains(oldRemoteName))
         #expect(moved.filesRemoved >= 1)
@@ -38,7 +44,7 @@ import VaultCore
         // The other device, with the old pattern: one clear line, its storage untouched.
         let before = second.storageNames
         let treeBefore = try second.tree()
-        #expect(throws: SyncRefusal.patternChanged) { try second.sync(remote) }
+        #expect(throws: SyncRefusal.patternChanged) { try second.sync(remote, mounted: mounted) }
         #expect(SyncRefusal.patternChanged.description.hasPrefix("the vault's pattern was changed on another device"))
         try second.reopen()
         let treeAfter = try second.tree()
@@ -60,7 +66,8 @@ import VaultCore
         #expect(try Self.remoteNames(remote).contains(oldRemoteName) == false)
     }
 
-    @Test func aSyncStoppedAtAnyChangeAfterAPatternChangeIsFinishedByTheNext() throws {
+    @Test(arguments: [false, true])
+    func aSyncStoppedAtAnyChangeAfterAPatternChangeIsFinishedByTheNext(mounted: Bool) throws {
         let changes = ["upload", "record", "root", "root#2", "remove", "former record", "forget"]
         for stop in changes {
             let remote = try TestRemote(.local)
@@ -72,14 +79,7 @@ import VaultCore
             let oldRemoteName = try first.vault.remoteUnlockName()
             try first.changePattern(to: 8)
             try first.write("notes.txt", "notes v2")
-            var seen: [String: Int] = [:]
-            #expect(throws: Stop.self, "\(stop)") {
-                try first.sync(remote) { change in
-                    seen[change, default: 0] += 1
-                    let label = seen[change]! > 1 ? "\(change)#\(seen[change]!)" : change
-                    if label == stop { throw Stop() }
-                }
-            }
+            #expect(throws: SyncDevice.Stop.self, "\(stop)") { try first.sync(remote, stoppingAt: stop, mounted: mounted) }
             // At this instant the remote opens, with one pattern or the other, to a whole state.
             for (seed, name) in [(UInt8(7), "old"), (8, "new")] {
                 let device = try SyncDevice("\(name)-\(stop)", seed: seed)
@@ -97,7 +97,7 @@ import VaultCore
                 }
             }
             #expect(try first.read("notes.txt") == "notes v2")
-            try first.sync(remote)
+            try first.sync(remote, mounted: mounted)
             #expect(try first.vault.formerRemoteUnlockName() == nil, "\(stop)")
             let names = try Self.remoteNames(remote)
             let newRemoteName = try first.vault.remoteUnlockName()
@@ -110,6 +110,4 @@ import VaultCore
             #expect(try fresh.read("notes.txt") == "notes v2", "\(stop)")
         }
     }
-
-    struct Stop: Error {}
 }

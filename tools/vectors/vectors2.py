@@ -101,6 +101,21 @@ ROOT_CASES = [
 ROOT_SEED = bytes([0x72] * 32)
 
 
+def root_fields(m, generation, writer, devices, specials, level, top, extensions):
+    """A root's fields as index-root-v2.txt (and index-root-v3.txt) give them."""
+    lines = [f"GENERATION = {generation}", f"WRITER = {writer}", f"DEVICES = {len(devices)}"]
+    for k, d in enumerate(devices):
+        lines += [f"DEVICE{k}ID = {d['id'].hex()}", f"DEVICE{k}NK = {d['nk'].hex()}", f"DEVICE{k}PREFIX = {d['prefix']}",
+                  f"DEVICE{k}COUNTER = {d['counter']}", f"DEVICE{k}NEXTFILE = {d['next_file']}", f"DEVICE{k}COVERS = {d['covers']}",
+                  f"DEVICE{k}GROUPS = {m.list_field(f'{a}+{n}' for a, n in d['groups'])}",
+                  f"DEVICE{k}RELEASING = {m.list_field(str(n) for n in d['releasing'])}",
+                  f"DEVICE{k}NAME = {d['name'].decode()}"]
+    return lines + [f"SPECIAL = {m.list_field(f'{ref_text(ref)}:{role}:{name.hex()}' for ref, role, name in specials)}",
+                    f"LEVEL = {level}",
+                    f"TOP = {m.list_field(f'{item}:{sub}:{ref_text(ref)}:{key.hex()}' for item, sub, ref, key in top)}",
+                    f"EXTENSIONS = {m.list_field(f'{tag}:{value.hex()}' for tag, value in extensions)}"]
+
+
 def index_root_v2_txt(m):
     rk = m.hkdf(VK, b"DotSafe v2 root key", 32)
     lines = m.header("Format-2 index roots (docs/FORMAT.md §13.4, §13.5, §13.10).", [
@@ -122,18 +137,8 @@ def index_root_v2_txt(m):
         padding = m.stream(ROOT_SEED, P - len(body))
         file = envelope2(m, rk, nonce, b"DotSafe v2 index root", u8(slot), 1, body, padding)
         copy = envelope2(m, rk, copy_nonce, b"DotSafe v2 index root", u8(1 - slot), 1, body, padding)
-        lines += [f"COUNT = {count}", f"GENERATION = {generation}", f"WRITER = {writer}", f"DEVICES = {len(devices)}"]
-        for k, d in enumerate(devices):
-            lines += [f"DEVICE{k}ID = {d['id'].hex()}", f"DEVICE{k}NK = {d['nk'].hex()}", f"DEVICE{k}PREFIX = {d['prefix']}",
-                      f"DEVICE{k}COUNTER = {d['counter']}", f"DEVICE{k}NEXTFILE = {d['next_file']}", f"DEVICE{k}COVERS = {d['covers']}",
-                      f"DEVICE{k}GROUPS = {m.list_field(f'{a}+{n}' for a, n in d['groups'])}",
-                      f"DEVICE{k}RELEASING = {m.list_field(str(n) for n in d['releasing'])}",
-                      f"DEVICE{k}NAME = {d['name'].decode()}"]
-        lines += [f"SPECIAL = {m.list_field(f'{ref_text(ref)}:{role}:{name.hex()}' for ref, role, name in specials)}",
-                  f"LEVEL = {level}",
-                  f"TOP = {m.list_field(f'{item}:{sub}:{ref_text(ref)}:{key.hex()}' for item, sub, ref, key in top)}",
-                  f"EXTENSIONS = {m.list_field(f'{tag}:{value.hex()}' for tag, value in extensions)}",
-                  f"BODY = {body.hex()}", f"RK = {rk.hex()}", f"SLOT = {slot}", f"SEALN = {nonce.hex()}", f"COPYN = {copy_nonce.hex()}",
+        lines += [f"COUNT = {count}"] + root_fields(m, generation, writer, devices, specials, level, top, extensions)
+        lines += [f"BODY = {body.hex()}", f"RK = {rk.hex()}", f"SLOT = {slot}", f"SEALN = {nonce.hex()}", f"COPYN = {copy_nonce.hex()}",
                   f"PADDINGSEED = {ROOT_SEED.hex()}", f"SLOTSHA256 = {hashlib.sha256(file).hexdigest()}",
                   f"COPYSHA256 = {hashlib.sha256(copy).hexdigest()}"]
         if any(tag == 3 for tag, _ in extensions):
@@ -219,6 +224,18 @@ def chunk_segment_v2_txt(m):
 PAGE_SEED = bytes([0x70] * 32)
 
 
+def page_lines(m, count, level, entries, body, key, nonce, seed, file):
+    """A page's fields as index-page-v2.txt (and index-page-v3.txt) give them."""
+    lines = [f"COUNT = {count}", f"LEVEL = {level}", f"RECORDS = {len(entries)}"]
+    if level == 0:
+        for n, ((item, sub), value) in enumerate(entries):
+            lines += [f"KEY{n} = {item}.{sub}", f"VALUE{n} = {value.hex()}"]
+    else:
+        lines.append(f"TOP = {m.list_field(f'{item}:{sub}:{ref_text(ref)}:{k.hex()}' for item, sub, ref, k in entries)}")
+    return lines + [f"BODY = {body.hex()}", f"PAGEKEY = {key.hex()}", f"SEALN = {nonce.hex()}",
+                    f"PADDINGSEED = {seed.hex()}", f"FILESHA256 = {hashlib.sha256(file).hexdigest()}", ""]
+
+
 def index_page_v2_txt(m):
     records = item_records_v2()
     leaf = [((1, 0), records[0]), ((2, 0), records[3]), ((2, 1), S2.chunk_segment_v2(SEGMENT_CASES[0])),
@@ -234,14 +251,7 @@ def index_page_v2_txt(m):
         body = S2.index_page_v2(level, entries)
         key, nonce = bytes([0x90 + count] * 32), m.nonce_from(0x60 + count)
         file = envelope2(m, key, nonce, b"DotSafe v2 index page", u8(level), 2, body, m.stream(PAGE_SEED, P - len(body)))
-        lines += [f"COUNT = {count}", f"LEVEL = {level}", f"RECORDS = {len(entries)}"]
-        if level == 0:
-            for n, ((item, sub), value) in enumerate(entries):
-                lines += [f"KEY{n} = {item}.{sub}", f"VALUE{n} = {value.hex()}"]
-        else:
-            lines.append(f"TOP = {m.list_field(f'{item}:{sub}:{ref_text(ref)}:{k.hex()}' for item, sub, ref, k in entries)}")
-        lines += [f"BODY = {body.hex()}", f"PAGEKEY = {key.hex()}", f"SEALN = {nonce.hex()}",
-                  f"PADDINGSEED = {PAGE_SEED.hex()}", f"FILESHA256 = {hashlib.sha256(file).hexdigest()}", ""]
+        lines += page_lines(m, count, level, entries, body, key, nonce, PAGE_SEED, file)
     return "\n".join(lines)
 
 
