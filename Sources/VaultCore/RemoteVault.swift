@@ -122,6 +122,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// This device withdrew a grant, and another device of the owner withdrew one too and
     /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
     case withdrawnOnTwoDevices
+    /// This device withdrew a grant, and another device of the owner shared the vault and
+    /// synced since this one's last sync (FORMAT.md §14.8): the new grant is not sealed to this
+    /// withdrawal's keys.
+    case withdrawnAfterShareElsewhere
 
     public var description: String {
         switch self {
@@ -142,6 +146,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "
                 + "sync, sync into an empty storage folder, copy it in there and run unshare there again"
+        case .withdrawnAfterShareElsewhere:
+            "this device withdrew a grant (unshare), and another device of this vault shared it (share) and synced since this "
+                + "device's last sync: the two do not merge, and nothing was changed on either side; to go on, copy out what this "
+                + "storage changed since its last sync, sync into an empty storage folder, copy it in there and run unshare there again"
         }
     }
 }

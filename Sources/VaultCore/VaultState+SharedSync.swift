@@ -74,6 +74,15 @@ extension VaultState {
             if remote.withdrawnTwice { throw SyncRefusal.withdrawnOnTwoDevices }
             return
         }
+        if sharing.received == nil && remote.movesRemote, let root = remote.root, let own = committer.formatTwo {
+            // A grant another device made since this one's last sync names the old keys, and
+            // this sync, which moves the remote to new ones, cannot seal it again (§14.8).
+            let known = Set(own.specialFiles.filter(\.isGrantFile).map(\.name))
+            if root.specialFiles.contains(where: { $0.isGrantFile && !known.contains($0.name) }) {
+                throw SyncRefusal.withdrawnAfterShareElsewhere
+            }
+            return
+        }
         guard sharing.received != nil, let record = remote.record else { return }
         if remote.rotated {
             // New keys are this vault's only if their root lists this device as it knows itself.
