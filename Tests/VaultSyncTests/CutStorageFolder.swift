@@ -10,6 +10,7 @@ import VaultStore
 final class CutStorageFolder: StorageFolder {
     let base: any StorageFolder
     private let state: Mutex<(done: Int, cutAt: Int?)>
+    private let kinds = Mutex<[String]>([])
 
     /// `cutAt`: the number of mutations that happen before the cut; nil: none.
     init(_ base: any StorageFolder, cutAt: Int?) {
@@ -19,6 +20,8 @@ final class CutStorageFolder: StorageFolder {
 
     /// The mutations done so far.
     var mutations: Int { state.withLock { $0.done } }
+    /// Their kinds, in order ("create", "remove", ...): what a cut left half done.
+    var done: [String] { kinds.withLock { $0 } }
 
     func listFiles() throws -> [String] { try base.listFiles() }
     func listAllNames() throws -> [String] { try base.listAllNames() }
@@ -28,23 +31,24 @@ final class CutStorageFolder: StorageFolder {
     func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 
     func create(_ name: String, contents: [UInt8], durable: Bool) throws {
-        try mutation { try base.create(name, contents: contents, durable: durable) }
+        try mutation("create") { try base.create(name, contents: contents, durable: durable) }
     }
-    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation { try base.createGroup(files) } }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation { try base.write(name, offset: offset, bytes: bytes) } }
-    func sync(_ names: [String]) throws { try mutation { try base.sync(names) } }
-    func syncFolder() throws { try mutation { try base.syncFolder() } }
-    func remove(_ name: String) throws { try mutation { try base.remove(name) } }
-    func rename(_ name: String, to newName: String) throws { try mutation { try base.rename(name, to: newName) } }
-    func replace(_ name: String, contents: [UInt8]) throws { try mutation { try base.replace(name, contents: contents) } }
-    func removeRecreationLeftovers() throws { try mutation { try base.removeRecreationLeftovers() } }
-    func recreateAtLock(random: any RandomSource) throws { try mutation { try base.recreateAtLock(random: random) } }
+    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
+    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
+    func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
+    func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }
+    func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
+    func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
+    func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
+    func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
+    func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
 
-    private func mutation(_ body: () throws -> Void) throws {
+    private func mutation(_ kind: String, _ body: () throws -> Void) throws {
         try state.withLock { state in
             if let cutAt = state.cutAt, state.done >= cutAt { throw StoreError.simulatedCrash }
             state.done += 1
         }
+        kinds.withLock { $0.append(kind) }
         try body()
     }
 }

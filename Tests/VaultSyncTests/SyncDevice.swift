@@ -134,10 +134,18 @@ final class SyncDevice {
         }
     }
 
+    /// Why the storage did not open after the last crash a test made; nil when it did.
+    private(set) var reopenFailure: (any Error)?
+
     /// The vault's memory erased without a commit, as a process that died, and opened again.
     private func reopenAfterCrash() {
         vault.discard()
-        vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy)) ?? vault
+        do {
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+            reopenFailure = nil
+        } catch {
+            reopenFailure = error
+        }
     }
 
     /// The storage put back as the folder `snapshot` holds it (a test that starts again from
