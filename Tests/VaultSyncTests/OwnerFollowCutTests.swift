@@ -21,7 +21,7 @@ import VaultStore
     typealias Shared = SharedSyncTests
     struct Stop: Error {}
 
-    /// The cuts a test makes: `DOTSAFE_OWNER_FOLLOW_CUTS` of them (default 3; `all`: every one),
+    /// The cuts a test makes: `DOTSAFE_OWNER_FOLLOW_CUTS` of them (default 2; `all`: every one),
     /// chosen by `DOTSAFE_OWNER_FOLLOW_SEED` (default: a new one each run, printed, and named in
     /// every failure, so that a run can be made again).
     struct Sample: CustomStringConvertible {
@@ -32,7 +32,7 @@ import VaultStore
         static var environment: [String: String] { ProcessInfo.processInfo.environment }
         static let fromEnvironment = Sample(
             seed: environment["DOTSAFE_OWNER_FOLLOW_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...999_999),
-            count: environment["DOTSAFE_OWNER_FOLLOW_CUTS"] == "all" ? nil : environment["DOTSAFE_OWNER_FOLLOW_CUTS"].flatMap { Int($0) } ?? 3)
+            count: environment["DOTSAFE_OWNER_FOLLOW_CUTS"] == "all" ? nil : environment["DOTSAFE_OWNER_FOLLOW_CUTS"].flatMap { Int($0) } ?? 2)
 
         /// `count` of `cuts`, distinct, in their order; all of them when `count` is nil.
         func choose<Element>(_ cuts: [Element]) -> [Element] {
