@@ -91,7 +91,10 @@ extension Committer {
         formatTwo?.rootDue = false
         committedSinceCoverRefresh = !coversRefreshed
         // Neither slot will list what this root dropped once its copy is written: refilled then.
-        writer.allocator.didCommit(refillFreedNow: true)
+        // Not so while old slots are retiring (a follow, FORMAT.md §14.8): until the record's
+        // switch the record opens the old root there, which needs what this root dropped.
+        let oldRootOpens = root.extensions.contains { $0.tag == IndexRootV2.retiringSlotsTag }
+        writer.allocator.didCommit(refillFreedNow: !oldRootOpens)
         pendingCopy = try Self.sealRootV2(body, slot: 1 - slot, rootKey: root.rootKey, random: writer.random)
     }
 

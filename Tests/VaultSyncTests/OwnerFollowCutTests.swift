@@ -245,6 +245,27 @@ import VaultStore
         }
     }
 
+    /// B's follow cut just before its record's switch (the last `replace`): its commit has put
+    /// the new root in both slots at RL' and done its bookkeeping, and the record still opens the
+    /// old root at RL, whose files must all be intact (not one refilled: FORMAT.md §14.8 step 2).
+    @Test func aFollowCutBeforeTheRecordsSwitchOpensTheOldRoot() throws {
+        let run = try Run(aSynced: true)
+        defer { run.finish() }
+        let counting = CutStorageFolder(try Storage.open(at: run.b.folder), cutAt: nil)
+        try run.b.sync(run.remote, storage: counting) { _ in }
+        let switchAt = try #require(counting.done.lastIndex(of: "replace"), "\(counting.done)")
+        for cut in [Cut.mutation(switchAt), .mutation(switchAt - 1)] {
+            try run.restore()
+            let done = try Self.sync(run.b, run.remote, cutAt: cut)
+            #expect(run.b.reopenFailure == nil, "\(cut): \(run.b.reopenFailure.map { "\($0)" } ?? ""), after \(done.suffix(6))")
+            guard run.b.reopenFailure == nil else { continue }
+            Self.recording(cut) {
+                try Self.checkCutDevice(run.b, cut, done: done)
+                try Self.checkAfterCut(run, cut)
+            }
+        }
+    }
+
     /// A's sync that moves the remote, cut at each step; B syncs right after the cut (it
     /// merges at the old keys or follows, as far as A's sync went).
     @Test func theLaptopFollowsAWithdrawalSyncCutAnywhere() throws {
