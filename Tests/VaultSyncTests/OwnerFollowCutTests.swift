@@ -148,7 +148,7 @@ import VaultStore
             }
             // A run makes its own random choices (new files, groups to fill), and so may make
             // fewer mutations than the run that counted them: a cut past its end is none.
-            if case .mutation(let n) = cut, let storage, storage.mutations < n { return storage.done }
+            if case .mutation(let n) = cut, let storage, storage.mutations <= n { return storage.done }
             Issue.record("\(cut): the sync was not cut")
         } catch {}
         return storage?.done ?? []
@@ -245,22 +245,32 @@ import VaultStore
         }
     }
 
-    /// B's follow cut just before its record's switch (the last `replace`): its commit has put
-    /// the new root in both slots at RL' and done its bookkeeping, and the record still opens the
-    /// old root at RL, whose files must all be intact (not one refilled: FORMAT.md §14.8 step 2).
-    @Test func aFollowCutBeforeTheRecordsSwitchOpensTheOldRoot() throws {
+    /// A follow cut just before its switch (the last `replace`: B's record, or grantee X's grant),
+    /// where the commit has put the new root in both slots at RL' and done its bookkeeping and the
+    /// record or grant still opens the old root at RL, whose files must all be intact (none
+    /// refilled: FORMAT.md §14.8); and just after it, before the old slots' removal (the open
+    /// removes them). The device's storage checks clean, then every sync completes.
+    @Test(arguments: ["laptop", "grantee"])
+    func aFollowCutBeforeItsSwitchOpensTheOldRoot(follower: String) throws {
         let run = try Run(aSynced: true)
         defer { run.finish() }
-        let counting = CutStorageFolder(try Storage.open(at: run.b.folder), cutAt: nil)
-        try run.b.sync(run.remote, storage: counting) { _ in }
+        let device = follower == "laptop" ? run.b : run.sharedX
+        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil)
+        try device.sync(run.remote, storage: counting) { _ in }
         let switchAt = try #require(counting.done.lastIndex(of: "replace"), "\(counting.done)")
-        for cut in [Cut.mutation(switchAt), .mutation(switchAt - 1)] {
+        for cut in [Cut.mutation(switchAt), .mutation(switchAt + 1)] {
             try run.restore()
-            let done = try Self.sync(run.b, run.remote, cutAt: cut)
-            #expect(run.b.reopenFailure == nil, "\(cut): \(run.b.reopenFailure.map { "\($0)" } ?? ""), after \(done.suffix(6))")
-            guard run.b.reopenFailure == nil else { continue }
+            let done = try Self.sync(device, run.remote, cutAt: cut)
+            #expect(device.reopenFailure == nil, "\(cut): \(device.reopenFailure.map { "\($0)" } ?? ""), after \(done.suffix(6))")
+            guard device.reopenFailure == nil else { continue }
             Self.recording(cut) {
-                try Self.checkCutDevice(run.b, cut, done: done)
+                if device === run.b {
+                    try Self.checkCutDevice(run.b, cut, done: done)
+                } else {
+                    #expect(try device.vault.check().damagedItems.isEmpty, "\(cut)")
+                    let tree = try device.tree(), hello = ["hello.txt": "hello from alice"]
+                    #expect(tree == hello || tree == hello.merging(["after.txt": "after yvonne"]) { a, _ in a }, "\(cut): \(tree)")
+                }
                 try Self.checkAfterCut(run, cut)
             }
         }
