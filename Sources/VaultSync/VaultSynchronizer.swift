@@ -34,6 +34,10 @@ public struct VaultSynchronizer {
     /// Called before each change to the remote and before the last local commit; a test throws
     /// from it to stop the sync there, as a process that died would (crash injection).
     var beforeChange: ((_ change: String) throws -> Void)?
+    /// A test's stand-in for rclone's batch download from a folder remote: called for each file,
+    /// in order, with its name and the path it lands at, so that a test can cut the sync at any
+    /// write into the storage (a partial file, then a throw: a process killed in that write).
+    var downloadFile: ((_ name: String, _ path: String) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -180,7 +184,11 @@ public struct VaultSynchronizer {
 
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
         guard !names.isEmpty else { return }
-        try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
+        if let downloadFile {
+            for name in names { try downloadFile(name, storageFolder + "/" + name) }
+        } else {
+            try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
+        }
         summary.filesDown += names.count
     }
 

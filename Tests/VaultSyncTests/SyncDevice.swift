@@ -77,6 +77,51 @@ final class SyncDevice {
         _ = try synchronizer.run()
     }
 
+    /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
+    /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
+    /// a file it writes in place when killed, and the process dies (throws `Stop`; the vault is
+    /// opened again from the disk). Returns how many writes the sync made when it ended before
+    /// the cut (it completed).
+    func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int) throws -> Int {
+        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        var writes = 0
+        synchronizer.downloadFile = { name, path in
+            writes += 1
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: remote.path + "/" + name))
+            if writes == cut {
+                try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+                throw Stop()
+            }
+            try bytes.write(to: URL(fileURLWithPath: path))
+        }
+        do { _ = try synchronizer.run() } catch {
+            reopenAfterCrash()
+            throw error
+        }
+        try reopen()
+        return writes
+    }
+
+    /// The storage as it is now, to put back with `restore(_:)` (the vault stays open).
+    func snapshot() throws -> String {
+        let copy = try TestFolder.make("snapshot-\(name)") + "/storage"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        return copy
+    }
+
+    /// Locks the vault, puts the storage of `snapshot()` back and opens it again.
+    func restore(_ snapshot: String) throws {
+        try vault.lock()
+        try Self.copyFolder(snapshot, over: folder)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+    }
+
+    /// Replaces the folder `target` by a copy of `source`.
+    static func copyFolder(_ source: String, over target: String) throws {
+        try FileManager.default.removeItem(atPath: target)
+        try FileManager.default.copyItem(atPath: source, toPath: target)
+    }
+
     /// A mounted vault's round (`MountedSynchronizer`, `mount --sync`) on this device's vault,
     /// stopped as `sync(_:stoppingAt:)` when `label` is given. The vault is opened again from the
     /// disk afterwards: what the round left is what counts.
