@@ -136,6 +136,7 @@ extension VaultState {
     private mutating func writeRoot(coversRefreshed: Bool) throws {
         let releasing = writer.takeReleasing()
         let upgrading = committer.upgrade != nil
+        prepareStagedRoot()
         try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: session.arena,
                                 coversRefreshed: coversRefreshed)
         if upgrading { finishUpgrade() }
@@ -146,5 +147,6 @@ extension VaultState {
         try committer.writeOtherSlot(writer: &writer)
         statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
+        try finishStagedDownloads()
     }
 }

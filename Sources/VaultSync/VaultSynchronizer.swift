@@ -37,7 +37,8 @@ public struct VaultSynchronizer {
     /// A test's stand-in for rclone's batch download from a folder remote: called for each file,
     /// in order, with its name and the path it lands at, so that a test can cut the sync at any
     /// write into the storage (a partial file, then a throw: a process killed in that write).
-    var downloadFile: ((_ name: String, _ path: String) throws -> Void)?
+    /// A staged file (no path) is only announced: it comes down by `rclone cat` as without a test.
+    var downloadFile: ((_ name: String, _ path: String?) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -52,6 +53,7 @@ public struct VaultSynchronizer {
         let listing = try self.listing?() ?? remote.list()
         var remoteNames = Set(listing.storageFiles)
         let view = try vault.localSyncView(deviceName: deviceName)
+        try vault.beginDownloads()
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
@@ -182,14 +184,28 @@ public struct VaultSynchronizer {
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 
+    /// Files the last commit does not reference come down at their names in one batch; those it
+    /// does, through memory into free files of this device (FORMAT.md §13.11, "Downloads are
+    /// staged"), `transfers` at a time.
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
-        guard !names.isEmpty else { return }
+        let (direct, staged) = try vault.splitDownloads(names)
         if let downloadFile {
-            for name in names { try downloadFile(name, storageFolder + "/" + name) }
-        } else {
-            try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
+            for name in direct { try downloadFile(name, storageFolder + "/" + name) }
+        } else if !direct.isEmpty {
+            try remote.download(direct, into: storageFolder, filesDone: SyncProgress.batch(.down, total: direct.count, to: filesMoved))
         }
-        summary.filesDown += names.count
+        let batch = max(1, remote.rclone.settings.transfers)
+        for start in stride(from: 0, to: staged.count, by: batch) {
+            let part = Array(staged[start..<min(start + batch, staged.count)])
+            for (name, file) in zip(part, try remote.read(part)) {
+                guard let file, file.count == Format.fileSize else {
+                    throw RemoteError.missingFiles(remote: remote.location.description, names: [name])
+                }
+                try downloadFile?(name, nil)
+                try vault.stage(name, file)
+            }
+        }
+        summary.filesDown += direct.count + staged.count
     }
 
     private func step(_ number: Int) { progress?(number, Self.steps) }

@@ -79,7 +79,8 @@ final class SyncDevice {
 
     /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
     /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
-    /// a file it writes in place when killed, and the process dies (throws `Stop`; the vault is
+    /// a file it writes in place when killed (a staged one is cut before the vault writes it),
+    /// and the process dies (throws `Stop`; the vault is
     /// opened again from the disk). Returns how many writes the sync made when it ended before
     /// the cut (it completed).
     func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int) throws -> Int {
@@ -87,6 +88,11 @@ final class SyncDevice {
         var writes = 0
         synchronizer.downloadFile = { name, path in
             writes += 1
+            // A staged file goes into a free file of the vault's own: cut before that write.
+            guard let path else {
+                if writes == cut { throw Stop() }
+                return
+            }
             let bytes = try Data(contentsOf: URL(fileURLWithPath: remote.path + "/" + name))
             if writes == cut {
                 try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
