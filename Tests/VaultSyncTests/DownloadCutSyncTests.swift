@@ -2,6 +2,8 @@ import DotSafeTestSupport
 import Foundation
 import Testing
 import VaultCore
+import VaultCrypto
+import VaultStore
 @testable import VaultSync
 
 /// A sync killed while it downloads a merge's files (R-SYN-5). The other device reuses the files
@@ -13,18 +15,16 @@ import VaultCore
 @Suite(.serialized) struct DownloadCutSyncTests {
     static func text(_ letter: Character, _ count: Int) -> String { String(repeating: letter, count: count) }
 
-    @Test func aSyncKilledAtAnyWriteOfItsDownloadLosesNothing() throws {
-        let remote = try TestRemote(.local)
-        defer { remote.finish() }
+    /// The second device's three chunks, which the first device holds, come back in the files
+    /// the first version took, two versions later; the first device made a file meanwhile.
+    /// Returns the first device's tree before its sync and the tree both end with.
+    static func scenario(_ remote: TestRemote) throws -> (first: SyncDevice, second: SyncDevice, before: [String: String],
+                                                          expected: [String: String]) {
         let (first, second) = try VaultSyncTests.twoDevices(remote)
-        defer { first.finish(); second.finish() }
-
-        // Three chunks of the second device's, which the first device then holds.
         try second.write("big.bin", Self.text("a", 600_000))
         try second.write("small.txt", Self.text("s", 700))
         try second.sync(remote)
         try first.sync(remote)
-        // Two versions later its chunks are back in the files the first version took.
         try second.write("big.bin", Self.text("b", 600_000))
         try second.sync(remote)
         try second.write("big.bin", Self.text("c", 600_000))
@@ -32,11 +32,19 @@ import VaultCore
         try second.write("notes.txt", "notes v2 from the second")
         try second.sync(remote)
         try first.write("from-first.txt", "made on the first")
-
         let before = try first.tree()
         let expected = before.merging([
             "big.bin": Self.text("c", 600_000), "small.txt": Self.text("t", 700), "notes.txt": "notes v2 from the second",
         ]) { _, new in new }
+        return (first, second, before, expected)
+    }
+
+    @Test func aSyncKilledAtAnyWriteOfItsDownloadLosesNothing() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second, before, expected) = try Self.scenario(remote)
+        defer { first.finish(); second.finish() }
+
         let victim = try first.snapshot(), remoteCopy = remote.path + "-copy"
         try FileManager.default.copyItem(atPath: remote.path, toPath: remoteCopy)
         defer { try? FileManager.default.removeItem(atPath: remoteCopy) }
@@ -71,4 +79,57 @@ import VaultCore
             #expect(report.isClean, "\(device.name): \(report.damagedItems) \(report.storageProblems)")
         }
     }
+
+    /// Killed between the merge's commit point and putting its staged files in place (their
+    /// replace fails here, as a process that died there): the next open puts them in place
+    /// before it reads a page, and the merged state reads whole.
+    @Test func aSyncKilledAfterItsCommitPointIsFinishedByTheNextOpen() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second, _, expected) = try Self.scenario(remote)
+        defer { first.finish(); second.finish() }
+
+        let folder = try first.reopen { ReplaceCutFolder($0) }
+        #expect(throws: (any Error).self) { try first.sync(remote) }
+        #expect(folder.cuts == 1, "the merge's commit staged files and stopped at the first replace")
+        first.reopenAfterCrash()
+        let report = try first.vault.check()
+        #expect(report.isClean, "\(report.damagedItems) \(report.storageProblems)")
+        #expect(try first.tree() == expected, "the merge was committed; its staged files are in place")
+        try first.sync(remote)
+        try second.sync(remote)
+        #expect(try first.tree() == expected)
+        #expect(try second.tree() == expected)
+    }
+}
+
+/// The storage folder of a disk, whose `replace` fails once: a process that died there.
+final class ReplaceCutFolder: StorageFolder, @unchecked Sendable {
+    // @unchecked: `cuts` is touched by the one thread of a test's sync.
+    struct Cut: Error {}
+    let base: any StorageFolder
+    private(set) var cuts = 0
+
+    init(_ base: any StorageFolder) { self.base = base }
+
+    func replace(_ name: String, contents: [UInt8]) throws {
+        cuts += 1
+        if cuts == 1 { throw Cut() }
+        try base.replace(name, contents: contents)
+    }
+    func listFiles() throws -> [String] { try base.listFiles() }
+    func listAllNames() throws -> [String] { try base.listAllNames() }
+    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
+    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
+    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
+    func create(_ name: String, contents: [UInt8], durable: Bool) throws { try base.create(name, contents: contents, durable: durable) }
+    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try base.createGroup(files) }
+    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try base.write(name, offset: offset, bytes: bytes) }
+    func sync(_ names: [String]) throws { try base.sync(names) }
+    func syncFolder() throws { try base.syncFolder() }
+    func remove(_ name: String) throws { try base.remove(name) }
+    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
+    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
+    func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
 }

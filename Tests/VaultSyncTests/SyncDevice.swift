@@ -166,8 +166,16 @@ final class SyncDevice {
         }
     }
 
+    /// Locks the vault and opens it again over the storage folder `wrap` makes of the disk's.
+    func reopen<Folder: StorageFolder>(_ wrap: (any StorageFolder) -> Folder) throws -> Folder {
+        try vault.lock()
+        let folder = wrap(try Storage.open(at: self.folder))
+        vault = try Vault.open(storage: folder, secrets: Self.secrets(seed), options: Vault.Options(cacheBytes: 8 << 20))
+        return folder
+    }
+
     /// The vault's memory erased without a commit, as a process that died, and opened again.
-    private func reopenAfterCrash() {
+    func reopenAfterCrash() {
         vault.discard()
         vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy)) ?? vault
     }
