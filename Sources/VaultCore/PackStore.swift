@@ -9,6 +9,12 @@ import VaultFormat
 struct PackStore {
     private(set) var packs: [UInt64: PackInfo]
     private(set) var openPack: OpenPack?
+    /// Own packs that a published remote root references (pinned, FORMAT.md §13.11), with the
+    /// end of their members there: no new member goes below it, though the local roots may no
+    /// longer reference what lies there (another device may still read it from that root).
+    private var pinnedEnds: [UInt64: Int] = [:]
+    /// Those of the remote root a sync is about to publish, which replace them once it is up.
+    private var publishingEnds: [UInt64: Int] = [:]
 
     /// Packs holding less than this are emptied into the open pack at a commit.
     static let compactionThreshold = Format.fileSize / 4
@@ -29,6 +35,37 @@ struct PackStore {
     mutating func reserve(_ member: ItemRecord.Member) {
         guard let info = packs[member.fileNumber] else { return }
         packs[member.fileNumber]!.reservedEnd = max(info.reservedEnd, Int(member.offset) + Int(member.sealedLength))
+    }
+
+    /// Where new members of a pack may start: after what the local roots and the state reserve,
+    /// and after what the published remote root references.
+    private func placementEnd(_ number: UInt64) -> Int {
+        max(packs[number]?.reservedEnd ?? 0, pinnedEnds[number] ?? 0)
+    }
+
+    /// Right after a sync's commit, the files of the remote root it will publish (the state
+    /// just committed): their members there end at each pack's reserved end. Until that root is
+    /// up the ends of the one before hold too.
+    mutating func pin(_ numbers: Set<UInt64>) {
+        publishingEnds = [:]
+        for number in numbers { if let info = packs[number] { publishingEnds[number] = info.reservedEnd } }
+        pinnedEnds.merge(publishingEnds) { max($0, $1) }
+    }
+
+    /// That remote root is up: only its ends hold.
+    mutating func publishedPins() { pinnedEnds = publishingEnds }
+
+    /// An open knows the pinned files from the sync base, not their members' ends in the
+    /// published root: a pinned pack takes no new member until the next sync pins again.
+    mutating func pinWhole(_ numbers: Set<UInt64>) {
+        for number in numbers where packs[number] != nil { pinnedEnds[number] = Format.fileSize }
+        publishingEnds = pinnedEnds
+    }
+
+    /// A merge builds the packs anew: the pins stay.
+    mutating func keepPins(of other: PackStore) {
+        pinnedEnds = other.pinnedEnds
+        publishingEnds = other.publishingEnds
     }
 
     /// Removes a member; returns the pack's file number when that left it empty (free again).
@@ -65,13 +102,13 @@ struct PackStore {
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
     private mutating func chooseOpenPack(needing count: Int, avoiding: UInt64?, writer: inout FileWriter) throws -> OpenPack {
         // Only this device's packs take members: another device's files are never written.
-        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key)
-                                        && $0.key != avoiding }
-            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
+        let candidates = packs.keys.map { ($0, placementEnd($0)) }
+            .filter { Format.fileSize - $0.1 >= count && writer.allocator.isOwnDevice($0.0) && $0.0 != avoiding }
+            .sorted { ($0.1, $0.0) < ($1.1, $1.0) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.
-        for (number, info) in candidates where writer.isUsable(number) {
-            return OpenPack(existing: number, reservedEnd: info.reservedEnd)
+        for (number, end) in candidates where writer.isUsable(number) {
+            return OpenPack(existing: number, reservedEnd: end)
         }
         if avoiding != nil { throw CompactionWaits() }
         let number = try writer.allocateUsable(data: true)
@@ -122,7 +159,7 @@ struct PackStore {
                 return max(end, Int(member.offset) + Int(member.sealedLength))
             }
         }
-        if let pack = openPack { openPack = OpenPack(existing: pack.fileNumber, reservedEnd: packs[pack.fileNumber]?.reservedEnd ?? 0) }
+        if let pack = openPack { openPack = OpenPack(existing: pack.fileNumber, reservedEnd: placementEnd(pack.fileNumber)) }
     }
 
     /// Erases plaintext of members not yet written (R-MEM-3).

@@ -82,7 +82,7 @@ extension VaultState {
         var moveFiles: Set<UInt64> = []
         // A sync's downloads staged for this root (tag 1025, §13.11), put in place before any
         // page is read; the staged files are not free before the next commit.
-        var stagedFiles: Set<UInt64> = []
+        var stagedFiles: Set<UInt64> = [], reading = storage
         do {
             // Role 3: a pattern change in progress still lists the old pattern's record (§13.12).
             guard let found = newest.specialFiles.first(where: { special in
@@ -99,10 +99,12 @@ extension VaultState {
                 try findMovedNames(newest, move, secrets: stateSecrets, storage: storage)
                 moveFiles = Set(move.slotFiles.map(\.raw))
             }
-            if !options.readOnly {
+            if options.readOnly {
+                reading = try stagedReads(newest, storage: storage, secrets: stateSecrets)
+            } else {
                 stagedFiles = try finishStagedAtOpen(newest, storage: storage, secrets: stateSecrets, random: random)
             }
-            contents = try loadContentsV2(newest, storage: storage, secrets: stateSecrets, arena: arena)
+            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
                 pinned = Set(base.base.pinned)
@@ -121,7 +123,7 @@ extension VaultState {
         }
         committer.useLoaded(PageTable(loaded: contents.pages, orphaned: contents.interiorPages))
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
-        var state = VaultState(storage: storage, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
+        var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
                                allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles).union(moveFiles).union(stagedFiles),
                                                       pinned: pinned),
@@ -131,6 +133,7 @@ extension VaultState {
         state.notices.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
+        state.packs.pinWhole(pinned)
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.forgetStagedDownloads(stagedFiles)

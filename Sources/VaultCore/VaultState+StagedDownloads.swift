@@ -102,16 +102,34 @@ extension VaultState {
 
     typealias Staged = DownloadStaging.Staged
 
+    /// The entries of a root's tag 1025 that keep its rules (others are ignored, §13.5).
+    static func stagedEntries(_ root: IndexRootV2) -> [StagedDownloads.Entry] {
+        guard let value = root.extensions.first(where: { $0.tag == StagedDownloads.extensionTag })?.value,
+              let staged = StagedDownloads.decode(value) else { return [] }
+        return staged.entries.filter {
+            $0.target.device != root.writerDevice && root.fileIsValid($0.target)
+                && $0.staged.device == root.writerDevice && root.fileIsValid($0.staged)
+        }
+    }
+
+    /// Opened read-only, nothing is put in place: each target whose staged file matches is
+    /// read from there.
+    static func stagedReads(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets) throws -> any StorageFolder {
+        var redirects: [String: String] = [:]
+        for entry in stagedEntries(root) {
+            let stagedName = try secrets.fileName(entry.staged.raw)
+            guard let bytes = try? storage.read(stagedName), stagingDigest(bytes) == entry.digest else { continue }
+            redirects[try secrets.fileName(entry.target.raw)] = stagedName
+        }
+        return redirects.isEmpty ? storage : RedirectedReadsFolder(storage, redirects: redirects)
+    }
+
     /// A writing open of a root with tag 1025 finishes what a crash cut short, before any page is
     /// read; returns the staged files (not free until the next commit).
     static func finishStagedAtOpen(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets,
                                    random: any RandomSource) throws -> Set<UInt64> {
-        guard let value = root.extensions.first(where: { $0.tag == StagedDownloads.extensionTag })?.value,
-              let staged = StagedDownloads.decode(value) else { return [] }
         var files = Set<UInt64>()
-        for entry in staged.entries
-        where entry.target.device != root.writerDevice && root.fileIsValid(entry.target)
-            && entry.staged.device == root.writerDevice && root.fileIsValid(entry.staged) {
+        for entry in stagedEntries(root) {
             try putStaged(Staged(target: entry.target.raw, staged: entry.staged.raw, digest: entry.digest), storage: storage,
                           name: { try secrets.fileName($0) }, random: random)
             files.insert(entry.staged.raw)

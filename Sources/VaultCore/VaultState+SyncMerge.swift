@@ -91,6 +91,7 @@ extension VaultState {
         tree = next
         var store = PackStore()
         for (id, item) in items { if let member = item.packedMember { store.addMember(id, member) } }
+        store.keepPins(of: packs)
         packs = store
     }
 

@@ -92,6 +92,14 @@ import VaultStore
         let folder = try first.reopen { ReplaceCutFolder($0) }
         #expect(throws: (any Error).self) { try first.sync(remote) }
         #expect(folder.cuts == 1, "the merge's commit staged files and stopped at the first replace")
+        first.vault.discard()
+        // Read-only (fsck without repairs), nothing is put in place: the targets read from
+        // their staged files.
+        let readOnly = try Vault.open(storage: try Storage.open(at: first.folder), secrets: SyncDevice.secrets(SyncDevice.seed),
+                                      options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
+        let seen = try readOnly.check()
+        #expect(seen.isClean && seen.chunksChecked == 3, "read-only: \(seen.damagedItems) \(seen.storageProblems)")
+        try readOnly.lock()
         first.reopenAfterCrash()
         let report = try first.vault.check()
         #expect(report.isClean, "\(report.damagedItems) \(report.storageProblems)")
