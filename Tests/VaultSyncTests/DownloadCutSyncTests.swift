@@ -80,6 +80,46 @@ import VaultStore
         }
     }
 
+    /// Not a cut: `SEED=30155 tools/sync-crash-trials 5` found a plain sync that damaged the
+    /// other device's small files. The second device's new pack took a file that the first
+    /// device's last commit still references (a chunk of an older big.bin), so it came down
+    /// staged; it has a gap (a deleted member), and the merge's commit compacted it, reading the
+    /// old chunk's bytes at its name as the members: "pack member does not open" on the first
+    /// device, and its remote root damaged for every other ("file 1:10 does not open under its
+    /// key"). Another device's pack is that device's to compact (FORMAT.md §7.2).
+    @Test func anotherDevicesPackThatCameDownStagedReadsWholeAfterTheMerge() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        try second.write("big.bin", Self.text("a", 600_000))
+        try second.sync(remote)
+        try first.sync(remote)
+        try second.write("big.bin", Self.text("b", 600_000))
+        try second.sync(remote)
+        // Version a's files are free now: the new pack takes the lowest of them.
+        try second.vault.remove(Array("big.bin".utf8), from: Vault.rootID)
+        let small = (1...3).map { ("small-\($0).txt", String(repeating: Character(UnicodeScalar(UInt8(100 + $0))), count: 900 + $0)) }
+        for (name, text) in small { try second.write(name, text) }
+        try second.vault.remove(Array("small-1.txt".utf8), from: Vault.rootID)
+        try second.vault.commit()
+        try second.sync(remote)
+        try first.write("from-first.txt", "made on the first")
+
+        // (No cut: the downloads are copied file by file, the staged ones counted.)
+        _ = try first.sync(remote, cuttingDownloadAt: .max)
+        #expect(first.stagedDownloads > 0, "the pack came down staged, over a file of the first's last commit")
+        var expected = try second.tree()
+        expected["from-first.txt"] = "made on the first"
+        #expect(try first.tree() == expected)
+        try second.sync(remote)
+        #expect(try second.tree() == expected)
+        for device in [first, second] {
+            let report = try device.vault.check()
+            #expect(report.isClean, "\(device.name): \(report.damagedItems) \(report.storageProblems)")
+        }
+    }
+
     /// Killed between the merge's commit point and putting its staged files in place (their
     /// replace fails here, as a process that died there): the next open puts them in place
     /// before it reads a page, and the merged state reads whole.

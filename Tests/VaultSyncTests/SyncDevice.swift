@@ -85,11 +85,13 @@ final class SyncDevice {
     /// the cut (it completed).
     func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int) throws -> Int {
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
-        var writes = 0
+        var writes = 0, staged = 0
+        defer { stagedDownloads = staged }
         synchronizer.downloadFile = { name, path in
             writes += 1
             // A staged file goes into a free file of the vault's own: cut before that write.
             guard let path else {
+                staged += 1
                 if writes == cut { throw Stop() }
                 return
             }
@@ -107,6 +109,9 @@ final class SyncDevice {
         try reopen()
         return writes
     }
+
+    /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
+    private(set) var stagedDownloads = 0
 
     /// The storage as it is now, to put back with `restore(_:)` (the vault stays open).
     func snapshot() throws -> String {
