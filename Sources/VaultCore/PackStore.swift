@@ -136,13 +136,15 @@ struct PackStore {
         openPack = pack
     }
 
-    /// Packs to empty into the open pack at this commit, lowest first: only packs that lost
-    /// members (live bytes below the end they reserve), since a pack that is merely small would
-    /// move into a new pack at every session.
-    var sparsePacks: [UInt64] {
+    /// Own packs (`isOwn`) to empty into the open pack at this commit, lowest first: only packs
+    /// that lost members (live bytes below the end they reserve), since a pack that is merely
+    /// small would move into a new pack at every session. Another device's pack is that
+    /// device's to compact (FORMAT.md §7.2): moving its members frees nothing here, and right
+    /// after a merge its new bytes may still be staged, not at its name (§13.11).
+    func sparsePacks(own isOwn: (UInt64) -> Bool) -> [UInt64] {
         packs.filter { $0.value.liveBytes > 0 && $0.value.liveBytes < Self.compactionThreshold
                        && $0.value.liveBytes < $0.value.reservedEnd
-                       && $0.key != openPack?.fileNumber }.map(\.key).sorted().prefix(Self.compactionsPerCommit).map { $0 }
+                       && $0.key != openPack?.fileNumber && isOwn($0.key) }.map(\.key).sorted().prefix(Self.compactionsPerCommit).map { $0 }
     }
 
     /// The members of a pack, by item, in item order.

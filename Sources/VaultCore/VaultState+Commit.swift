@@ -93,7 +93,8 @@ extension VaultState {
     /// Moves the members of nearly empty packs into the open pack, so that deleted small files
     /// give their space back (`PackStore.sparsePacks` says which).
     private mutating func compactPacks() throws {
-        for number in packs.sparsePacks {
+        let allocator = writer.allocator
+        for number in packs.sparsePacks(own: { allocator.isOwnDevice($0) }) {
             // Moving the members of an earlier pack may have made this one the open pack (the one
             // with the most free tail): members just placed in it are not on disk yet, and reading
             // them from there would move random bytes (found by tools/stress under CPU load).
