@@ -115,6 +115,8 @@ extension VaultState {
     mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
                              plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
         try commit()
+        // What the round staged and no merge took goes once this is done (or failed).
+        defer { endDownloads() }
         guard remote.joins == isNew else { throw SyncRefusal.raced }
         let view = try localSyncView(deviceName: deviceName)
         guard let decided = try plan(view) else { return nil }
@@ -133,8 +135,11 @@ extension VaultState {
             for use in referencedFiles(pages: [], items: sources) where !isOwn(use.file, joining: remote.joins) {
                 guard try storage.entryExists(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
             }
-            _ = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
+            let wanted = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
             try completeOtherGroups(remote)
+            // Files the round staged over names the last commit references: this commit puts
+            // them in place (FORMAT.md §13.11, "Downloads are staged").
+            adoptStagedDownloads(wanted: Set(wanted))
         }
         let generation = decided.readGeneration + 1
         try commitSyncBase(remote)

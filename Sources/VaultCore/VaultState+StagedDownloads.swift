@@ -18,13 +18,19 @@ struct DownloadStaging {
     /// Staged so far, by the target's name.
     var files: [String: Staged] = [:]
     /// The state references what was staged (a merge took the remote's records): the next
-    /// commit lists it (tag 1025) and puts it in place. Else that commit drops it.
+    /// commit lists it (tag 1025) and puts it in place. Until then a commit keeps it as it is (a
+    /// mount's commits while its round downloads); the sync's end lets it go (`endDownloads`).
     var adopted = false
 }
 
 extension VaultState {
     /// A sync starts downloading: the names the committed state references are kept from now on.
+    /// (A mounted vault commits first, `Vault.beginLiveDownloads`: its later commits only drop
+    /// references to other devices' files, so the names kept hold for them too.)
     mutating func beginDownloads() throws {
+        // A merge adopted what is staged and its commit is still due: that commit puts it in place.
+        guard !staging.adopted else { return }
+        endDownloads()
         var protected: [String: UInt64] = [:]
         for use in referencedFiles() where !isOwn(use.file, joining: false) { protected[try name(use.file)] = use.file }
         staging = DownloadStaging(protected: protected)
@@ -53,21 +59,36 @@ extension VaultState {
 
     static func stagingDigest(_ file: [UInt8]) -> [UInt8] { Array(SHA256.hash(file).prefix(StagedDownloads.digestSize)) }
 
-    /// Before a root: what a merge adopted goes into it as tag 1025; anything else staged is
-    /// let go (no root references it).
-    mutating func prepareStagedRoot() {
-        guard staging.protected != nil, var formatTwo = committer.formatTwo else { return }
-        formatTwo.extensions.removeAll { $0.tag == StagedDownloads.extensionTag }
-        if staging.adopted && !staging.files.isEmpty {
-            let entries = staging.files.values.sorted { $0.target < $1.target }.map {
-                StagedDownloads.Entry(target: FileRef(raw: $0.target), staged: FileRef(raw: $0.staged), digest: $0.digest)
-            }
-            formatTwo.extensions.append(IndexRootV2.Extension(tag: StagedDownloads.extensionTag, value: StagedDownloads(entries: entries).encode()))
-            formatTwo.extensions.sort { $0.tag < $1.tag }
-        } else {
-            for file in staging.files.values { writer.release(file.staged) }
-            staging = DownloadStaging()
+    /// The merged state is this vault's: of what was staged, the files it needs at their names
+    /// (`wanted`, as `applyMerge` returns them) go into its commit; the rest is let go (a mount's
+    /// round fetches before it merges, and the merge may keep the local side's older bytes).
+    mutating func adoptStagedDownloads(wanted: Set<String>) {
+        guard staging.protected != nil else { return }
+        for (name, file) in staging.files where !wanted.contains(name) {
+            writer.release(file.staged)
+            staging.files[name] = nil
         }
+        staging.adopted = true
+    }
+
+    /// A sync's commit is done, or a new sync begins: files staged for no merge go (no root
+    /// references them).
+    mutating func endDownloads() {
+        guard !staging.adopted else { return }
+        for file in staging.files.values { writer.release(file.staged) }
+        staging = DownloadStaging()
+    }
+
+    /// Before a root: what a merge adopted goes into it as tag 1025. A commit before the merge
+    /// leaves the staging as it is.
+    mutating func prepareStagedRoot() {
+        guard staging.adopted, !staging.files.isEmpty, var formatTwo = committer.formatTwo else { return }
+        let entries = staging.files.values.sorted { $0.target < $1.target }.map {
+            StagedDownloads.Entry(target: FileRef(raw: $0.target), staged: FileRef(raw: $0.staged), digest: $0.digest)
+        }
+        formatTwo.extensions.removeAll { $0.tag == StagedDownloads.extensionTag }
+        formatTwo.extensions.append(IndexRootV2.Extension(tag: StagedDownloads.extensionTag, value: StagedDownloads(entries: entries).encode()))
+        formatTwo.extensions.sort { $0.tag < $1.tag }
         committer.formatTwo = formatTwo
     }
 
@@ -75,7 +96,7 @@ extension VaultState {
     /// target's name, and the staged file gets random bytes; it is free after the next commit,
     /// which no longer lists the tag.
     mutating func finishStagedDownloads() throws {
-        guard staging.protected != nil else { return }
+        guard staging.adopted else { return }
         let files = staging.files.values.sorted { $0.target < $1.target }, secrets = self.secrets
         staging = DownloadStaging()
         for file in files {

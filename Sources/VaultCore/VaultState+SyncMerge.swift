@@ -181,7 +181,7 @@ extension VaultState {
         try checkOpens(Set(downloaded), items: tree.items, naming: secrets)
         try completeOtherGroups(remote)
         // The merged state references what was staged: its commit puts it in place.
-        if staging.protected != nil { staging.adopted = true }
+        adoptStagedDownloads(wanted: Set(downloaded))
     }
 
     /// Each of `names` that `items` reference opens under the key recorded for it.

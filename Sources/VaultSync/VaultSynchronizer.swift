@@ -34,10 +34,8 @@ public struct VaultSynchronizer {
     /// Called before each change to the remote and before the last local commit; a test throws
     /// from it to stop the sync there, as a process that died would (crash injection).
     var beforeChange: ((_ change: String) throws -> Void)?
-    /// A test's stand-in for rclone's batch download from a folder remote: called for each file,
-    /// in order, with its name and the path it lands at, so that a test can cut the sync at any
-    /// write into the storage (a partial file, then a throw: a process killed in that write).
-    /// A staged file (no path) is only announced: it comes down by `rclone cat` as without a test.
+    /// A test's stand-in for rclone's batch download (`SyncDownload.downloadFile`): a partial
+    /// file, then a throw, is a process killed in that write.
     var downloadFile: ((_ name: String, _ path: String?) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
@@ -98,6 +96,7 @@ public struct VaultSynchronizer {
         } else if decision.confirmsLanded {
             try vault.confirmLandedSync(generation: read)
         }
+        try vault.endDownloads()
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
         // The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
@@ -184,28 +183,10 @@ public struct VaultSynchronizer {
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 
-    /// Files the last commit does not reference come down at their names in one batch; those it
-    /// does, through memory into free files of this device (FORMAT.md §13.11, "Downloads are
-    /// staged"), `transfers` at a time.
+    /// The files come down as `SyncDownload` says (staged over names the last commit references).
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
-        let (direct, staged) = try vault.splitDownloads(names)
-        if let downloadFile {
-            for name in direct { try downloadFile(name, storageFolder + "/" + name) }
-        } else if !direct.isEmpty {
-            try remote.download(direct, into: storageFolder, filesDone: SyncProgress.batch(.down, total: direct.count, to: filesMoved))
-        }
-        let batch = max(1, remote.rclone.settings.transfers)
-        for start in stride(from: 0, to: staged.count, by: batch) {
-            let part = Array(staged[start..<min(start + batch, staged.count)])
-            for (name, file) in zip(part, try remote.read(part)) {
-                guard let file, file.count == Format.fileSize else {
-                    throw RemoteError.missingFiles(remote: remote.location.description, names: [name])
-                }
-                try downloadFile?(name, nil)
-                try vault.stage(name, file)
-            }
-        }
-        summary.filesDown += direct.count + staged.count
+        let download = SyncDownload(vault: vault, remote: remote, storageFolder: storageFolder, downloadFile: downloadFile)
+        summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 
     private func step(_ number: Int) { progress?(number, Self.steps) }

@@ -39,7 +39,9 @@ import VaultStore
         return (first, second, before, expected)
     }
 
-    @Test func aSyncKilledAtAnyWriteOfItsDownloadLosesNothing() throws {
+    /// `mounted`: a mount's round (`mount --sync`), which stages its downloads the same way.
+    @Test(arguments: [false, true])
+    func aSyncKilledAtAnyWriteOfItsDownloadLosesNothing(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second, before, expected) = try Self.scenario(remote)
@@ -54,7 +56,7 @@ import VaultStore
             try first.restore(victim)
             try SyncDevice.copyFolder(remoteCopy, over: remote.path)
             do {
-                let writes = try first.sync(remote, cuttingDownloadAt: cut)
+                let writes = try first.sync(remote, cuttingDownloadAt: cut, mounted: mounted)
                 #expect(writes > 1, "the download wrote files: \(writes)")
                 break
             } catch is SyncDevice.Stop {}
@@ -65,7 +67,7 @@ import VaultStore
             }
             #expect(report.isClean, "cut at write \(cut): \(report.damagedItems) \(report.storageProblems)")
             #expect(tree == before, "cut at write \(cut): every file reads as before the sync")
-            let next = try first.sync(remote)
+            let next = try first.sync(remote, mounted: mounted)
             #expect(next.conflicts == 0, "cut at write \(cut): \(next.actions)")
             #expect(try first.tree() == expected, "cut at write \(cut): the next sync brings both devices' files")
             cut += 1
@@ -87,7 +89,8 @@ import VaultStore
     /// old chunk's bytes at its name as the members: "pack member does not open" on the first
     /// device, and its remote root damaged for every other ("file 1:10 does not open under its
     /// key"). Another device's pack is that device's to compact (FORMAT.md §7.2).
-    @Test func anotherDevicesPackThatCameDownStagedReadsWholeAfterTheMerge() throws {
+    @Test(arguments: [false, true])
+    func anotherDevicesPackThatCameDownStagedReadsWholeAfterTheMerge(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
@@ -107,7 +110,7 @@ import VaultStore
         try first.write("from-first.txt", "made on the first")
 
         // (No cut: the downloads are copied file by file, the staged ones counted.)
-        _ = try first.sync(remote, cuttingDownloadAt: .max)
+        _ = try first.sync(remote, cuttingDownloadAt: .max, mounted: mounted)
         #expect(first.stagedDownloads > 0, "the pack came down staged, over a file of the first's last commit")
         var expected = try second.tree()
         expected["from-first.txt"] = "made on the first"

@@ -80,38 +80,64 @@ final class SyncDevice {
     /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
     /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
     /// a file it writes in place when killed (a staged one is cut before the vault writes it),
-    /// and the process dies (throws `Stop`; the vault is
-    /// opened again from the disk). Returns how many writes the sync made when it ended before
-    /// the cut (it completed).
-    func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int) throws -> Int {
-        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
-        var writes = 0, staged = 0
-        defer { stagedDownloads = staged }
-        synchronizer.downloadFile = { name, path in
-            writes += 1
+    /// and the process dies (throws `Stop`; the vault is opened again from the disk). Returns
+    /// how many writes the sync made when it ended before the cut (it completed).
+    /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.
+    func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int, mounted: Bool = false) throws -> Int {
+        let cutter = DownloadCut(cut, remote: remote.path)
+        defer { stagedDownloads = cutter.counts.staged }
+        do {
+            if mounted {
+                var round = MountedSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+                round.downloadFile = { try cutter.write($0, at: $1) }
+                _ = try round.run()
+            } else {
+                var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+                synchronizer.downloadFile = { try cutter.write($0, at: $1) }
+                _ = try synchronizer.run()
+            }
+        } catch {
+            reopenAfterCrash()
+            throw error
+        }
+        try reopen()
+        return cutter.counts.writes
+    }
+
+    /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
+    private(set) var stagedDownloads = 0
+
+    /// Counts a sync's download writes and cuts the chosen one (`sync(_:cuttingDownloadAt:)`).
+    final class DownloadCut: Sendable {
+        let cut: Int
+        let remote: String
+        private let seen = Mutex<(writes: Int, staged: Int)>((0, 0))
+        var counts: (writes: Int, staged: Int) { seen.withLock { $0 } }
+
+        init(_ cut: Int, remote: String) {
+            self.cut = cut
+            self.remote = remote
+        }
+
+        func write(_ name: String, at path: String?) throws {
+            let writes = seen.withLock { seen in
+                seen.writes += 1
+                if path == nil { seen.staged += 1 }
+                return seen.writes
+            }
             // A staged file goes into a free file of the vault's own: cut before that write.
             guard let path else {
-                staged += 1
                 if writes == cut { throw Stop() }
                 return
             }
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: remote.path + "/" + name))
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + name))
             if writes == cut {
                 try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
                 throw Stop()
             }
             try bytes.write(to: URL(fileURLWithPath: path))
         }
-        do { _ = try synchronizer.run() } catch {
-            reopenAfterCrash()
-            throw error
-        }
-        try reopen()
-        return writes
     }
-
-    /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
-    private(set) var stagedDownloads = 0
 
     /// The storage as it is now, to put back with `restore(_:)` (the vault stays open).
     func snapshot() throws -> String {
