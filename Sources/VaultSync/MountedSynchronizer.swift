@@ -95,7 +95,9 @@ public struct MountedSynchronizer: Sendable {
             }
         }
         var actions: [MergeAction] = []
-        let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault)
+        // A root slot or the record torn on the remote goes up again, as in `VaultSynchronizer`.
+        let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
+        let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
                 try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, &actions)

@@ -90,7 +90,10 @@ public struct VaultSynchronizer {
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
         // publish again, though nothing changed here since; and after a pattern change here.
-        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated
+        // A root slot or the record of this vault torn on the remote (a sync killed while it
+        // went up) would stay so with nothing to publish: the root and record go up again.
+        let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
+        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated || torn
         if publishes {
             try vault.commitSync(remoteVault)
         } else if decision.confirmsLanded {
