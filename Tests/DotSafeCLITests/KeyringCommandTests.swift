@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultCore
 import VaultFormat
 
 /// `init --kdf`, init on an existing storage, `keyring show`, recovery codes, `keyring move`
@@ -156,10 +157,23 @@ import VaultFormat
         #expect(run.status == 1)
         #expect(run.standardError == "dotsafe: cannot reach the Secret Service: there is no session bus here (DBUS_SESSION_BUS_ADDRESS is not set); DotSafe does not fall back to another keyring\n")
         #expect(Self.snapshot(base).isEmpty)
-        // A record that points at the Secret Service is followed, never read as "no keyring".
+        // Moving a file keyring there without a bus: the same line, the file kept.
         #expect(CLIRun(["init", base + "/storage"], environment: env).status == 0)
         let move = CLIRun(["keyring", "move", "secret-service"], environment: noBus)
         #expect(move.standardError == run.standardError)
         #expect(FileManager.default.fileExists(atPath: base + "/keyring"))
+        // A record that points at the Secret Service (what `--keyring secret-service init` left)
+        // is followed, never read as "no keyring" nor replaced by a file: mount and fsck over SSH
+        // say the one line within a second, and nothing changes.
+        try FileKeyringBackend(path: base + "/keyring").save([KeyringRecord.item(backend: KeyringRecord.secretService)])
+        try FileManager.default.createDirectory(atPath: base + "/mnt", withIntermediateDirectories: true)
+        let recorded = Self.snapshot(base)
+        for command in [["mount", base + "/storage", base + "/mnt", "--pattern", Self.pattern], ["fsck", base + "/storage", "--pattern", Self.pattern]] {
+            let begun = Date()
+            let result = CLIRun(command, environment: noBus)
+            #expect(Date().timeIntervalSince(begun) < 1, "\(command[0])")
+            #expect(result.status == 1 && result.standardError == run.standardError, "\(command[0]): \(result)")
+        }
+        #expect(Self.snapshot(base) == recorded)
     }
 }
