@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCore
 import VaultFormat
+import VaultStore
 
 /// `init --kdf`, init on an existing storage, `keyring show`, recovery codes, `keyring move`
 /// between files, a missing keyring, and the Secret Service without a bus (issue 15). The
@@ -27,9 +28,19 @@ import VaultFormat
         let show = CLIRun(["keyring"], environment: env)
         #expect(show.standardOutput == "The keyring is the file \(base)/keyring.\nPattern salt: scrypt, N 1024, r 8, p 1 (1 MiB).\n", "\(show)")
         #expect(CLIRun(["keyring", "show"], environment: env) == show)
-        // The vault opens with the recorded KDF.
+        // No vault yet; then one written under the keys the recorded KDF gives: fsck opens it
+        // (a command that derived with PBKDF2 from this salt would find nothing).
         #expect(CLIRun(["fsck", base + "/storage", "--pattern", Self.pattern], environment: env).standardError
                 == "dotsafe: no vault opens with this pattern in \(base)/storage: nothing is at its index names\n")
+        let salt = try #require(try Keyring(option: nil, environment: env).patternSalt())
+        guard case .scrypt = salt.kdf else { Issue.record("not scrypt: \(salt.kdf)"); return }
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/storage"),
+                                   secrets: try VaultSecrets(pattern: Pattern(parsing: Self.pattern), salt: salt))
+        let file = try vault.create(.file, in: Vault.rootID, named: Array("a".utf8), mode: 0o644)
+        try vault.write(file, offset: 0, bytes: Array("scrypt".utf8))
+        try vault.lock()
+        let fsck = CLIRun(["fsck", base + "/storage", "--pattern", Self.pattern], environment: env)
+        #expect(fsck.status == 0 && fsck.standardOutput.hasPrefix("Checked ") && fsck.standardOutput.hasSuffix(": clean.\n"), "\(fsck)")
         // Without DOTSAFE_ALLOW_WEAK_KDF the same keyring is refused like weak PBKDF2 rounds.
         var strict = env
         strict["DOTSAFE_ALLOW_WEAK_KDF"] = nil

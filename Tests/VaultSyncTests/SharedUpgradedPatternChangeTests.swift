@@ -22,31 +22,20 @@ import VaultFormat
         let remote = try TestRemote(.webdav)
         defer { remote.finish() }
         let served = try #require(remote.servedFolder)
-        let a = try SyncDevice.formatOne("alice", seed: Self.oldSeed, files: ["notes.txt": "notes v1"])
-        let b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
+        let owner = try SyncDevice.formatOne("alice", seed: Self.oldSeed, files: ["notes.txt": "notes v1"])
+        // Its write (hello.txt) upgrades the vault, which is then shared with B and C.
+        let (a, b, c, sharedB, sharedC, _, codeB) = try SharedSyncUnshareTests.sharedWithTwo(remote, owner: owner)
         defer { a.finish(); b.finish(); c.finish() }
-        let codeB = try b.vault.contactCode().code, codeC = try c.vault.contactCode().code
-        try b.reopen()
-        try c.reopen()
-        try a.write("upgraded.txt", "written by the session that upgrades")
         try #require(a.vault.formatVersion == 2 && a.vault.namesArePatternDerived == (true, true))
-        let codeA = try a.vault.contactCode().code
-        try a.vault.share(with: codeB)
-        try a.vault.share(with: codeC)
-        try a.reopen()
-        try a.sync(remote)
-        let sharedB = try SyncDevice("bob", sharedWith: b, by: codeA), sharedC = try SyncDevice("carol", sharedWith: c, by: codeA)
-        try sharedB.sync(remote)
+        try sharedC.write("from-carol.txt", "carol before the change")
         try sharedC.sync(remote)
-        try sharedB.write("from-bob.txt", "bob before the change")
-        try sharedB.sync(remote)
-        // C is withdrawn, and the withdrawal synced (a move waits for that); B follows it.
-        try a.vault.unshare(with: codeC)
+        // B is withdrawn, and the withdrawal synced (a move waits for that); C follows it.
+        try a.vault.unshare(with: codeB)
         try a.sync(remote)
-        try sharedB.sync(remote)
+        try sharedC.sync(remote)
         let oldNames = try Upgraded.patternNames(Self.oldSeed)
         // Device 0's files there are named from the old pattern's NK (a withdrawal moves RL only).
-        #expect(!Set(try Shared.files(b.folder).keys).intersection(oldNames).isEmpty, "B's storage holds names of the old pattern")
+        #expect(!Set(try Shared.files(c.folder).keys).intersection(oldNames).isEmpty, "C's storage holds names of the old pattern")
 
         try a.changePattern(to: Self.newSeed)
         #expect(a.vault.namesArePatternDerived == (false, false))
@@ -55,29 +44,29 @@ import VaultFormat
         _ = try a.sync(remote, mounted: mounted)
         #expect(Set(try Shared.files(served).keys).intersection(oldNames).isEmpty, "a remote name still comes from the old pattern")
 
-        // B follows: the old files and the new, its own; then it writes and A reads that.
-        _ = try sharedB.sync(remote, mounted: mounted)
-        let expected = ["notes.txt": "notes v1", "upgraded.txt": "written by the session that upgrades",
-                        "from-bob.txt": "bob before the change", "after.txt": "written after the change"]
-        #expect(try sharedB.tree() == expected)
-        try sharedB.reopen()
-        #expect(try sharedB.tree() == expected, "the follow is in B's storage")
-        #expect(Set(try Shared.files(b.folder).keys).intersection(oldNames).isEmpty, "B's storage still holds names of the old pattern")
-        #expect(try Shared.files(b.folder).count % Format.groupSize == 0)
-        let report = try sharedB.vault.check()
+        // C follows: the old files and the new, its own; then it writes and A reads that.
+        _ = try sharedC.sync(remote, mounted: mounted)
+        let expected = ["notes.txt": "notes v1", "hello.txt": "hello from alice", "from-carol.txt": "carol before the change",
+                        "after.txt": "written after the change"]
+        #expect(try sharedC.tree() == expected)
+        try sharedC.reopen()
+        #expect(try sharedC.tree() == expected, "the follow is in C's storage")
+        #expect(Set(try Shared.files(c.folder).keys).intersection(oldNames).isEmpty, "C's storage still holds names of the old pattern")
+        #expect(try Shared.files(c.folder).count % Format.groupSize == 0)
+        let report = try sharedC.vault.check()
         #expect(report.storageProblems.isEmpty && report.damagedItems.isEmpty, "\(report.storageProblems)")
-        try sharedB.write("bob-after.txt", "bob after the change")
-        _ = try sharedB.sync(remote, mounted: mounted)
+        try sharedC.write("carol-after.txt", "carol after the change")
+        _ = try sharedC.sync(remote, mounted: mounted)
         _ = try a.sync(remote, mounted: mounted)
-        #expect(try a.read("bob-after.txt") == "bob after the change")
-        try sharedB.vault.lock()
+        #expect(try a.read("carol-after.txt") == "carol after the change")
+        try sharedC.vault.lock()
         #expect(try Shared.files(served).count % Format.groupSize == 0)
 
-        // C, withdrawn: one line, nothing changed in C's storage or on the remote.
-        let storageC = try Shared.files(c.folder), remoteNow = try Shared.files(served)
-        #expect(Shared.refusal { try sharedC.sync(remote) } == SharingError.accessEnded.description)
-        #expect(try Shared.files(c.folder) == storageC && Shared.files(served) == remoteNow)
-        try sharedC.vault.lock()
+        // B, withdrawn: one line, nothing changed in B's storage or on the remote.
+        let storageB = try Shared.files(b.folder), remoteNow = try Shared.files(served)
+        #expect(Shared.refusal { try sharedB.sync(remote) } == SharingError.accessEnded.description)
+        #expect(try Shared.files(b.folder) == storageB && Shared.files(served) == remoteNow)
+        try sharedB.vault.lock()
 
         // The old pattern opens an empty vault in A's storage (and names nothing there).
         try a.vault.lock()
@@ -86,6 +75,6 @@ import VaultFormat
         try old.lock()
         #expect(a.storageNames.intersection(oldNames).isEmpty)
         try a.reopen()
-        #expect(try a.tree() == expected.merging(["bob-after.txt": "bob after the change"]) { $1 })
+        #expect(try a.tree() == expected.merging(["carol-after.txt": "carol after the change"]) { $1 })
     }
 }
