@@ -99,15 +99,28 @@ struct PackStore {
         return (openPack!.fileNumber, offset)
     }
 
+    /// Whether compaction could place a member of `count` bytes out of the pack `emptied`: the
+    /// open pack has room, or another pack of this device does (`place` then takes it). Asked
+    /// before a pack's members are read, so that a commit with nowhere to move them reads none.
+    func hasRoom(for count: Int, avoiding emptied: UInt64, writer: FileWriter) -> Bool {
+        if let openPack, openPack.fileNumber != emptied, openPack.fits(count) { return true }
+        return candidates(needing: count, avoiding: emptied, writer: writer).contains { writer.isUsable($0.number) }
+    }
+
+    /// Packs of this device other than `avoiding` with room for `count` bytes after where new
+    /// members may start (`placementEnd`), the most free tail first (lowest number on a tie).
+    private func candidates(needing count: Int, avoiding: UInt64?, writer: FileWriter) -> [(number: UInt64, end: Int)] {
+        // Only this device's packs take members: another device's files are never written.
+        packs.keys.map { (number: $0, end: placementEnd($0)) }
+            .filter { Format.fileSize - $0.end >= count && writer.allocator.isOwnDevice($0.number) && $0.number != avoiding }
+            .sorted { ($0.end, $0.number) < ($1.end, $1.number) }
+    }
+
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
     private mutating func chooseOpenPack(needing count: Int, avoiding: UInt64?, writer: inout FileWriter) throws -> OpenPack {
-        // Only this device's packs take members: another device's files are never written.
-        let candidates = packs.keys.map { ($0, placementEnd($0)) }
-            .filter { Format.fileSize - $0.1 >= count && writer.allocator.isOwnDevice($0.0) && $0.0 != avoiding }
-            .sorted { ($0.1, $0.0) < ($1.1, $1.0) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.
-        for (number, end) in candidates where writer.isUsable(number) {
+        for (number, end) in candidates(needing: count, avoiding: avoiding, writer: writer) where writer.isUsable(number) {
             return OpenPack(existing: number, reservedEnd: end)
         }
         if avoiding != nil { throw CompactionWaits() }

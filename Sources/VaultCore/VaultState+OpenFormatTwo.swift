@@ -139,7 +139,8 @@ extension VaultState {
             try state.forgetStagedDownloads(stagedFiles)
             try state.repairOtherDevicesFiles()
             try state.committer.restoreMissingSlot(writer: state.writer)
-            try state.finishPatternChange()
+            // Only the owner finishes a pattern change: its step 5a seals grants with the identity.
+            if record.role == .owner { try state.finishPatternChange() }
             try state.retireFollowedSlots()
         }
         return state
