@@ -59,10 +59,10 @@ extension Committer {
         let top = pageTable.pages.map { page in
             PageRef(firstKey: page.keys[0], file: FileRef(raw: page.ref!.fileNumber), pageKey: arena.bytes(page.ref!.key!))
         }
-        // The sync base, a former pattern's remote record name, slots to retire, a names move and
-        // the remote names it left are this device's own (§13.11, §13.12, §14.8).
+        // The sync base, a former pattern's remote record name, slots to retire, a names move,
+        // the remote names it left and staged downloads are this device's own (§13.11, §13.12, §14.8).
         let ownTags: Set<UInt16> = [SyncBase.extensionTag, IndexRootV2.formerRemoteUnlockTag, IndexRootV2.retiringSlotsTag,
-                                    NamesMove.extensionTag, FormerRemoteNames.extensionTag]
+                                    NamesMove.extensionTag, FormerRemoteNames.extensionTag, StagedDownloads.extensionTag]
         let extensions = forRemote ? root.extensions.filter { !ownTags.contains($0.tag) } : root.extensions
         return IndexRootV2(generation: generation, writerDevice: root.localDevice, devices: devices, specialFiles: root.specialFiles,
                            topLevel: 0, top: top, extensions: extensions)

@@ -9,6 +9,12 @@ import VaultFormat
 struct PackStore {
     private(set) var packs: [UInt64: PackInfo]
     private(set) var openPack: OpenPack?
+    /// Own packs that a published remote root references (pinned, FORMAT.md §13.11), with the
+    /// end of their members there: no new member goes below it, though the local roots may no
+    /// longer reference what lies there (another device may still read it from that root).
+    private var pinnedEnds: [UInt64: Int] = [:]
+    /// Those of the remote root a sync is about to publish, which replace them once it is up.
+    private var publishingEnds: [UInt64: Int] = [:]
 
     /// Packs holding less than this are emptied into the open pack at a commit.
     static let compactionThreshold = Format.fileSize / 4
@@ -29,6 +35,37 @@ struct PackStore {
     mutating func reserve(_ member: ItemRecord.Member) {
         guard let info = packs[member.fileNumber] else { return }
         packs[member.fileNumber]!.reservedEnd = max(info.reservedEnd, Int(member.offset) + Int(member.sealedLength))
+    }
+
+    /// Where new members of a pack may start: after what the local roots and the state reserve,
+    /// and after what the published remote root references.
+    private func placementEnd(_ number: UInt64) -> Int {
+        max(packs[number]?.reservedEnd ?? 0, pinnedEnds[number] ?? 0)
+    }
+
+    /// Right after a sync's commit, the files of the remote root it will publish (the state
+    /// just committed): their members there end at each pack's reserved end. Until that root is
+    /// up the ends of the one before hold too.
+    mutating func pin(_ numbers: Set<UInt64>) {
+        publishingEnds = [:]
+        for number in numbers { if let info = packs[number] { publishingEnds[number] = info.reservedEnd } }
+        pinnedEnds.merge(publishingEnds) { max($0, $1) }
+    }
+
+    /// That remote root is up: only its ends hold.
+    mutating func publishedPins() { pinnedEnds = publishingEnds }
+
+    /// An open knows the pinned files from the sync base, not their members' ends in the
+    /// published root: a pinned pack takes no new member until the next sync pins again.
+    mutating func pinWhole(_ numbers: Set<UInt64>) {
+        for number in numbers where packs[number] != nil { pinnedEnds[number] = Format.fileSize }
+        publishingEnds = pinnedEnds
+    }
+
+    /// A merge builds the packs anew: the pins stay.
+    mutating func keepPins(of other: PackStore) {
+        pinnedEnds = other.pinnedEnds
+        publishingEnds = other.publishingEnds
     }
 
     /// Removes a member; returns the pack's file number when that left it empty (free again).
@@ -62,16 +99,29 @@ struct PackStore {
         return (openPack!.fileNumber, offset)
     }
 
+    /// Whether compaction could place a member of `count` bytes out of the pack `emptied`: the
+    /// open pack has room, or another pack of this device does (`place` then takes it). Asked
+    /// before a pack's members are read, so that a commit with nowhere to move them reads none.
+    func hasRoom(for count: Int, avoiding emptied: UInt64, writer: FileWriter) -> Bool {
+        if let openPack, openPack.fileNumber != emptied, openPack.fits(count) { return true }
+        return candidates(needing: count, avoiding: emptied, writer: writer).contains { writer.isUsable($0.number) }
+    }
+
+    /// Packs of this device other than `avoiding` with room for `count` bytes after where new
+    /// members may start (`placementEnd`), the most free tail first (lowest number on a tie).
+    private func candidates(needing count: Int, avoiding: UInt64?, writer: FileWriter) -> [(number: UInt64, end: Int)] {
+        // Only this device's packs take members: another device's files are never written.
+        packs.keys.map { (number: $0, end: placementEnd($0)) }
+            .filter { Format.fileSize - $0.end >= count && writer.allocator.isOwnDevice($0.number) && $0.number != avoiding }
+            .sorted { ($0.end, $0.number) < ($1.end, $1.number) }
+    }
+
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
     private mutating func chooseOpenPack(needing count: Int, avoiding: UInt64?, writer: inout FileWriter) throws -> OpenPack {
-        // Only this device's packs take members: another device's files are never written.
-        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key)
-                                        && $0.key != avoiding }
-            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.
-        for (number, info) in candidates where writer.isUsable(number) {
-            return OpenPack(existing: number, reservedEnd: info.reservedEnd)
+        for (number, end) in candidates(needing: count, avoiding: avoiding, writer: writer) where writer.isUsable(number) {
+            return OpenPack(existing: number, reservedEnd: end)
         }
         if avoiding != nil { throw CompactionWaits() }
         let number = try writer.allocateUsable(data: true)
@@ -99,13 +149,15 @@ struct PackStore {
         openPack = pack
     }
 
-    /// Packs to empty into the open pack at this commit, lowest first: only packs that lost
-    /// members (live bytes below the end they reserve), since a pack that is merely small would
-    /// move into a new pack at every session.
-    var sparsePacks: [UInt64] {
+    /// Own packs (`isOwn`) to empty into the open pack at this commit, lowest first: only packs
+    /// that lost members (live bytes below the end they reserve), since a pack that is merely
+    /// small would move into a new pack at every session. Another device's pack is that
+    /// device's to compact (FORMAT.md §7.2): moving its members frees nothing here, and right
+    /// after a merge its new bytes may still be staged, not at its name (§13.11).
+    func sparsePacks(own isOwn: (UInt64) -> Bool) -> [UInt64] {
         packs.filter { $0.value.liveBytes > 0 && $0.value.liveBytes < Self.compactionThreshold
                        && $0.value.liveBytes < $0.value.reservedEnd
-                       && $0.key != openPack?.fileNumber }.map(\.key).sorted().prefix(Self.compactionsPerCommit).map { $0 }
+                       && $0.key != openPack?.fileNumber && isOwn($0.key) }.map(\.key).sorted().prefix(Self.compactionsPerCommit).map { $0 }
     }
 
     /// The members of a pack, by item, in item order.
@@ -122,7 +174,7 @@ struct PackStore {
                 return max(end, Int(member.offset) + Int(member.sealedLength))
             }
         }
-        if let pack = openPack { openPack = OpenPack(existing: pack.fileNumber, reservedEnd: packs[pack.fileNumber]?.reservedEnd ?? 0) }
+        if let pack = openPack { openPack = OpenPack(existing: pack.fileNumber, reservedEnd: placementEnd(pack.fileNumber)) }
     }
 
     /// Erases plaintext of members not yet written (R-MEM-3).

@@ -13,7 +13,9 @@ extension Vault {
         do {
             let state = try VaultState.openSharedForSync(storage: storage, secrets: secrets, sender: sender.publicKey, random: random,
                                                          clock: clock, options: .init(cacheBytes: options.cacheBytes, owner: options.owner))
-            return Vault(state, storage: storage, writeBehind: options.writeBehind)
+            // The state's storage: a read-only open may read staged downloads where they lie.
+            let reading = state.storage
+            return Vault(state, storage: reading, writeBehind: options.writeBehind)
         } catch {
             switch error {
             case is SharingError, is GrantSeal.Failure: throw error

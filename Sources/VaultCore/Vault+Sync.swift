@@ -34,6 +34,34 @@ extension Vault {
     /// The remote root's pages of other devices that the local storage lacks under their keys.
     public func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] { try syncLocked { try $0.remotePagesToFetch(remote) } }
 
+    /// A sync is about to download: the names the last commit references are not written over
+    /// before the commit that adopts their new bytes (FORMAT.md §13.11, "Downloads are staged").
+    public func beginDownloads() throws { try syncLocked { try $0.beginDownloads() } }
+
+    /// A mounted vault's round is about to download: its pending changes are committed first,
+    /// so that the names kept are all its last commit references (its later commits only drop
+    /// some of the other devices' files).
+    public func beginLiveDownloads() throws {
+        try afterWritesBehind { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            try state.commit()
+            try state.beginDownloads()
+        }
+    }
+
+    /// The sync's commit is done: files it staged that no merge took go.
+    public func endDownloads() throws { try syncLocked { $0.endDownloads() } }
+
+    /// Of the names to download, those to write at their names (the last commit does not
+    /// reference them) and those to `stage`; names staged already are in neither.
+    public func splitDownloads(_ names: [String]) throws -> (direct: [String], staged: [String]) {
+        try syncLocked { $0.splitDownloads(names) }
+    }
+
+    /// A downloaded file for the name `name`, written into a free file of this device until the
+    /// commit that adopts it puts it in place.
+    public func stage(_ name: String, _ file: [UInt8]) throws { try syncLocked { try $0.stage(name, file) } }
+
     /// The remote's items, read from its pages in the local storage.
     public func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] { try syncLocked { try $0.loadRemoteTree(remote) } }
 

@@ -70,7 +70,9 @@ public final class Vault: Sendable {
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
                                                            newVaultFormat: options.newVaultFormat,
                                                            upgradesFormatOne: options.upgradesFormatOne))
-            return Vault(state, storage: storage, writeBehind: options.writeBehind)
+            // The state's storage: a read-only open may read staged downloads where they lie.
+            let reading = state.storage
+            return Vault(state, storage: reading, writeBehind: options.writeBehind)
         } catch {
             throw VaultError.wrap(error)
         }

@@ -93,12 +93,18 @@ extension VaultState {
     /// Moves the members of nearly empty packs into the open pack, so that deleted small files
     /// give their space back (`PackStore.sparsePacks` says which).
     private mutating func compactPacks() throws {
-        for number in packs.sparsePacks {
+        let allocator = writer.allocator
+        for number in packs.sparsePacks(own: { allocator.isOwnDevice($0) }) {
             // Moving the members of an earlier pack may have made this one the open pack (the one
             // with the most free tail): members just placed in it are not on disk yet, and reading
             // them from there would move random bytes (found by tools/stress under CPU load).
             guard !packs.isOpen(number) else { continue }
             let members = packs.members(of: number).compactMap { id in tree.items[id]?.packedMember.map { (id, $0) } }
+            // With no other pack to take its first member, compaction waits, as `place` would
+            // make it, but without reading the pack first: a session with one pack that lost
+            // members read it whole at every commit.
+            guard let first = members.first else { continue }
+            guard packs.hasRoom(for: Int(first.1.sealedLength), avoiding: number, writer: writer) else { return }
             // A pack that cannot be read (missing, wrong size) stays where it is: its items report
             // the damage when read, and the rest of the vault still commits.
             guard let contents = try? members.map({ id, old in
@@ -136,6 +142,7 @@ extension VaultState {
     private mutating func writeRoot(coversRefreshed: Bool) throws {
         let releasing = writer.takeReleasing()
         let upgrading = committer.upgrade != nil
+        prepareStagedRoot()
         try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: session.arena,
                                 coversRefreshed: coversRefreshed)
         if upgrading { finishUpgrade() }
@@ -146,5 +153,6 @@ extension VaultState {
         try committer.writeOtherSlot(writer: &writer)
         statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
+        try finishStagedDownloads()
     }
 }

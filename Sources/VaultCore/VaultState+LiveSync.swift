@@ -55,11 +55,12 @@ extension VaultState {
         // share over an ended grant that one (the remote root lists it with its old role).
         var remoteRoles: [[UInt8]: IndexRootV2.SpecialFile.Role] = [:]
         for special in remote.root?.specialFiles ?? [] { remoteRoles[special.name] = special.role }
-        // A withdrawal sealed every grant here again, another device's too (§14.8): all go up.
-        let moves = movesRemote(remote)
+        // A withdrawal, or a move of an upgraded vault's names not synced yet (tag 4, §13.12),
+        // sealed every grant here again, another device's too: all go up.
+        let moves = movesRemote(remote) || namesMoveToSync
         for special in formatTwo.specialFiles where special.isGrantFile && (moves || writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
-            if !remoteNames.contains(name) || remote.rotated || (remote.root != nil && remoteRoles[special.name] != special.role) {
+            if !remoteNames.contains(name) || remote.rotated || moves || (remote.root != nil && remoteRoles[special.name] != special.role) {
                 transfer.grants.append(name)
             }
             guard writer.allocator.isOwnDevice(special.file.raw) else { continue }
@@ -115,6 +116,8 @@ extension VaultState {
     mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
                              plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
         try commit()
+        // What the round staged and no merge took goes once this is done (or failed).
+        defer { endDownloads() }
         guard remote.joins == isNew else { throw SyncRefusal.raced }
         let view = try localSyncView(deviceName: deviceName)
         guard let decided = try plan(view) else { return nil }
@@ -133,8 +136,11 @@ extension VaultState {
             for use in referencedFiles(pages: [], items: sources) where !isOwn(use.file, joining: remote.joins) {
                 guard try storage.entryExists(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
             }
-            _ = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
+            let wanted = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
             try completeOtherGroups(remote)
+            // Files the round staged over names the last commit references: this commit puts
+            // them in place (FORMAT.md §13.11, "Downloads are staged").
+            adoptStagedDownloads(wanted: Set(wanted))
         }
         let generation = decided.readGeneration + 1
         try commitSyncBase(remote)

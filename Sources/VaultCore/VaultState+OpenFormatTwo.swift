@@ -80,6 +80,9 @@ extension VaultState {
         // An upgraded vault's pattern change moving its names (§13.12): its new slots' files are
         // not free, and a slot missing at its old name is not made again.
         var moveFiles: Set<UInt64> = []
+        // A sync's downloads staged for this root (tag 1025, §13.11), put in place before any
+        // page is read; the staged files are not free before the next commit.
+        var stagedFiles: Set<UInt64> = [], reading = storage
         do {
             // Role 3: a pattern change in progress still lists the old pattern's record (§13.12).
             guard let found = newest.specialFiles.first(where: { special in
@@ -96,7 +99,12 @@ extension VaultState {
                 try findMovedNames(newest, move, secrets: stateSecrets, storage: storage)
                 moveFiles = Set(move.slotFiles.map(\.raw))
             }
-            contents = try loadContentsV2(newest, storage: storage, secrets: stateSecrets, arena: arena)
+            if options.readOnly {
+                reading = try stagedReads(newest, storage: storage, secrets: stateSecrets)
+            } else {
+                stagedFiles = try finishStagedAtOpen(newest, storage: storage, secrets: stateSecrets, random: random)
+            }
+            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
                 pinned = Set(base.base.pinned)
@@ -115,9 +123,9 @@ extension VaultState {
         }
         committer.useLoaded(PageTable(loaded: contents.pages, orphaned: contents.interiorPages))
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
-        var state = VaultState(storage: storage, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
+        var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
-                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles).union(moveFiles),
+                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles).union(moveFiles).union(stagedFiles),
                                                       pinned: pinned),
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
@@ -125,10 +133,14 @@ extension VaultState {
         state.notices.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
+        state.packs.pinWhole(pinned)
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
+            try state.forgetStagedDownloads(stagedFiles)
+            try state.repairOtherDevicesFiles()
             try state.committer.restoreMissingSlot(writer: state.writer)
-            try state.finishPatternChange()
+            // Only the owner finishes a pattern change: its step 5a seals grants with the identity.
+            if record.role == .owner { try state.finishPatternChange() }
             try state.retireFollowedSlots()
         }
         return state
@@ -146,10 +158,12 @@ extension VaultState {
 
     /// Every page of a root, read from `storage` at the names `secrets` give, opened with the keys
     /// the root and pages record (kept in `arena`).
+    /// `redirects`: names whose bytes lie at another name (a sync's staged downloads, §13.11).
     static func loadContentsV2(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets,
-                               arena: SecretArena) throws -> IndexContents {
+                               arena: SecretArena, redirects: [String: String] = [:]) throws -> IndexContents {
         try IndexContents(rootV2: root, pageBody: { ref, level in
-            guard let file = try storage.read(try secrets.fileName(ref.fileNumber)) else {
+            let name = try secrets.fileName(ref.fileNumber)
+            guard let file = try storage.read(redirects[name] ?? name) else {
                 throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) is missing")
             }
             do {

@@ -27,11 +27,15 @@ extension VaultState {
                 record.rootLocator.wipeStorage()
                 throw SharingError.copiedStorage
             }
-            var mine = committer.vaultKey.copyBytes()
-            defer { Sealer.wipe(&mine) }
-            // Another grant was withdrawn and this one sealed again to new keys: the sync
-            // follows if the remote root under them lists this device (`checkGrantListed`).
-            rotated = !ConstantTime.equals(mine, record.vaultKey)
+            var mine = committer.vaultKey.copyBytes(), locator = secrets.locator.copyBytes()
+            defer {
+                Sealer.wipe(&mine)
+                Sealer.wipe(&locator)
+            }
+            // Another grant was withdrawn and this one sealed again to new keys, or the owner's
+            // pattern change moved an upgraded vault's root locator (§13.12): the sync follows
+            // if the remote root under them lists this device (`checkGrantListed`).
+            rotated = !ConstantTime.equals(mine, record.vaultKey) || !ConstantTime.equals(locator, record.rootLocator)
         }
         let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)

@@ -85,6 +85,7 @@ extension VaultState {
                                        localGeneration: nil)
         committer.formatTwo?.rootDue = true
         try commit()
+        packs.pin(ownReferencedFiles)
         syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: read + 1, published: read + 1,
                                       localGeneration: committer.generation)
     }
@@ -101,6 +102,7 @@ extension VaultState {
         committer.formatTwo?.rootDue = true
         try commit()
         writer.allocator.publishedPins(stillUsed: filesInUse)
+        packs.publishedPins()
     }
 
     /// Every own file the committed root needs: what it references, its special files, and the

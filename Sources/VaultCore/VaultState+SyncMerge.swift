@@ -98,6 +98,7 @@ extension VaultState {
         tree = next
         var store = PackStore()
         for (id, item) in items { if let member = item.packedMember { store.addMember(id, member) } }
+        store.keepPins(of: packs)
         packs = store
     }
 
@@ -186,15 +187,20 @@ extension VaultState {
     mutating func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
         try checkOpens(Set(downloaded), items: tree.items, naming: secrets)
         try completeOtherGroups(remote)
+        // The merged state references what was staged: its commit puts it in place.
+        adoptStagedDownloads(wanted: Set(downloaded))
     }
 
     /// Each of `names` that `items` reference opens under the key recorded for it.
     mutating func checkOpens(_ names: Set<String>, items: [UInt64: Item], naming: VaultSecrets) throws {
+        // A file staged for a name the committed root still reads is checked where it lies.
+        let redirects = try stagedRedirects()
         func name(_ number: UInt64) throws -> String { try naming.fileName(number) }
+        func read(_ name: String) -> String { redirects[name] ?? name }
         for (id, item) in items {
             for (index, ref) in item.chunks {
                 guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
-                guard let file = try storage.read(try name(ref.fileNumber)),
+                guard let file = try storage.read(read(try name(ref.fileNumber))),
                       let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
                                                           key: .arena(key, session.arena), seal: .chunkV2(index: index)) else {
                     throw SyncRefusal.damagedRemote("file \(FileRef(raw: ref.fileNumber)) does not open under its key")
@@ -202,7 +208,7 @@ extension VaultState {
                 body.wipeStorage()
             }
             if let member = item.packedMember, names.contains(try name(member.fileNumber)) {
-                let sealed = try storage.read(try name(member.fileNumber), offset: Int(member.offset), count: Int(member.sealedLength))
+                let sealed = try storage.read(read(try name(member.fileNumber)), offset: Int(member.offset), count: Int(member.sealedLength))
                 guard let plain = try? openMember(id, item, member, sealed) else {
                     throw SyncRefusal.damagedRemote("file \(FileRef(raw: member.fileNumber)) does not open under its key")
                 }

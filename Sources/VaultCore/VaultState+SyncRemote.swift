@@ -200,7 +200,7 @@ extension VaultState {
         defer { names.wipe() }
         let contents: IndexContents
         do {
-            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena)
+            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena, redirects: try stagedRedirects())
         } catch let error as VaultError {
             throw SyncRefusal.damagedRemote("\(error)")
         }

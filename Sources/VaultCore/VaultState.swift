@@ -41,6 +41,8 @@ struct VaultState {
     var sharing = VaultSharing()
     /// Sync: the bases in flight (`SyncBasePlans`, FORMAT.md §13.11).
     var syncBases = SyncBasePlans()
+    /// Sync: files downloaded over names the committed root references (`DownloadStaging`).
+    var staging = DownloadStaging()
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -4,7 +4,8 @@ import VaultFormat
 
 /// `mount --sync`: `VaultSynchronizer`'s steps on the vault a mount serves (docs/SYNC-DESIGN.md
 /// §3.6), with no second open of its storage. Listing, downloads and uploads run outside the
-/// vault's lock: the other devices' files a merge may need are fetched and checked first, so
+/// vault's lock; downloads are staged as `dotsafe sync`'s (`SyncDownload`). The other devices'
+/// files a merge may need are fetched and checked first, so
 /// that the merge and its commit take the lock once (`Vault.commitLive`), inside
 /// `holdingRequests` (the file system's own lock: no request of several vault calls sees half
 /// of a merge). What the merge changed goes to `pulled` (the kernel's caches) before anything
@@ -23,6 +24,8 @@ public struct MountedSynchronizer: Sendable {
     /// `VaultSynchronizer` gives them; a test throws from it to stop the round there, as a
     /// process that died would (crash injection).
     var beforeChange: (@Sendable (_ change: String) throws -> Void)?
+    /// A test's stand-in for rclone's batch download, as `VaultSynchronizer.downloadFile`.
+    var downloadFile: (@Sendable (_ name: String, _ path: String?) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -75,6 +78,8 @@ public struct MountedSynchronizer: Sendable {
         }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
+            // From here a file the last commit references comes down staged (FORMAT.md §13.11).
+            try vault.beginLiveDownloads()
             do {
                 try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
                 remoteEntries = try vault.loadRemoteTree(remoteVault)
@@ -90,7 +95,9 @@ public struct MountedSynchronizer: Sendable {
             }
         }
         var actions: [MergeAction] = []
-        let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault)
+        // A root slot or the record torn on the remote goes up again, as in `VaultSynchronizer`.
+        let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
+        let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
                 try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, &actions)
@@ -130,7 +137,8 @@ public struct MountedSynchronizer: Sendable {
         // After a withdrawal the remote moves to the new keys (FORMAT.md §14.8).
         let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
-        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, grantsAfterRoot: movesRemote || !change.recordFirst,
+                                      filesMoved: filesMoved, summary: &summary)
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
         let files = try remote.read(remoteVault.rootSlotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
@@ -149,6 +157,7 @@ public struct MountedSynchronizer: Sendable {
         }
         // Another device's root written over this one (`stillHolds`): not up; `run` goes again.
         guard try remote.stillHolds(committed.rootFiles, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+        if !change.recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
         if let record, !change.recordFirst {
             try beforeChange?("record")
             try remote.write(unlockName, contents: record)
@@ -198,8 +207,7 @@ public struct MountedSynchronizer: Sendable {
     }
 
     private func download(_ names: [String], _ summary: inout SyncSummary, _ filesMoved: ((SyncProgress) -> Void)?) throws {
-        guard !names.isEmpty else { return }
-        try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
-        summary.filesDown += names.count
+        let download = SyncDownload(vault: vault, remote: remote, storageFolder: storageFolder, downloadFile: downloadFile)
+        summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 }

@@ -15,6 +15,12 @@ public struct RemoteListing: Sendable, Equatable {
     /// Names of files of the storage's size.
     public var storageFiles: [String] { files.filter { $0.value == Format.fileSize }.map(\.key).sorted() }
 
+    /// Whether one of `names` is there but not whole: a sync killed while rclone wrote it to a
+    /// server that writes in place (`rclone serve webdav` does) left it so.
+    public func holdsTorn(_ names: [String]) -> Bool {
+        names.contains { name in files[name].map { $0 != Format.fileSize } ?? false }
+    }
+
     private struct Entry: Decodable {
         var Name: String
         var Size: Int

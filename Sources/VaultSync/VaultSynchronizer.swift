@@ -34,6 +34,9 @@ public struct VaultSynchronizer {
     /// Called before each change to the remote and before the last local commit; a test throws
     /// from it to stop the sync there, as a process that died would (crash injection).
     var beforeChange: ((_ change: String) throws -> Void)?
+    /// A test's stand-in for rclone's batch download (`SyncDownload.downloadFile`): a partial
+    /// file, then a throw, is a process killed in that write.
+    var downloadFile: ((_ name: String, _ path: String?) throws -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -48,6 +51,7 @@ public struct VaultSynchronizer {
         let listing = try self.listing?() ?? remote.list()
         var remoteNames = Set(listing.storageFiles)
         let view = try vault.localSyncView(deviceName: deviceName)
+        try vault.beginDownloads()
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
@@ -86,18 +90,24 @@ public struct VaultSynchronizer {
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
         // publish again, though nothing changed here since; and after a pattern change here.
-        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated
+        // A root slot or the record of this vault torn on the remote (a sync killed while it
+        // went up) would stay so with nothing to publish: the root and record go up again.
+        let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
+        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated || torn
         if publishes {
             try vault.commitSync(remoteVault)
         } else if decision.confirmsLanded {
             try vault.confirmLandedSync(generation: read)
         }
+        try vault.endDownloads()
         step(5)
         let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
         // The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
         let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
-        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
+        // After a move of the names here (no record first), the grants name RL''s slots: after the root.
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, grantsAfterRoot: movesRemote || !change.recordFirst,
+                                      filesMoved: filesMoved, summary: &summary)
         remoteNames.formUnion(transfer.upload)
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
@@ -123,6 +133,7 @@ public struct VaultSynchronizer {
             // them (`stillHolds`): then this root is not known to be up, and the base stays the
             // tree read, from which every root there comes (the next sync merges with it).
             guard try remote.stillHolds(roots, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+            if !recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
             if let record, !recordFirst {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)
@@ -178,10 +189,10 @@ public struct VaultSynchronizer {
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 
+    /// The files come down as `SyncDownload` says (staged over names the last commit references).
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
-        guard !names.isEmpty else { return }
-        try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
-        summary.filesDown += names.count
+        let download = SyncDownload(vault: vault, remote: remote, storageFolder: storageFolder, downloadFile: downloadFile)
+        summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 
     private func step(_ number: Int) { progress?(number, Self.steps) }

@@ -10,6 +10,8 @@ import VaultStore
                           nonce: [UInt8](repeating: 9, count: Format.sealNonceSize))
     }
 
+    /// Every pack is this device's (format 1, or a test of one device).
+    static let anyDevice: @Sendable (UInt64) -> Bool = { _ in true }
     static let members = ([UInt8](repeating: 1, count: 1000), [UInt8](repeating: 2, count: 1000))
 
     /// `members` for items 10 and 11, placed one after the other.
@@ -54,8 +56,10 @@ import VaultStore
         try written.writeOpenPack(writer: &writer)
         var packs = PackStore(packs: written.packs)
         _ = packs.releaseMember(11, Self.member(second, b))
-        #expect(packs.sparsePacks == [first.fileNumber])
-        // No other pack: compaction waits rather than take a free file (or a new group) for it.
+        #expect(packs.sparsePacks(own: Self.anyDevice) == [first.fileNumber])
+        // No other pack: compaction waits rather than take a free file (or a new group) for it,
+        // and can tell before it reads the pack.
+        #expect(!packs.hasRoom(for: a.count, avoiding: first.fileNumber, writer: writer))
         #expect(throws: CompactionWaits.self) { try packs.place(a, writer: &writer, avoiding: first.fileNumber) }
         // Another pack with room takes the member.
         let large = [UInt8](repeating: 3, count: Format.fileSize - a.count)   // too big for the first pack
@@ -64,6 +68,8 @@ import VaultStore
         try written.writeOpenPack(writer: &writer)
         var two = PackStore(packs: written.packs)
         _ = two.releaseMember(11, Self.member(second, b))
+        #expect(two.hasRoom(for: a.count, avoiding: first.fileNumber, writer: writer))
+        #expect(!two.hasRoom(for: Format.fileSize, avoiding: first.fileNumber, writer: writer), "no pack holds a whole file more")
         let moved = try two.place(a, writer: &writer, avoiding: first.fileNumber)
         #expect(moved.fileNumber == big.fileNumber && moved.fileNumber != first.fileNumber, "another pack takes the member")
         var other = PackStore(packs: written.packs)
@@ -77,16 +83,18 @@ import VaultStore
         let (a, b) = Self.members
         let (first, second) = try Self.placeTwo(&packs, &writer)
         try packs.writeOpenPack(writer: &writer)
-        #expect(packs.sparsePacks.isEmpty, "the open pack is never compacted")
+        #expect(packs.sparsePacks(own: Self.anyDevice).isEmpty, "the open pack is never compacted")
         // Another pack becomes the open one; the first lost its second member.
         _ = try packs.place([UInt8](repeating: 3, count: Format.fileSize - 1500), writer: &writer)
         _ = packs.releaseMember(11, Self.member(second, b))
-        #expect(packs.sparsePacks == [first.fileNumber])
+        #expect(packs.sparsePacks(own: Self.anyDevice) == [first.fileNumber])
+        // Another device's pack is that device's to compact (FORMAT.md §7.2).
+        #expect(packs.sparsePacks { $0 != first.fileNumber }.isEmpty, "no pack of another device")
         #expect(packs.members(of: first.fileNumber) == [10])
         // After a commit the pack reserves only what its members use: nothing to compact.
         packs.didCommit { $0 == 10 ? Self.member(first, a) : nil }
         #expect(packs.packs[first.fileNumber]?.reservedEnd == 1000)
-        #expect(packs.sparsePacks.isEmpty)
+        #expect(packs.sparsePacks(own: Self.anyDevice).isEmpty)
     }
 
     /// §7.2 "Placing members": among existing packs that fit, the most free tail, the lowest

@@ -56,7 +56,7 @@ import VaultFormat
     }
 
     @Test func theFilesHaveTheirRecords() {
-        #expect(Self.roots.count == 4)
+        #expect(Self.roots.count == 5)
         #expect(Self.pages.count == 2)
     }
 
@@ -109,6 +109,14 @@ import VaultFormat
             #expect(try former == FormerRemoteNames(rootLocator: record.hex("FORMERREMOTERL"), namesKey: record.hex("FORMERREMOTENK")))
             #expect(former.encode() == stated.extensions.first { $0.tag == FormerRemoteNames.extensionTag }?.value)
             #expect(stated.devices.count == 2 && stated.extensions.contains { $0.tag == IndexRootV2.formerRemoteUnlockTag })
+        }
+        if let value = stated.extensions.first(where: { $0.tag == StagedDownloads.extensionTag })?.value {
+            // Extension tag 1025's entries (§13.5), as the vector gives them apart.
+            let entries = try record.list("STAGED").map {
+                StagedDownloads.Entry(target: try Self.fileRef($0[0]), staged: try Self.fileRef($0[1]), digest: try hexBytes($0[2]))
+            }
+            #expect(entries.count == 2 && StagedDownloads.decode(value) == StagedDownloads(entries: entries))
+            #expect(StagedDownloads(entries: entries).encode() == value)
         }
         let slot = UInt64(try record.int("SLOT"))
         #expect(slot == stated.generation % 2, "the original lies in slot generation mod 2")

@@ -2,6 +2,7 @@ import DotSafeTestSupport
 import Foundation
 import Testing
 import VaultCore
+import VaultFormat
 @testable import VaultSync
 
 /// A sync cut after its local commit and before its remote root is known to be up, while
@@ -37,6 +38,39 @@ import VaultCore
         #expect(try first.tree() == expected, "\(stop): the first device")
         #expect(try second.tree() == expected, "\(stop): the second device")
         #expect(try second.sync(remote) == SyncSummary(), "\(stop): the last to sync has nothing left to do")
+    }
+
+    /// A sync killed while its root's copy goes up leaves that slot file torn on a server that
+    /// writes in place (`rclone serve webdav` does): `SEED=29422 tools/sync-crash-trials 5` found
+    /// one of 65,536 bytes on the remote after the victim's next sync, which had nothing to
+    /// publish. A torn root slot or record of the vault makes the next sync publish again.
+    /// `mounted`: a mount's round.
+    @Test(arguments: [false, true])
+    func aRootSlotTornOnTheRemoteIsWholeAfterTheNextSync(mounted: Bool) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        try first.write("from-first.txt", "made on the first")
+        try first.sync(remote)
+        // The root's copy went up last (blocks keep their local times, the root goes by rcat).
+        func modified(_ name: String) throws -> Date {
+            try #require(try FileManager.default.attributesOfItem(atPath: remote.path + "/" + name)[.modificationDate] as? Date)
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: remote.path)
+        let copy = try #require(try names.max { try modified($0) < modified($1) })
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: remote.path + "/" + copy))
+        try handle.truncate(atOffset: 65_536)
+        try handle.close()
+
+        try first.sync(remote, mounted: mounted)
+        for name in try FileManager.default.contentsOfDirectory(atPath: remote.path) {
+            let size = try FileManager.default.attributesOfItem(atPath: remote.path + "/" + name)[.size] as? Int
+            #expect(size == Format.fileSize, "\(name) on the remote: \(size ?? -1) bytes")
+        }
+        try second.sync(remote)
+        #expect(try second.read("from-first.txt") == "made on the first")
+        #expect(try second.tree() == first.tree())
     }
 
     /// A mounted vault's round (`MountedSynchronizer`) whose root loses the race with another

@@ -96,6 +96,88 @@ final class SyncDevice {
         _ = try synchronizer.run()
     }
 
+    /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
+    /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
+    /// a file it writes in place when killed (a staged one is cut before the vault writes it),
+    /// and the process dies (throws `Stop`; the vault is opened again from the disk). Returns
+    /// how many writes the sync made when it ended before the cut (it completed).
+    /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.
+    func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int, mounted: Bool = false) throws -> Int {
+        let cutter = DownloadCut(cut, remote: remote.path)
+        defer { stagedDownloads = cutter.counts.staged }
+        do {
+            if mounted {
+                var round = MountedSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+                round.downloadFile = { try cutter.write($0, at: $1) }
+                _ = try round.run()
+            } else {
+                var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+                synchronizer.downloadFile = { try cutter.write($0, at: $1) }
+                _ = try synchronizer.run()
+            }
+        } catch {
+            reopenAfterCrash()
+            throw error
+        }
+        try reopen()
+        return cutter.counts.writes
+    }
+
+    /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
+    private(set) var stagedDownloads = 0
+
+    /// Counts a sync's download writes and cuts the chosen one (`sync(_:cuttingDownloadAt:)`).
+    final class DownloadCut: Sendable {
+        let cut: Int
+        let remote: String
+        private let seen = Mutex<(writes: Int, staged: Int)>((0, 0))
+        var counts: (writes: Int, staged: Int) { seen.withLock { $0 } }
+
+        init(_ cut: Int, remote: String) {
+            self.cut = cut
+            self.remote = remote
+        }
+
+        func write(_ name: String, at path: String?) throws {
+            let writes = seen.withLock { seen in
+                seen.writes += 1
+                if path == nil { seen.staged += 1 }
+                return seen.writes
+            }
+            // A staged file goes into a free file of the vault's own: cut before that write.
+            guard let path else {
+                if writes == cut { throw Stop() }
+                return
+            }
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: remote + "/" + name))
+            if writes == cut {
+                try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+                throw Stop()
+            }
+            try bytes.write(to: URL(fileURLWithPath: path))
+        }
+    }
+
+    /// The storage as it is now, to put back with `restore(_:)` (the vault stays open).
+    func snapshot() throws -> String {
+        let copy = try TestFolder.make("snapshot-\(name)") + "/storage"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        return copy
+    }
+
+    /// Locks the vault, puts the storage of `snapshot()` back and opens it again.
+    func restore(_ snapshot: String) throws {
+        try vault.lock()
+        try Self.copyFolder(snapshot, over: folder)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+    }
+
+    /// Replaces the folder `target` by a copy of `source`.
+    static func copyFolder(_ source: String, over target: String) throws {
+        try FileManager.default.removeItem(atPath: target)
+        try FileManager.default.copyItem(atPath: source, toPath: target)
+    }
+
     /// A mounted vault's round (`MountedSynchronizer`, `mount --sync`) on this device's vault,
     /// stopped as `sync(_:stoppingAt:)` when `label` is given. The vault is opened again from the
     /// disk afterwards: what the round left is what counts.
@@ -134,11 +216,19 @@ final class SyncDevice {
         }
     }
 
+    /// Locks the vault and opens it again over the storage folder `wrap` makes of the disk's.
+    func reopen<Folder: StorageFolder>(_ wrap: (any StorageFolder) -> Folder) throws -> Folder {
+        try vault.lock()
+        let folder = wrap(try Storage.open(at: self.folder))
+        vault = try Vault.open(storage: folder, secrets: Self.secrets(seed), options: Vault.Options(cacheBytes: 8 << 20))
+        return folder
+    }
+
     /// Why the storage did not open after the last crash a test made; nil when it did.
     private(set) var reopenFailure: (any Error)?
 
     /// The vault's memory erased without a commit, as a process that died, and opened again.
-    private func reopenAfterCrash() {
+    func reopenAfterCrash() {
         vault.discard()
         do {
             vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)

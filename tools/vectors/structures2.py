@@ -70,6 +70,14 @@ def index_root_v2(generation, writer, devices, specials, level, top, extensions)
             assert len(value) == 112 and any(role == 3 for _, role, _ in specials)
             slot_files = [int.from_bytes(value[96 + 8 * k:104 + 8 * k], "little") for k in (0, 1)]
             assert slot_files[0] != slot_files[1] and all(valid_file(devices, f) and f not in files for f in slot_files)
+        if tag == 1025:
+            # Staged downloads (§13.5): targets of other devices that the root references,
+            # staged in data files of the writer's owned groups that it does not list.
+            entries = [(int.from_bytes(value[k:k + 8], "little"), int.from_bytes(value[k + 8:k + 16], "little"))
+                       for k in range(0, len(value), 32)]
+            assert value and len(value) % 32 == 0
+            assert all(t >> NUMBER_BITS != writer and valid_file(devices, t) for t, _ in entries)
+            assert all(s >> NUMBER_BITS == writer and valid_file(devices, s) and s not in files for _, s in entries)
     body = u64(generation) + u16(writer) + u16(len(devices)) + b"".join(device_entry(d) for d in devices)
     body += u16(len(specials)) + b"".join(u64(ref) + u8(role) + name for ref, role, name in specials)
     body += u8(level) + u32(len(top)) + b"".join(page_ref(*ref) for ref in top)
@@ -143,3 +151,9 @@ def unlock_record(role, tags):
     assert role == 1 and [t for t, _ in tags] == sorted(set(t for t, _ in tags))
     assert {1, 2, 3} <= {t for t, _ in tags}
     return u8(role) + u16(len(tags)) + b"".join(u16(tag) + lp32(value) for tag, value in tags)
+
+
+def staged_downloads(entries):
+    """§13.5 extension tag 1025: (target FileRef, staged FileRef, digest16) for each entry."""
+    assert entries and all(len(digest) == 16 for _, _, digest in entries)
+    return b"".join(u64(target) + u64(staged) + digest for target, staged, digest in entries)

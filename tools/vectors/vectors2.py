@@ -80,6 +80,9 @@ DEVICE_A = {"id": bytes(range(0x10, 0x20)), "nk": bytes(range(0x20, 0x40)), "pre
             "next_file": 16, "covers": 3, "groups": [(0, 1)], "releasing": [], "name": b"laptop"}
 DEVICE_B = {"id": bytes(range(0x50, 0x60)), "nk": bytes(range(0x60, 0x80)), "prefix": 0, "counter": 1000,
             "next_file": 96, "covers": 6, "groups": [(0, 2), (4, 1)], "releasing": [48, 63], "name": "büro".encode()}
+# Tag 1025's entries: target (another device's file), staged (the writer's), SHA-256(staged)[0..16].
+STAGED = [(S2.file_ref(1, 20), S2.file_ref(0, 12), bytes(range(0xa0, 0xb0))),
+          (S2.file_ref(1, 70), S2.file_ref(0, 13), hashlib.sha256(b"\x5a" * F).digest()[:16])]
 ROOT_CASES = [
     # generation, writer, devices, specials, level, top, extensions
     (1, 0, [DEVICE_A], [(S2.file_ref(0, 7), 1, bytes(range(16)))], 0,
@@ -97,6 +100,11 @@ ROOT_CASES = [
     (10, 0, [DEVICE_B, DEVICE_A], [(S2.file_ref(0, 17), 1, bytes(range(32, 48))), (S2.file_ref(0, 8), 3, bytes(range(48, 64)))], 0,
      [(1, 0, S2.file_ref(0, 9), bytes([0x44] * 32)), (0x1234abcd_00000001, 0, S2.file_ref(1, 9), bytes([0x55] * 32))],
      [(2, bytes(range(64, 80))), (3, NAMES_MOVE), (4, FORMER_REMOTE_NAMES)]),
+    # A merge's commit with staged downloads (§13.11, "Downloads are staged"): tag 1025 lists two
+    # files of device 1 that the root references, staged in free data files of the writer (0).
+    (11, 0, [DEVICE_A, DEVICE_B], [(S2.file_ref(0, 7), 1, bytes(range(16)))], 0,
+     [(1, 0, S2.file_ref(0, 9), bytes([0x66] * 32))],
+     [(1025, S2.staged_downloads(STAGED))]),
 ]
 ROOT_SEED = bytes([0x72] * 32)
 
@@ -128,7 +136,8 @@ def index_root_v2_txt(m):
         "PADDINGSEED; SLOTSHA256. COPYSHA256: the same root sealed for the other slot with nonce COPYN.",
         "Where the root has extension tag 3 (names move): MOVEFORMERRL, MOVERL, MOVENK and MOVESLOTFILES (text,",
         "DEVICE.NUMBER), the fields of its value. Where it has extension tag 4 (former remote names):",
-        "FORMERREMOTERL and FORMERREMOTENK, the fields of its value.",
+        "FORMERREMOTERL and FORMERREMOTENK, the fields of its value. Where it has extension tag 1025 (staged",
+        "downloads): STAGED (text) TARGET:STAGED:DIGEST, TARGET and STAGED as DEVICE.NUMBER, DIGEST in hex.",
     ])
     for count, (generation, writer, devices, specials, level, top, extensions) in enumerate(ROOT_CASES):
         body = S2.index_root_v2(generation, writer, devices, specials, level, top, extensions)
@@ -146,6 +155,8 @@ def index_root_v2_txt(m):
                       f"MOVESLOTFILES = {m.list_field(ref_text(S2.file_ref(0, n)) for n in MOVE_SLOT_FILES)}"]
         if any(tag == 4 for tag, _ in extensions):
             lines += [f"FORMERREMOTERL = {FORMER_REMOTE_RL.hex()}", f"FORMERREMOTENK = {FORMER_REMOTE_NK.hex()}"]
+        if any(tag == 1025 for tag, _ in extensions):
+            lines += [f"STAGED = {m.list_field(f'{ref_text(t)}:{ref_text(s)}:{d.hex()}' for t, s, d in STAGED)}"]
         lines += [""]
     return "\n".join(lines)
 
