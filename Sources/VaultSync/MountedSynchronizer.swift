@@ -199,6 +199,7 @@ public struct MountedSynchronizer: Sendable {
 
     private func download(_ names: [String], _ summary: inout SyncSummary, _ filesMoved: ((SyncProgress) -> Void)?) throws {
         guard !names.isEmpty else { return }
+        try vault.willDownload(names)
         try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
         summary.filesDown += names.count
     }

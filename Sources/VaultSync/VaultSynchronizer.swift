@@ -180,6 +180,7 @@ public struct VaultSynchronizer {
 
     private func download(_ names: [String], _ summary: inout SyncSummary) throws {
         guard !names.isEmpty else { return }
+        try vault.willDownload(names)
         try remote.download(names, into: storageFolder, filesDone: SyncProgress.batch(.down, total: names.count, to: filesMoved))
         summary.filesDown += names.count
     }
