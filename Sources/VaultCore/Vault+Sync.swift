@@ -74,6 +74,11 @@ extension Vault {
         try syncLocked { try $0.applyMerge(remote, merged: merged, nextItemID: nextItemID, deviceName: Array(deviceName.utf8.prefix(64))) }
     }
 
+    /// Before a sync's download writes these names into the storage (rclone, past the storage
+    /// folder's own writes): they count as this session's files, which the lock moves to a later
+    /// whole second (docs/FORMAT.md §11.2).
+    public func willDownload(_ names: [String]) throws { try storage.willOverwrite(names) }
+
     /// Checks the downloaded files against their keys and makes other devices' groups whole.
     public func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
         try syncLocked { try $0.finishMerge(remote, downloaded: downloaded) }

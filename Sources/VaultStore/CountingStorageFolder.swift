@@ -49,6 +49,7 @@ public final class CountingStorageFolder: StorageFolder {
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
     public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
     public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
+    public func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }
 
     private func count(_ field: WritableKeyPath<Counts, Int>) { counts.withLock { $0[keyPath: field] += 1 } }
 

@@ -12,11 +12,9 @@ public final class DiskStorageFolder: StorageFolder {
     private let writers: SharedFolderLock
     /// What a lock re-creates (docs/FORMAT.md §11.3).
     public let recreation: RecreationBudget
-    /// Names this process created or wrote since it opened the folder: the session's files,
-    /// which the lock re-creates.
-    /// The files this session wrote or created, each with its modification time before the
-    /// session's first write (0 for a file it created): the lock gives each a later whole second.
-    private let written = Mutex([String: Int64]())
+    /// What this process changed since it opened the folder: the session's files, which the lock
+    /// re-creates and moves to a later whole second (docs/FORMAT.md §11.2).
+    private let changes = Mutex(SessionChanges())
     /// What the last re-creation did (for the daemon's report and the tests).
     public var lastRecreation: StorageRecreator.Summary? { recreated.withLock { $0 } }
     private let recreated = Mutex<StorageRecreator.Summary?>(nil)
@@ -70,7 +68,7 @@ public final class DiskStorageFolder: StorageFolder {
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         precondition(contents.count == Format.fileSize && FileName.isWellFormed(name), "storage files have one size and name form")
         try writers.withShared { try createUnlocked(name, contents: contents, durable: durable) }
-        written.withLock { $0[name] = $0[name] ?? 0 }
+        changes.withLock { $0.change(name, before: 0) }
     }
 
     /// Every file written unnamed (`O_TMPFILE`) first, then the names linked in a row: the count
@@ -98,7 +96,7 @@ public final class DiskStorageFolder: StorageFolder {
                 throw error
             }
         }
-        written.withLock { written in for file in files { written[file.name] = written[file.name] ?? 0 } }
+        changes.withLock { changes in for file in files { changes.change(file.name, before: 0) } }
     }
 
     private func createOneByOne(_ files: [(name: String, contents: [UInt8])]) throws {
@@ -142,7 +140,8 @@ public final class DiskStorageFolder: StorageFolder {
         try writers.withShared {
             let (fd, status) = try openStorageFile(name, O_WRONLY)
             defer { Syscalls.close(fd) }
-            written.withLock { $0[name] = $0[name] ?? status.modification }
+            // Under the shared lock: no re-creation moves the time between this look and the write.
+            changes.withLock { $0.change(name, before: status.modification) }
             try Syscalls.writeFully(fd, bytes, offset: offset)
         }
     }
@@ -165,7 +164,7 @@ public final class DiskStorageFolder: StorageFolder {
             throw StoreError.unusableFile(name)
         }
         try writers.withShared { try Syscalls.unlink(folder, name) }
-        _ = written.withLock { $0.removeValue(forKey: name) }
+        changes.withLock { $0.remove(name, time: status.modification) }
     }
 
     /// A copy at `NAME.recreated` (the re-creation's temporary name, §11.3, so that a crash's
@@ -191,32 +190,39 @@ public final class DiskStorageFolder: StorageFolder {
             }
             try Syscalls.fsync(folder)
         }
-        written.withLock { $0[name] = $0[name] ?? status.modification }
+        changes.withLock { $0.change(name, before: status.modification) }
     }
 
     public func rename(_ name: String, to newName: String) throws {
         precondition(FileName.isWellFormed(newName), "storage files have one name form")
-        try writers.withShared {
+        let time = try writers.withShared {
             // Only a file of the storage's form is ever moved (R-SEC-4).
-            let (fd, _) = try openStorageFile(name, O_RDONLY)
+            let (fd, status) = try openStorageFile(name, O_RDONLY)
             Syscalls.close(fd)
             try Syscalls.renameNoReplace(folder, name, to: newName)
+            return status.modification
         }
         // The lock re-creates the file under its new name.
-        written.withLock { written in
-            let time = written.removeValue(forKey: name) ?? 0
-            written[newName] = time
-        }
+        changes.withLock { $0.rename(name, time: time, to: newName) }
     }
 
     public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
 
+    /// Each name is the session's file from now on, with the time it has (a download is about to
+    /// write it from outside this folder).
+    public func willOverwrite(_ names: [String]) throws {
+        for name in names {
+            let time = try Syscalls.status(folder, name)?.modification ?? 0
+            changes.withLock { $0.change(name, before: time) }
+        }
+    }
+
     public func recreateAtLock(random: any RandomSource) throws {
-        let earlier = written.withLock { $0 }
-        guard !earlier.isEmpty else { return }
-        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: Set(earlier.keys), earlierTimes: earlier,
+        let session = changes.withLock { $0 }
+        guard !session.isEmpty else { return }
+        let summary = try StorageRecreator(folder: folder).recreateAtLock(written: Set(session.written.keys), earlierTimes: session.written,
                                                                           budget: recreation, random: random)
-        written.withLock { $0.removeAll() }
+        changes.withLock { $0 = SessionChanges() }
         recreated.withLock { $0 = summary }
     }
 

@@ -52,6 +52,9 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// At lock, after the last commit (§11.2–§11.3): when this session wrote anything,
     /// re-creates the files it created or wrote and a random share of all others.
     func recreateAtLock(random: any RandomSource) throws
+    /// Before something outside the folder (a sync's download) writes these names: they count
+    /// as files this session wrote, for the lock's times (§11.2).
+    func willOverwrite(_ names: [String]) throws
 }
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
@@ -77,4 +80,5 @@ extension StorageFolder {
     }
     public func removeRecreationLeftovers() throws {}
     public func recreateAtLock(random: any RandomSource) throws {}
+    public func willOverwrite(_ names: [String]) throws {}
 }

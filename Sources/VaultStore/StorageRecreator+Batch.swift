@@ -24,11 +24,18 @@ extension StorageRecreator {
         var file: Spare
     }
 
+    /// The time a batch gives its files: one given (tools and tests), or the lock's (§11.2).
+    enum BatchTime {
+        case given(Int64)
+        /// The clock's when the batch takes the folder's lock, `least` when that is later, and
+        /// for each file never earlier than the time it holds.
+        case lock(least: Int64)
+    }
+
     /// Copies `names`, makes the copies durable, then under the folder's exclusive lock swaps
     /// in each copy whose original still holds the bytes copied, and syncs the folder. Names
     /// not in `keeping` are skipped once `deadline` has passed. Returns the names re-created.
-    func recreateBatch(_ names: [String], time: Int64?, earlierTimes: [String: Int64], keeping: Set<String>,
-                       deadline: Int64?) throws -> [String] {
+    func recreateBatch(_ names: [String], time: BatchTime, keeping: Set<String>, deadline: Int64?) throws -> [String] {
         var copies: [Copy] = []
         defer { for copy in copies { discard(copy.file) } }
         for name in names {
@@ -42,27 +49,22 @@ extension StorageRecreator {
         defer { Syscalls.unlockFolder(folder) }
         // Taken under the lock: every write that came before is older, so a changed file's
         // new modification time is never earlier than its change (R-DEN-1, item 4).
-        let time = time ?? Syscalls.now()
+        let batchTime = switch time {
+        case .given(let given): given
+        case .lock(let least): max(Syscalls.now(), least)
+        }
         var swapped: [String] = []
         while !copies.isEmpty {
             let copy = copies.removeFirst()
-            if try swap(copy, time: Self.time(for: copy.name, batch: time, earlierTimes: earlierTimes)) {
-                swapped.append(copy.name)
+            let swappedIn = try swap(copy) { held in
+                if case .lock = time { max(batchTime, held) } else { batchTime }
             }
+            if swappedIn { swapped.append(copy.name) }
         }
         // Before the lock goes: a writer that syncs a file later syncs the name holding its
         // bytes; and before the next batch writes into the files this one replaced.
         try Syscalls.fsync(folder)
         return swapped
-    }
-
-    /// The batch's time, or for a file written this session the whole second after its earlier
-    /// time when that is later: `rsync -a` and other copy tools compare times in whole seconds,
-    /// and a lock in the same second as the last one would otherwise leave a changed file with
-    /// the second a copy saw (§11.2). At most a second ahead of the clock per lock that second.
-    static func time(for name: String, batch: Int64, earlierTimes: [String: Int64]) -> Int64 {
-        guard let earlier = earlierTimes[name] else { return batch }
-        return max(batch, (earlier / 1_000_000_000 + 1) * 1_000_000_000)
     }
 
     /// Reads `name` and writes its copy into a spare or a new file at the temporary name; nil
@@ -94,14 +96,15 @@ extension StorageRecreator {
 
     /// Under the lock: exchanges the copy with its original when the name still holds the file
     /// copied, with the bytes copied, and the temporary name still holds the copy; the file
-    /// replaced becomes a spare. Otherwise the copy does. Returns whether it swapped.
-    private func swap(_ copy: Copy, time: Int64) throws -> Bool {
+    /// replaced becomes a spare. Otherwise the copy does. The name gets `time(t)` as access and
+    /// modification time, t being the time the original held. Returns whether it swapped.
+    private func swap(_ copy: Copy, time: (Int64) -> Int64) throws -> Bool {
         let file = try Syscalls.metadata(copy.file.fd)
         guard let named = try Syscalls.metadata(folder, copy.file.name), named.inode == file.inode else {
             Syscalls.close(copy.file.fd)   // someone removed it (a leftover to them): not ours now
             return false
         }
-        guard file.size == Format.fileSize, try holdsCopiedBytes(copy) else {
+        guard file.size == Format.fileSize, let held = try heldTime(copy) else {
             keepSpare(copy.file)
             return false
         }
@@ -120,18 +123,20 @@ extension StorageRecreator {
             try Syscalls.rename(folder, copy.file.name, to: copy.name)
             Syscalls.close(copy.file.fd)
         }
+        let time = time(held)
         try Syscalls.setTimes(folder, copy.name, access: time, modification: time)
         return true
     }
 
-    /// Whether `copy.name` is still the file copied, holding the bytes copied. Under the lock no
-    /// writer can change it after this.
-    private func holdsCopiedBytes(_ copy: Copy) throws -> Bool {
-        guard let fd = try? Syscalls.openFile(folder, copy.name, O_RDONLY) else { return false }
+    /// The modification time of `copy.name` when it is still the file copied, holding the bytes
+    /// copied; nil otherwise. Under the lock no writer can change it after this.
+    private func heldTime(_ copy: Copy) throws -> Int64? {
+        guard let fd = try? Syscalls.openFile(folder, copy.name, O_RDONLY) else { return nil }
         defer { Syscalls.close(fd) }
         let now = try Syscalls.metadata(fd)
-        guard now.inode == copy.inode, now.links == 1, now.size == Format.fileSize else { return false }
-        return try Syscalls.readFully(fd, count: Format.fileSize, offset: 0) == copy.bytes
+        guard now.inode == copy.inode, now.links == 1, now.size == Format.fileSize,
+              try Syscalls.readFully(fd, count: Format.fileSize, offset: 0) == copy.bytes else { return nil }
+        return now.modification
     }
 
     /// Keeps `file` for the next copy when nobody else has it open (a reader that opened the
@@ -156,5 +161,20 @@ extension StorageRecreator {
         defer { Syscalls.unlockFolder(folder) }
         while let spare = spares.popLast() { discard(spare) }
         try Syscalls.fsync(folder)
+    }
+
+    /// Under the exclusive lock: gives each of `names` (files the session changed that the lock
+    /// could not re-create) the lock's time, never earlier than its own (§11.2).
+    func settleTimes(_ names: Set<String>, least: Int64) throws {
+        guard !names.isEmpty else { return }
+        try Syscalls.lockFolder(folder, exclusive: true)
+        defer { Syscalls.unlockFolder(folder) }
+        let now = max(Syscalls.now(), least)
+        for name in names where FileName.isWellFormed(name) {
+            guard let status = try Syscalls.status(folder, name), status.isRegular, status.size == Format.fileSize else { continue }
+            let time = max(now, status.modification)
+            // Best effort, as the re-creation: a file that is not ours cannot take a time.
+            try? Syscalls.setTimes(folder, name, access: time, modification: time)
+        }
     }
 }

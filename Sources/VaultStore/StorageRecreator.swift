@@ -74,9 +74,10 @@ public final class StorageRecreator {
 
     /// The re-creation at lock (§11.2–§11.3): every file of `written` and a random share of all
     /// the other storage files, in one random order; the share shrinks as the budget runs out,
-    /// the written files are always re-created. Each gets its batch's time as access and
-    /// modification time, and a written file at least the whole second after its time in
-    /// `earlierTimes` (its time before the session wrote it).
+    /// the written files are always re-created. Every file gets the lock's time (`LockTime`):
+    /// its batch's, but never in or before the second of a time of `earlierTimes` (each
+    /// written file's latest time before the session changed it) and never earlier than a
+    /// re-created file's own. A written file that cannot be re-created still gets that time.
     public func recreateAtLock(written: Set<String>, earlierTimes: [String: Int64] = [:], budget: RecreationBudget,
                                random: any RandomSource) throws -> Summary {
         let start = Syscalls.now()
@@ -84,17 +85,20 @@ public final class StorageRecreator {
         let files = try storageFiles()
         let seconds = budget.seconds(forFiles: files.count)
         let deadline = start + Int64(seconds * 1e9)
-        var order = try Self.choose(share: seconds > 0 ? budget.share : 0, of: files, always: written, random: random)
+        var order = try Self.choose(share: seconds > 0 ? budget.share : 0, of: files.map(\.name), always: written, random: random)
+        let chosen = Set(order)
+        let least = LockTime.least(changed: earlierTimes.filter { written.contains($0.key) }.values,
+                                   held: files.filter { chosen.contains($0.name) }.map(\.modification))
         var summary = Summary(files: files.count)
-        var retried = Set<String>()
+        var retried = Set<String>(), recreatedWritten = Set<String>()
         defer { try? removeSpares() }
         while !order.isEmpty {
             let batch = Array(order.prefix(batchSize))
             order.removeFirst(batch.count)
             let batchStart = Syscalls.now()
-            let done = try recreateBatch(batch, time: nil, earlierTimes: earlierTimes, keeping: written, deadline: deadline)
+            let done = try recreateBatch(batch, time: .lock(least: least), keeping: written, deadline: deadline)
             summary.recreated += done.count
-            summary.written += done.filter(written.contains).count
+            recreatedWritten.formUnion(done.filter(written.contains))
             // A written file that changed between its copy and its swap (another vault's
             // re-creation took it first) goes once more: it must get its time (§11.2).
             let finished = Set(done)
@@ -114,6 +118,8 @@ public final class StorageRecreator {
             order = order.indices.filter { !dropped.contains($0) }.map { order[$0] }
         }
         try removeSpares()
+        try settleTimes(written.subtracting(recreatedWritten), least: least)
+        summary.written = recreatedWritten.count
         summary.seconds = Double(Syscalls.now() - start) / 1e9
         return summary
     }
@@ -127,7 +133,7 @@ public final class StorageRecreator {
         var done: [String] = []
         for start in stride(from: 0, to: names.count, by: batchSize) {
             let batch = Array(names[start..<min(start + batchSize, names.count)])
-            done += try recreateBatch(batch, time: time, earlierTimes: [:], keeping: Set(batch), deadline: nil)
+            done += try recreateBatch(batch, time: time.map(BatchTime.given) ?? .lock(least: .min), keeping: Set(batch), deadline: nil)
         }
         try removeSpares()
         return done
@@ -148,10 +154,12 @@ public final class StorageRecreator {
         return chosen
     }
 
-    private func storageFiles() throws -> [String] {
-        try Syscalls.listNames(folder).filter { name in
-            guard FileName.isWellFormed(name), let status = try Syscalls.status(folder, name) else { return false }
-            return status.isRegular && status.size == Format.fileSize
+    /// Every storage file with its modification time.
+    private func storageFiles() throws -> [(name: String, modification: Int64)] {
+        try Syscalls.listNames(folder).compactMap { name in
+            guard FileName.isWellFormed(name), let status = try Syscalls.status(folder, name),
+                  status.isRegular && status.size == Format.fileSize else { return nil }
+            return (name, status.modification)
         }
     }
 }

@@ -17,6 +17,10 @@ struct SyncDownload {
 
     /// Brings `names` down; returns how many came.
     func run(_ names: [String], filesMoved: ((SyncProgress) -> Void)?) throws -> Int {
+        guard !names.isEmpty else { return 0 }
+        // Each name's bytes change, directly or when the merge's commit puts its staged copy in
+        // place: the lock's time must leave the second a backup saw (FORMAT.md §11.2).
+        try vault.willDownload(names)
         let (direct, staged) = try vault.splitDownloads(names)
         if let downloadFile {
             for name in direct { try downloadFile(name, storageFolder + "/" + name) }

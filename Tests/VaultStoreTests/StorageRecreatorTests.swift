@@ -114,26 +114,6 @@ import VaultFormat
         #expect(folder.lastRecreation?.recreated == 2 && folder.lastRecreation?.written == 2)
     }
 
-    /// `rsync -a` compares whole seconds: a file written and locked within the second its last
-    /// lock gave it still moves to a later second; a file the session did not write keeps the
-    /// lock's time.
-    @Test func aWrittenFileMovesToALaterWholeSecond() throws {
-        let path = try Self.storage()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let files = try StorageScan.scan(path).files.prefix(2).map(\.name)
-        // Both files were last given a time in this very second, as by a lock a moment ago.
-        let second = Int64(Date().timeIntervalSince1970) * 1_000_000_000
-        #expect(try StorageRecreator(path: path).recreate(files, time: second + 999_000_000) == files)
-        let folder = try Storage.open(at: path, recreation: RecreationBudget(share: 1, secondsPerGiB: 3600))
-        try folder.write(files[0], offset: 5, bytes: [7])
-        try folder.recreateAtLock(random: SystemRandom())
-        let now = Dictionary(uniqueKeysWithValues: try StorageScan.scan(path).files.map { ($0.name, $0.metadata) })
-        let written = try #require(now[files[0]]), other = try #require(now[files[1]])
-        #expect(written.modification >= second + 1_000_000_000, "\(written.modification) vs \(second)")
-        #expect(other.modification < second + 1_000_000_000 || Int64(Date().timeIntervalSince1970) > second / 1_000_000_000,
-                "an unwritten file got the pushed time")
-    }
-
     @Test func touchesNothingButRegularFilesOfTheStorageForm() throws {
         let path = try Self.storage()
         defer { try? FileManager.default.removeItem(atPath: path) }

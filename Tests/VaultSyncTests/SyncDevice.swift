@@ -18,14 +18,17 @@ final class SyncDevice {
     /// for a vault shared with that person's vault, the sharer's contact code.
     private(set) var seed: UInt8
     let sharedBy: ContactCode?
+    /// What each lock of this device re-creates (docs/FORMAT.md §11.3).
+    let recreation: RecreationBudget
 
-    init(_ name: String, seed: UInt8 = SyncDevice.seed) throws {
+    init(_ name: String, seed: UInt8 = SyncDevice.seed, recreation: RecreationBudget = .standard) throws {
         self.name = name
         self.seed = seed
+        self.recreation = recreation
         sharedBy = nil
         folder = try TestFolder.make("sync-\(name)") + "/storage"
         try Storage.initialize(at: folder, random: SystemRandom())
-        vault = try Self.open(folder, seed: seed)
+        vault = try Self.open(folder, seed: seed, recreation: recreation)
     }
 
     /// The vault that `code` shared with `owner`'s vault, in `owner`'s storage: new until its
@@ -34,6 +37,7 @@ final class SyncDevice {
         self.name = name
         seed = owner.seed
         sharedBy = code
+        recreation = .standard
         folder = owner.folder
         vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code,
                                       options: Vault.Options(cacheBytes: 8 << 20))
@@ -43,8 +47,9 @@ final class SyncDevice {
         try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
     }
 
-    static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil) throws -> Vault {
-        let storage = try Storage.open(at: folder), options = Vault.Options(cacheBytes: 8 << 20)
+    static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil,
+                     recreation: RecreationBudget = .standard) throws -> Vault {
+        let storage = try Storage.open(at: folder, recreation: recreation), options = Vault.Options(cacheBytes: 8 << 20)
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -52,7 +57,7 @@ final class SyncDevice {
     /// Locks and opens the vault again from the disk: what a sync left is what counts.
     func reopen() throws {
         try vault.lock()
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
     }
 
     /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
@@ -86,7 +91,7 @@ final class SyncDevice {
                 vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
                     ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
             } catch {
-                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
                 throw error
             }
         }
@@ -231,7 +236,7 @@ final class SyncDevice {
     func reopenAfterCrash() {
         vault.discard()
         do {
-            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
             reopenFailure = nil
         } catch {
             reopenFailure = error
@@ -243,7 +248,7 @@ final class SyncDevice {
     func restore(from snapshot: String) throws {
         vault.discard()
         try Self.copyFiles(from: snapshot, to: folder)
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
     }
 
     /// `target` made to hold exactly the files of `source`.
