@@ -32,7 +32,9 @@ extension Vault {
     }
 
     /// The remote root's pages of other devices that the local storage lacks under their keys.
-    public func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] { try syncLocked { try $0.remotePagesToFetch(remote) } }
+    public func remotePagesToFetch(_ remote: RemoteVault, fetched: Set<String>) throws -> [String] {
+        try syncLocked { try $0.remotePagesToFetch(remote, fetched: fetched) }
+    }
 
     /// The remote's items, read from its pages in the local storage.
     public func loadRemoteTree(_ remote: RemoteVault) throws -> [SyncEntry] { try syncLocked { try $0.loadRemoteTree(remote) } }

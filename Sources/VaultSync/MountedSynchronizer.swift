@@ -76,7 +76,7 @@ public struct MountedSynchronizer: Sendable {
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
             do {
-                try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
+                try vault.fetchRemotePages(remoteVault) { try download($0, &summary, filesMoved) }
                 remoteEntries = try vault.loadRemoteTree(remoteVault)
                 let fetched = try vault.remoteFilesToFetch(remoteVault)
                 try download(fetched, &summary, filesMoved)

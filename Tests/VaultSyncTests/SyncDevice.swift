@@ -1,7 +1,7 @@
 import DotSafeTestSupport
 import Foundation
 import Synchronization
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
@@ -18,14 +18,17 @@ final class SyncDevice {
     /// for a vault shared with that person's vault, the sharer's contact code.
     private(set) var seed: UInt8
     let sharedBy: ContactCode?
+    /// The index's shape (small: an interior level from a few thousand files).
+    let fanOut: PageTable.FanOut
 
-    init(_ name: String, seed: UInt8 = SyncDevice.seed) throws {
+    init(_ name: String, seed: UInt8 = SyncDevice.seed, fanOut: PageTable.FanOut = .standard) throws {
         self.name = name
         self.seed = seed
+        self.fanOut = fanOut
         sharedBy = nil
         folder = try TestFolder.make("sync-\(name)") + "/storage"
         try Storage.initialize(at: folder, random: SystemRandom())
-        vault = try Self.open(folder, seed: seed)
+        vault = try Self.open(folder, seed: seed, fanOut: fanOut)
     }
 
     /// The vault that `code` shared with `owner`'s vault, in `owner`'s storage: new until its
@@ -33,6 +36,7 @@ final class SyncDevice {
     init(_ name: String, sharedWith owner: SyncDevice, by code: ContactCode) throws {
         self.name = name
         seed = owner.seed
+        fanOut = .standard
         sharedBy = code
         folder = owner.folder
         vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code,
@@ -43,8 +47,10 @@ final class SyncDevice {
         try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
     }
 
-    static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil) throws -> Vault {
-        let storage = try Storage.open(at: folder), options = Vault.Options(cacheBytes: 8 << 20)
+    static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil, fanOut: PageTable.FanOut = .standard) throws -> Vault {
+        let storage = try Storage.open(at: folder)
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.indexFanOut = fanOut
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -52,7 +58,7 @@ final class SyncDevice {
     /// Locks and opens the vault again from the disk: what a sync left is what counts.
     func reopen() throws {
         try vault.lock()
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)
     }
 
     /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
@@ -118,7 +124,7 @@ final class SyncDevice {
     /// The vault's memory erased without a commit, as a process that died, and opened again.
     private func reopenAfterCrash() {
         vault.discard()
-        vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy)) ?? vault
+        vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)) ?? vault
     }
 
     static func remoteStorage(_ remote: TestRemote) throws -> RemoteStorage {
