@@ -77,13 +77,15 @@ struct PageTable {
     /// is cut full when keys were only added at its end (items made one after the other fill
     /// pages), else in pieces of nearly equal size, so that keys added in random order leave
     /// no pages of one record. `joinsSmall` (format 2): a changed leaf below a quarter of
-    /// `limit` takes in the leaves after it under the same parent while it stays below that
-    /// and they fit (docs/FORMAT.md §15.5, "Writing leaves"); those are marked changed.
+    /// `limit` takes in the leaves after it while it stays below that and they fit (docs/FORMAT.md
+    /// §13.5, "Writing the levels"); those are marked changed. Across parents too: a leaf joined
+    /// only under its own parent leaves one leaf a parent at least, and parents that outnumber
+    /// half the root's room then keep the level however few records are left.
     mutating func nextWrite(from start: Int, limit: Int, joinsSmall: Bool,
                             costs: (_ leaf: Int, _ keys: [RecordKey]) -> [Int]) -> Write? {
         guard let i = pages[start...].firstIndex(where: \.dirty) else { return nil }
         var recordCosts = costs(i, pages[i].keys), size = recordCosts.reduce(0, +), last = i
-        while joinsSmall && size < limit / 4 && sameParent(last, last + 1) {
+        while joinsSmall && size < limit / 4 && last + 1 < pages.count {
             let next = costs(last + 1, pages[last + 1].keys), nextSize = next.reduce(0, +)
             guard size + nextSize <= limit else { break }
             recordCosts += next
@@ -93,12 +95,6 @@ struct PageTable {
         }
         return Write(first: i, last: last, pieces: Self.pieces(recordCosts, total: size, limit: limit,
                                                                halves: joinsSmall && pages[i].insertedInside))
-    }
-
-    /// Whether both leaves exist and one parent (or the root) lists both.
-    private func sameParent(_ a: Int, _ b: Int) -> Bool {
-        guard b < pages.count else { return false }
-        return parents.isEmpty || parentIndex(ofLeaf: a) == parentIndex(ofLeaf: b)
     }
 
     private static func pieces(_ costs: [Int], total: Int, limit: Int, halves: Bool) -> [Range<Int>] {
@@ -233,7 +229,9 @@ extension PageTable {
     /// Shapes the level above the leaves for the next root: none while the leaves fit in the
     /// root (until they fall to half of it, so that a vault near the bound does not switch at
     /// every commit), else parents of at most `fanOut.interior` leaves, a full one cut in
-    /// halves. Returns the parents' refs that are now free.
+    /// halves, a changed one joined with its neighbour while both together hold at most half
+    /// (so that parents emptied by removals do not pile up in the root, which has room for
+    /// `fanOut.root` of them only). Returns the parents' refs that are now free.
     mutating func arrangeParents(_ fanOut: FanOut) -> [StoredRef] {
         if parents.isEmpty {
             guard pages.count > fanOut.root else { return [] }
@@ -252,6 +250,25 @@ extension PageTable {
             if let ref = parent.ref { freed.append(ref) }
             let pieces = max(2, (parent.count + fanOut.interior - 1) / fanOut.interior)
             result += Self.runs(of: parent.count, atMost: (parent.count + pieces - 1) / pieces).map { Parent(ref: nil, count: $0, dirty: true) }
+        }
+        parents = result
+        return freed + joinSmallParents(atMost: fanOut.interior / 2)
+    }
+
+    /// Each changed parent joined with the one before it, or after it, while both together
+    /// list at most `size` leaves; returns the refs of the parents joined into another.
+    private mutating func joinSmallParents(atMost size: Int) -> [StoredRef] {
+        var freed: [StoredRef] = []
+        var result: [Parent] = []
+        for parent in parents {
+            if var previous = result.last, previous.dirty || parent.dirty, previous.count + parent.count <= size {
+                if let ref = parent.ref { freed.append(ref) }
+                previous.count += parent.count
+                previous.dirty = true
+                result[result.count - 1] = previous
+            } else {
+                result.append(parent)
+            }
         }
         parents = result
         return freed

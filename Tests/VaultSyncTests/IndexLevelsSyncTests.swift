@@ -24,6 +24,7 @@ import Testing
             let id = try first.vault.create(.file, in: Vault.rootID, named: Array(Self.name(i).utf8), mode: 0o644)
             if i % 1_000 == 0 { try first.vault.write(id, offset: 0, bytes: Array("file \(i)".utf8)) }
         }
+        try first.vault.commit()
         try first.sync(remote)
         #expect(Self.parents(first) >= 2)
 
