@@ -5,11 +5,11 @@ import VaultFormat
 import VaultStore
 
 /// R-FS-2 for the interior level (docs/FORMAT.md §13.5, "Writing the levels"): a cut at every
-/// storage mutation of a commit that adds the level, of one that writes a leaf and its parent,
-/// and of one that drops the level (a process crash, a power loss, or a failed write the vault
-/// goes on from) leaves the tree of before or after, with the level it had
-/// then, the storage's invariants and files, and a vault that commits again. Roots of 2 refs
-/// and interior pages of 3: a few thousand files of long names make the level.
+/// storage mutation of a commit that adds the level, of one that writes a leaf and its parent, and
+/// of one that drops the level (a process crash, a power loss, or a failed write the vault goes on
+/// from) leaves the tree of before or after, with the level it had then, the storage's invariants
+/// and files, and a vault that commits again. Roots of 2 refs and interior pages of 3: a few
+/// thousand files of long names make the level.
 @Suite struct IndexLevelsCutTests {
     static let fanOut = PageTable.FanOut(root: 2, interior: 3)
 
