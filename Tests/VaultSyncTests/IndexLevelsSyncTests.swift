@@ -2,6 +2,7 @@ import DotSafeTestSupport
 import Foundation
 import Testing
 @testable import VaultCore
+import VaultFormat
 @testable import VaultSync
 
 /// An index with an interior level (docs/FORMAT.md §13.5) on both sides of a sync: the device
@@ -58,5 +59,38 @@ import Testing
             let report = try device.vault.check()
             #expect(report.isClean, "\(device.name): \(report.damagedItems) \(report.storageProblems)")
         }
+    }
+
+    /// A provider that serves a changed interior page: the joining device refuses with the
+    /// page's name before it reads a leaf, and stays a new vault; once the page is served as
+    /// written, it joins with every file.
+    @Test func aTamperedInteriorPageOnTheRemoteIsRefused() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let first = try SyncDevice("laptop", fanOut: Self.fanOut)
+        defer { first.finish() }
+        for i in 0..<6_000 { _ = try first.vault.create(.file, in: Vault.rootID, named: Array(Self.name(i).utf8), mode: 0o644) }
+        try first.vault.commit()
+        try first.sync(remote)
+        let parent = try #require(first.vault.state.withLock { $0.committer.pageTable.parentRefs.first?.fileNumber })
+        // A data file has one name here and on the remote (the device's names key, §13.11).
+        let path = try #require(remote.servedFolder) + "/" + first.vault.state.withLock { try $0.name(parent) }
+        let written = try #require(FileManager.default.contents(atPath: path))
+        var changed = written
+        changed[changed.count / 2] ^= 4
+        try changed.write(to: URL(fileURLWithPath: path))
+
+        let second = try SyncDevice("desktop", fanOut: Self.fanOut)
+        defer { second.finish() }
+        let error = #expect(throws: SyncRefusal.self) { try second.sync(remote) }
+        #expect(error?.description == "the vault on the remote is damaged: index page \(FileRef(raw: parent)) does not open; nothing was changed")
+        try second.reopen()
+        #expect(second.vault.isNew)
+        #expect(try FileManager.default.contents(atPath: path) == changed, "the remote as it was")
+
+        try written.write(to: URL(fileURLWithPath: path))
+        try second.sync(remote)
+        #expect(try second.tree() == first.tree())
+        #expect(try second.tree().count == 6_000)
     }
 }
