@@ -62,15 +62,27 @@ struct PackStore {
         return (openPack!.fileNumber, offset)
     }
 
+    /// Whether compaction could place a member of `count` bytes out of the pack `emptied`: the
+    /// open pack has room, or another pack of this device does (`place` then takes it). Asked
+    /// before a pack's members are read, so that a commit with nowhere to move them reads none.
+    func hasRoom(for count: Int, avoiding emptied: UInt64, writer: FileWriter) -> Bool {
+        if let openPack, openPack.fileNumber != emptied, openPack.fits(count) { return true }
+        return candidates(needing: count, avoiding: emptied, writer: writer).contains { writer.isUsable($0.key) }
+    }
+
+    /// Packs of this device other than `avoiding` with room for `count` bytes after the end they
+    /// reserve, the most free tail first (lowest number on a tie).
+    private func candidates(needing count: Int, avoiding: UInt64?, writer: FileWriter) -> [(key: UInt64, value: PackInfo)] {
+        // Only this device's packs take members: another device's files are never written.
+        packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key) && $0.key != avoiding }
+            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
+    }
+
     /// The existing pack with the most free tail that fits (lowest number on a tie), or a new one.
     private mutating func chooseOpenPack(needing count: Int, avoiding: UInt64?, writer: inout FileWriter) throws -> OpenPack {
-        // Only this device's packs take members: another device's files are never written.
-        let candidates = packs.filter { Format.fileSize - $0.value.reservedEnd >= count && writer.allocator.isOwnDevice($0.key)
-                                        && $0.key != avoiding }
-            .sorted { ($0.value.reservedEnd, $0.key) < ($1.value.reservedEnd, $1.key) }
         // A pack file that is missing or of the wrong size takes no new members: writing them
         // would fail every commit from now on. Its own items report the damage when read.
-        for (number, info) in candidates where writer.isUsable(number) {
+        for (number, info) in candidates(needing: count, avoiding: avoiding, writer: writer) where writer.isUsable(number) {
             return OpenPack(existing: number, reservedEnd: info.reservedEnd)
         }
         if avoiding != nil { throw CompactionWaits() }

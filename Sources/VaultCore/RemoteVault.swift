@@ -26,7 +26,11 @@ public final class RemoteVault: @unchecked Sendable {
     /// made on another of the owner's devices); else, rotated, this sync moves the remote.
     public internal(set) var follows = false
     /// The owner's sync that moves the remote to the keys of a withdrawal made here.
-    public var movesRemote: Bool { rotated && !follows }
+    public var movesRemote: Bool { rotated && !follows && !withdrawnTwice }
+    /// A withdrawal was made here and another on another device of the owner, whose sync moved
+    /// the remote first (FORMAT.md §14.8): refused once the remote root shows the vault is this
+    /// one (`SyncRefusal.withdrawnOnTwoDevices`), else another vault (`otherLineage`).
+    var withdrawnTwice = false
     /// The remote's record lacks the identity or recipients of this device's owner record
     /// (FORMAT.md §13.11): the sync writes it again.
     public internal(set) var recordOutdated = false
@@ -115,6 +119,13 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     case patternChanging
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
+    /// This device withdrew a grant, and another device of the owner withdrew one too and
+    /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
+    case withdrawnOnTwoDevices
+    /// This device withdrew a grant, and another device of the owner shared the vault and
+    /// synced since this one's last sync (FORMAT.md §14.8): the new grant is not sealed to this
+    /// withdrawal's keys.
+    case withdrawnAfterShareElsewhere
 
     public var description: String {
         switch self {
@@ -131,6 +142,14 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .patternChanging:
             "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
+        case .withdrawnOnTwoDevices:
+            "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
+                + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "
+                + "sync, sync into an empty storage folder, copy it in there and run unshare there again"
+        case .withdrawnAfterShareElsewhere:
+            "this device withdrew a grant (unshare), and another device of this vault shared it (share) and synced since this "
+                + "device's last sync: the two do not merge, and nothing was changed on either side; to go on, copy out what this "
+                + "storage changed since its last sync, sync into an empty storage folder, copy it in there and run unshare there again"
         }
     }
 }

@@ -114,10 +114,15 @@ enum VaultRotation {
     /// name (an ended one as an ended grant), by the storage's atomic replace. A grant whose
     /// recipient the record does not list cannot be sealed again (`unshare` refuses first).
     static func reissueGrants(_ root: IndexRootV2, owner: UnlockRecord, storage: any StorageFolder, random: any RandomSource) throws {
+        try reissueGrants(root.specialFiles, owner: owner, storage: storage, random: random)
+    }
+
+    static func reissueGrants(_ specialFiles: [IndexRootV2.SpecialFile], owner: UnlockRecord, storage: any StorageFolder,
+                              random: any RandomSource) throws {
         let identity = try X25519.PrivateKey(rawRepresentation: owner.identityKey)
         defer { identity.rawRepresentation.wipe() }
         let recipients = Self.recipients(owner.optional)
-        for special in root.specialFiles where special.role == .grant || special.role == .endedGrant {
+        for special in specialFiles where special.role == .grant || special.role == .endedGrant {
             guard let recipient = try recipients.first(where: {
                 try GrantSeal.nameBytes(sharing: identity, with: $0, location: Label.localLocation) == special.name
             }) else { continue }

@@ -11,10 +11,12 @@ struct VaultSharing {
     var ownerOptional: [IndexRootV2.Extension] = []
     /// Set when the vault was opened through a grant.
     var received: Received?
-    /// A grantee's sync following a withdrawal (§14.8), until its commit has put the new grant
-    /// in place: the grant's bytes as the remote holds them, and the RL whose slots then go.
+    /// A grantee's sync following a withdrawal (§14.8) or a move of an upgraded vault's names
+    /// (§13.12), until its commit has put the new grant in place: the grant's bytes as the
+    /// remote holds them, the RL whose slots then go, and the files of other devices at the
+    /// names their former names key gave them (the move's), which go too.
     /// (A device of the owner has no grant: its own record is written again with the new keys.)
-    var following: (grant: [UInt8]?, formerLocator: SecretBytes)?
+    var following: (grant: [UInt8]?, formerLocator: SecretBytes, formerNames: [String])?
 
     struct Received {
         /// The identity of the vault that opened the grant (the recipient's own vault).

@@ -99,6 +99,11 @@ extension VaultState {
             // them from there would move random bytes (found by tools/stress under CPU load).
             guard !packs.isOpen(number) else { continue }
             let members = packs.members(of: number).compactMap { id in tree.items[id]?.packedMember.map { (id, $0) } }
+            // With no other pack to take its first member, compaction waits, as `place` would
+            // make it, but without reading the pack first: a session with one pack that lost
+            // members read it whole at every commit.
+            guard let first = members.first else { continue }
+            guard packs.hasRoom(for: Int(first.1.sealedLength), avoiding: number, writer: writer) else { return }
             // A pack that cannot be read (missing, wrong size) stays where it is: its items report
             // the damage when read, and the rest of the vault still commits.
             guard let contents = try? members.map({ id, old in

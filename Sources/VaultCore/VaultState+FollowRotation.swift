@@ -22,8 +22,9 @@ extension VaultState {
                                  rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()),
                                  namesKey: try SecretBytes(copying: secrets.namesKey.copyBytes()), localDevice: formatTwo.localDevice)
         let former = secrets.locator.copyBytes()
+        let formerNames = try movedDeviceNames(remote, formatTwo)
         sharing.following?.formerLocator.wipe()
-        sharing.following = (remote.grantFile, try SecretBytes(copying: former))
+        sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames)
         secrets.wipe()
         secrets = moved
         writer.secrets = moved
@@ -50,6 +51,10 @@ extension VaultState {
             try writeOwnerRecord(identity: sharing.identity)
         }
         try removeSlots(of: following.formerLocator)
+        // The move's former names: the committed root names those files from the new key.
+        let present = try following.formerNames.filter { try storage.entryExists($0) }
+        for name in present { try storage.remove(name) }
+        if !present.isEmpty { try storage.syncFolder() }
         following.formerLocator.wipe()
         sharing.following = nil
         committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.retiringSlotsTag }
@@ -65,6 +70,28 @@ extension VaultState {
             try removeSlots(of: locator)
         }
         committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.retiringSlotsTag }
+    }
+
+    /// The files of other devices whose names key the remote root changed (device 0's, after a
+    /// move of an upgraded vault's names, §13.12) at the names the former key gave them here:
+    /// the merge downloads them at their new names, and these go once the root naming those
+    /// is committed. Every number of the device's owned groups, as this storage's root has them.
+    private func movedDeviceNames(_ remote: RemoteVault, _ formatTwo: FormatTwoRoot) throws -> [String] {
+        guard let root = remote.root else { return [] }
+        var names: [String] = []
+        for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) && index < root.devices.count {
+            guard let former = secrets.namesKey(ofDevice: UInt16(index)) else { continue }
+            var formerBytes = former.copyBytes()
+            defer { Sealer.wipe(&formerBytes) }
+            guard !ConstantTime.equals(formerBytes, root.devices[index].namesKey) else { continue }
+            for range in device.ownedGroups {
+                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
+                where !(index == 0 && number < Format.indexSlotCount) {
+                    names.append(try VaultSecrets.deviceFileName(number, namesKey: former))
+                }
+            }
+        }
+        return names
     }
 
     private func removeSlots(of locator: SecretBytes) throws {

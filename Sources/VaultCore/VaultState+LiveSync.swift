@@ -55,11 +55,12 @@ extension VaultState {
         // share over an ended grant that one (the remote root lists it with its old role).
         var remoteRoles: [[UInt8]: IndexRootV2.SpecialFile.Role] = [:]
         for special in remote.root?.specialFiles ?? [] { remoteRoles[special.name] = special.role }
-        // A withdrawal sealed every grant here again, another device's too (§14.8): all go up.
-        let moves = movesRemote(remote)
+        // A withdrawal, or a move of an upgraded vault's names not synced yet (tag 4, §13.12),
+        // sealed every grant here again, another device's too: all go up.
+        let moves = movesRemote(remote) || namesMoveToSync
         for special in formatTwo.specialFiles where special.isGrantFile && (moves || writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
-            if !remoteNames.contains(name) || remote.rotated || (remote.root != nil && remoteRoles[special.name] != special.role) {
+            if !remoteNames.contains(name) || remote.rotated || moves || (remote.root != nil && remoteRoles[special.name] != special.role) {
                 transfer.grants.append(name)
             }
             guard writer.allocator.isOwnDevice(special.file.raw) else { continue }

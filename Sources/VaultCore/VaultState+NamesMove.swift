@@ -15,18 +15,47 @@ extension VaultState {
         return derived.rootLocator || derived.namesKey
     }
 
-    /// A vault that holds a grant is refused: its grantee's storage holds the old names too, and
-    /// following a move there is not built. So is one whose withdrawal is not synced yet: the
-    /// remote is at other keys still (tag 1027), which the sync of a move does not know.
+    /// Refused: a vault with a grant whose recipient the owner's record does not list (step 5a
+    /// seals every grant again to RL'), and one whose withdrawal is not synced yet: the remote
+    /// is at other keys still (tag 1027), which the sync of a move does not know.
     func checkNamesCanMove(_ root: FormatTwoRoot) throws {
-        guard !root.specialFiles.contains(where: { $0.role == .grant }) else { throw PatternChangeError.upgradedAndShared }
+        let grants = root.specialFiles.filter(\.isGrantFile)
+        if !grants.isEmpty {
+            guard let identity = sharing.identity else { throw PatternChangeError.grantOfUnknownRecipient }
+            let known = try Set(VaultRotation.recipients(sharing.ownerOptional).map {
+                try GrantSeal.nameBytes(sharing: identity, with: $0, location: Label.localLocation)
+            })
+            guard grants.allSatisfy({ known.contains($0.name) }) else { throw PatternChangeError.grantOfUnknownRecipient }
+        }
         guard rotatedFrom == nil else { throw PatternChangeError.withdrawalNotSynced }
+    }
+
+    /// Step 5a: every grant the root lists sealed again (a fresh salt and ephemeral key) with
+    /// VK and the new RL', an ended grant as an ended grant, by the storage's atomic replace.
+    /// Done whenever the move runs: a grant cannot be read back by its sharer to see if it is.
+    private func resealGrants(rootLocator: SecretBytes) throws {
+        guard let root = committer.formatTwo, root.specialFiles.contains(where: \.isGrantFile) else { return }
+        guard let identity = sharing.identity else { throw PatternChangeError.grantOfUnknownRecipient }
+        let owner = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: rootLocator.copyBytes(),
+                                 ownFile: FileRef(raw: 0), identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
+        defer {
+            owner.vaultKey.wipeStorage()
+            owner.rootLocator.wipeStorage()
+            owner.identityKey.wipeStorage()
+        }
+        try VaultRotation.reissueGrants(root.specialFiles, owner: owner, storage: storage, random: session.random)
+        try storage.syncFolder()
     }
 
     /// Tag 4 of the committed root: where the remote holds the vault until the next sync moves
     /// it after a synced vault's move (FORMAT.md §13.12, "with sync").
     var formerRemoteNames: FormerRemoteNames? {
         try? committer.formatTwo?.extensions.first { $0.tag == FormerRemoteNames.extensionTag }.map { try FormerRemoteNames.decode($0.value) }
+    }
+
+    /// A move of the names made here that the remote has not followed yet (tag 4).
+    var namesMoveToSync: Bool {
+        committer.formatTwo?.extensions.contains { $0.tag == FormerRemoteNames.extensionTag } ?? false
     }
 
     /// The remote names the old pattern gave that a synced move leaves on the remote, where
@@ -116,6 +145,8 @@ extension VaultState {
             // 5, 6: the new slots, then the new pattern's record.
             for (index, file) in move.slotFiles.enumerated() { try completeRename(try old(file.raw), to: try slot(newLocator, index)) }
             try storage.syncFolder()
+            // 5a: the grants name RL' (VK stays), before the new record can open the vault.
+            try resealGrants(rootLocator: newLocator)
             try completeRename(try old(owner.file.raw), to: FileName.encode(owner.name))
             try storage.syncFolder()
             // 7: the old slots, then the old record, become free files of random bytes.

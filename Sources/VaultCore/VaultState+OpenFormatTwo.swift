@@ -128,7 +128,8 @@ extension VaultState {
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.committer.restoreMissingSlot(writer: state.writer)
-            try state.finishPatternChange()
+            // Only the owner finishes a pattern change: its step 5a seals grants with the identity.
+            if record.role == .owner { try state.finishPatternChange() }
             try state.retireFollowedSlots()
         }
         return state

@@ -27,11 +27,15 @@ extension VaultState {
                 record.rootLocator.wipeStorage()
                 throw SharingError.copiedStorage
             }
-            var mine = committer.vaultKey.copyBytes()
-            defer { Sealer.wipe(&mine) }
-            // Another grant was withdrawn and this one sealed again to new keys: the sync
-            // follows if the remote root under them lists this device (`checkGrantListed`).
-            rotated = !ConstantTime.equals(mine, record.vaultKey)
+            var mine = committer.vaultKey.copyBytes(), locator = secrets.locator.copyBytes()
+            defer {
+                Sealer.wipe(&mine)
+                Sealer.wipe(&locator)
+            }
+            // Another grant was withdrawn and this one sealed again to new keys, or the owner's
+            // pattern change moved an upgraded vault's root locator (§13.12): the sync follows
+            // if the remote root under them lists this device (`checkGrantListed`).
+            rotated = !ConstantTime.equals(mine, record.vaultKey) || !ConstantTime.equals(locator, record.rootLocator)
         }
         let remote = try RemoteVault(record: record, vaultKey: try SecretBytes(copying: record.vaultKey),
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
@@ -66,10 +70,21 @@ extension VaultState {
     /// otherwise it was withdrawn, or its share was cut short. Checked before anything is
     /// downloaded.
     func checkGrantListed(_ remote: RemoteVault) throws {
-        if sharing.received == nil && remote.follows {
+        if sharing.received == nil && (remote.follows || remote.withdrawnTwice) {
             // The owner's other device withdrew a grant: the vault's if its root lists this device.
             guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
                   root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SyncRefusal.otherLineage }
+            // Withdrawn here too: the two do not merge (FORMAT.md §14.8), and nothing is written.
+            if remote.withdrawnTwice { throw SyncRefusal.withdrawnOnTwoDevices }
+            return
+        }
+        if sharing.received == nil && remote.movesRemote, let root = remote.root, let own = committer.formatTwo {
+            // A grant another device made since this one's last sync names the old keys, and
+            // this sync, which moves the remote to new ones, cannot seal it again (§14.8).
+            let known = Set(own.specialFiles.filter(\.isGrantFile).map(\.name))
+            if root.specialFiles.contains(where: { $0.isGrantFile && !known.contains($0.name) }) {
+                throw SyncRefusal.withdrawnAfterShareElsewhere
+            }
             return
         }
         guard sharing.received != nil, let record = remote.record else { return }

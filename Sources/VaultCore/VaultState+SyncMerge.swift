@@ -30,8 +30,12 @@ extension VaultState {
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
             // Special files merge as the device table does: each device's from the side that is
             // that device (a grant another device wrote comes from the remote).
-            // After a withdrawal on another device of the owner, all of them are the remote's.
+            // After a withdrawal on another device of the owner, all of them are the remote's;
+            // after one here, every grant is this storage's: the withdrawal sealed them all
+            // again, another device's too, and the remote's still name the old keys (§14.8).
             formatTwo.specialFiles = ownerFollows(remote) ? root.specialFiles
+                : remote.movesRemote ? root.specialFiles.filter { $0.file.device != local && !$0.isGrantFile }
+                    + old.specialFiles.filter { $0.file.device == local || $0.isGrantFile }
                 : root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
             var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
@@ -54,8 +58,11 @@ extension VaultState {
             let present = try storage.entryExists(name)
             if !oldUses.contains(use) || !present { wanted.insert(name) }
         }
-        wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated,
-                                           includingOwn: ownerFollows(remote)))
+        // The remote's grants name the keys a withdrawal here retires: none comes down then.
+        if !remote.movesRemote {
+            wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated,
+                                               includingOwn: ownerFollows(remote)))
+        }
         return wanted.sorted()
     }
 
@@ -221,8 +228,16 @@ extension VaultState {
             return all
         }
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
+            // A group's missing files appear together, as this device's new groups do: one by
+            // one, a sync cut between two of them left a count off a multiple of 16, which no
+            // later open puts right (the group is not in the committed device table yet).
+            var missing: [UInt64: [(name: String, contents: [UInt8])]] = [:]
             for raw in numbers(device, index).sorted() where try !storage.entryExists(try name(raw)) {
-                try storage.create(try name(raw), contents: try session.random.bytes(Format.fileSize), durable: false)
+                missing[FileRef(raw: raw).number / UInt64(Format.groupSize), default: []]
+                    .append((try name(raw), try session.random.bytes(Format.fileSize)))
+            }
+            for group in missing.keys.sorted() {
+                try storage.createGroup(missing[group]!)
                 changed = true
             }
             guard index < remote.oldDevices.count else { continue }

@@ -38,7 +38,7 @@ extension VaultState {
         } catch {
             throw SyncRefusal.damagedRemote("its unlock record does not open with this pattern")
         }
-        var rotated = false, follows = false
+        var rotated = false, follows = false, withdrawnTwice = false
         if !isNew {
             var mine = committer.vaultKey.copyBytes()
             defer { Sealer.wipe(&mine) }
@@ -51,8 +51,11 @@ extension VaultState {
                     // Or withdrawn on another device of the owner: this one follows, if the
                     // remote root under the record's keys lists it (`checkGrantListed`).
                     follows = true
-                } else {
-                    guard ConstantTime.equals(former, record.vaultKey) else { throw SyncRefusal.otherLineage }
+                } else if !ConstantTime.equals(former, record.vaultKey) {
+                    // Neither the keys before the withdrawal here nor this device's: another
+                    // vault, or one that another device of the owner withdrew from too and
+                    // synced (`checkGrantListed` tells them apart; either is refused).
+                    withdrawnTwice = true
                 }
                 rotated = true
             }
@@ -61,8 +64,9 @@ extension VaultState {
                                      rootLocator: try SecretBytes(copying: record.rootLocator), joins: isNew)
         remote.rotated = rotated
         remote.follows = follows
+        remote.withdrawnTwice = withdrawnTwice
         if !isNew && !rotated { remote.recordOutdated = try takeRemoteIdentity(record) }
-        if rotated && !follows, let formatTwo = committer.formatTwo {
+        if rotated && !follows && !withdrawnTwice, let formatTwo = committer.formatTwo {
             remote.moved = (try SecretBytes(copying: secrets.locator.copyBytes()), try SecretBytes(copying: formatTwo.rootKey.copyBytes()))
         }
         return remote

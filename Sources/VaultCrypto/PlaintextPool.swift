@@ -34,8 +34,14 @@ public final class PlaintextPool: Sendable {
     public static let largestBlock = 256 << 10
     static let framesPerRegion = 4
     /// Free frames kept resident for the next blocks: a stream of chunks that come and go (a
-    /// long write, a read through the cache) reuses them without a page fault per page.
-    static let readyFrames = 8
+    /// long write, a read through the cache) reuses them without a page fault per page. A
+    /// sequential write frees its chunks a group at a time (16, once the group assembled from
+    /// them is made: FORMAT.md §3.3) while the next group's chunks take frames: with 8 kept,
+    /// every group gave 8 back and took 8 again, an `mlock` that faults 256 KiB in under this
+    /// pool's lock and the vault's, 1,769 times per GiB (docs/PERFORMANCE.md). Two groups'
+    /// worth covers that; more than the write's peak is never resident, as frames are taken
+    /// only when none is free.
+    public static let readyFrames = 32
     /// Regions are mapped (and locked, within the budget) whole.
     public static let regionSize = largestBlock * framesPerRegion
     private static let sizeClasses = (largestBlock / smallestBlock).trailingZeroBitCount + 1
@@ -62,6 +68,8 @@ public final class PlaintextPool: Sendable {
         var partial: [Set<Int>] = Array(repeating: [], count: PlaintextPool.sizeClasses)
         var lockedBytes = 0
         var inUseBytes = 0
+        /// Frames taken back after they were given back (each an `mlock` that faults them in).
+        var reacquiredFrames = 0
     }
 
     public init(lockBudget: Int?) {
@@ -77,6 +85,9 @@ public final class PlaintextPool: Sendable {
     public var inUseByteCount: Int { state.withLock { $0.inUseBytes } }
     /// Bytes of free frames given back to the system.
     public var releasedByteCount: Int { state.withLock { $0.releasedFrames.count * Self.largestBlock } }
+    /// Bytes of frames taken back from the system so far: the churn a stream of chunks causes
+    /// when fewer frames are kept ready than it frees at once.
+    public var reacquiredByteCount: Int { state.withLock { $0.reacquiredFrames * Self.largestBlock } }
 
     /// The block size that holds `count` bytes.
     public static func blockSize(for count: Int) -> Int {
@@ -152,6 +163,7 @@ public final class PlaintextPool: Sendable {
         if let frame = state.releasedFrames.popLast() {
             let (region, offset) = place(frame)
             state.regions[region].reacquire(offset: offset, count: Self.largestBlock)
+            state.reacquiredFrames += 1
             return frame
         }
         let lockable = lockBudget.map { max(0, $0 - state.lockedBytes) } ?? .max

@@ -130,7 +130,8 @@ public struct MountedSynchronizer: Sendable {
         // After a withdrawal the remote moves to the new keys (FORMAT.md §14.8).
         let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
-        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, grantsAfterRoot: movesRemote || !change.recordFirst,
+                                      filesMoved: filesMoved, summary: &summary)
         // §3.4 step 7, as in `VaultSynchronizer`: a root written meanwhile is not overwritten.
         let files = try remote.read(remoteVault.rootSlotNames())
         guard try vault.remoteGeneration(remoteVault, slotFiles: files) == read else { throw SyncRefusal.raced }
@@ -149,6 +150,7 @@ public struct MountedSynchronizer: Sendable {
         }
         // Another device's root written over this one (`stillHolds`): not up; `run` goes again.
         guard try remote.stillHolds(committed.rootFiles, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+        if !change.recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
         if let record, !change.recordFirst {
             try beforeChange?("record")
             try remote.write(unlockName, contents: record)

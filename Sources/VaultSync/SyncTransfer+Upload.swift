@@ -4,11 +4,12 @@ import VaultCore
 /// `VaultSynchronizer` and `MountedSynchronizer`.
 extension SyncTransfer {
     /// What goes up before the remote root: all of it, or for the owner's sync after a withdrawal
-    /// (`movesRemote`) all but the grants, which are sealed to the new keys and go up after the
-    /// root under them (`finishMove`), so that a grantee never finds one naming no root.
-    func uploadBeforeRoot(to remote: RemoteStorage, from folder: String, movesRemote: Bool,
+    /// or after a move of an upgraded vault's names (`grantsAfterRoot`) all but the grants, which
+    /// are sealed to the new keys or root locator and go up after the root under them
+    /// (`finishMove`, `uploadGrants`), so that a grantee never finds one naming no root.
+    func uploadBeforeRoot(to remote: RemoteStorage, from folder: String, grantsAfterRoot: Bool,
                           filesMoved: ((SyncProgress) -> Void)?, summary: inout SyncSummary) throws {
-        let files = movesRemote ? blocks + groupFiles + pages : upload
+        let files = grantsAfterRoot ? blocks + groupFiles + pages : upload
         try remote.upload(files, from: folder, filesDone: SyncProgress.batch(.up, total: files.count, to: filesMoved))
         summary.filesUp += upload.count
         summary.blocksUp = blocks.count
@@ -27,5 +28,13 @@ extension SyncTransfer {
         try beforeChange?("record")
         try remote.write(unlockName, contents: try record())
         summary.filesUp += 1
+    }
+
+    /// The sync of a move of an upgraded vault's names (FORMAT.md §13.12), once its root is up
+    /// at RL''s slots: the grants, sealed again to RL', before the new pattern's record.
+    func uploadGrants(to remote: RemoteStorage, from folder: String, beforeChange: ((String) throws -> Void)?) throws {
+        guard !grants.isEmpty else { return }
+        try beforeChange?("grants")
+        try remote.upload(grants, from: folder)
     }
 }

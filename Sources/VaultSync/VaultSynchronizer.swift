@@ -96,7 +96,9 @@ public struct VaultSynchronizer {
         // The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
         let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
-        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, movesRemote: movesRemote, filesMoved: filesMoved, summary: &summary)
+        // After a move of the names here (no record first), the grants name RL''s slots: after the root.
+        try transfer.uploadBeforeRoot(to: remote, from: storageFolder, grantsAfterRoot: movesRemote || !change.recordFirst,
+                                      filesMoved: filesMoved, summary: &summary)
         remoteNames.formUnion(transfer.upload)
         if publishes {
             // §3.4 step 7: rclone has no compare-and-swap; a root written meanwhile is not
@@ -122,6 +124,7 @@ public struct VaultSynchronizer {
             // them (`stillHolds`): then this root is not known to be up, and the base stays the
             // tree read, from which every root there comes (the next sync merges with it).
             guard try remote.stillHolds(roots, settle: ContinuousClock.now - checked) else { throw SyncRefusal.raced }
+            if !recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
             if let record, !recordFirst {
                 try beforeChange?("record")
                 try remote.write(unlockName, contents: record)

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+import VaultCore
 import VaultFormat
+import VaultStore
 
 /// `init --kdf`, init on an existing storage, `keyring show`, recovery codes, `keyring move`
 /// between files, a missing keyring, and the Secret Service without a bus (issue 15). The
@@ -26,9 +28,19 @@ import VaultFormat
         let show = CLIRun(["keyring"], environment: env)
         #expect(show.standardOutput == "The keyring is the file \(base)/keyring.\nPattern salt: scrypt, N 1024, r 8, p 1 (1 MiB).\n", "\(show)")
         #expect(CLIRun(["keyring", "show"], environment: env) == show)
-        // The vault opens with the recorded KDF.
+        // No vault yet; then one written under the keys the recorded KDF gives: fsck opens it
+        // (a command that derived with PBKDF2 from this salt would find nothing).
         #expect(CLIRun(["fsck", base + "/storage", "--pattern", Self.pattern], environment: env).standardError
                 == "dotsafe: no vault opens with this pattern in \(base)/storage: nothing is at its index names\n")
+        let salt = try #require(try Keyring(option: nil, environment: env).patternSalt())
+        guard case .scrypt = salt.kdf else { Issue.record("not scrypt: \(salt.kdf)"); return }
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/storage"),
+                                   secrets: try VaultSecrets(pattern: Pattern(parsing: Self.pattern), salt: salt))
+        let file = try vault.create(.file, in: Vault.rootID, named: Array("a".utf8), mode: 0o644)
+        try vault.write(file, offset: 0, bytes: Array("scrypt".utf8))
+        try vault.lock()
+        let fsck = CLIRun(["fsck", base + "/storage", "--pattern", Self.pattern], environment: env)
+        #expect(fsck.status == 0 && fsck.standardOutput.hasPrefix("Checked ") && fsck.standardOutput.hasSuffix(": clean.\n"), "\(fsck)")
         // Without DOTSAFE_ALLOW_WEAK_KDF the same keyring is refused like weak PBKDF2 rounds.
         var strict = env
         strict["DOTSAFE_ALLOW_WEAK_KDF"] = nil
@@ -156,10 +168,23 @@ import VaultFormat
         #expect(run.status == 1)
         #expect(run.standardError == "dotsafe: cannot reach the Secret Service: there is no session bus here (DBUS_SESSION_BUS_ADDRESS is not set); DotSafe does not fall back to another keyring\n")
         #expect(Self.snapshot(base).isEmpty)
-        // A record that points at the Secret Service is followed, never read as "no keyring".
+        // Moving a file keyring there without a bus: the same line, the file kept.
         #expect(CLIRun(["init", base + "/storage"], environment: env).status == 0)
         let move = CLIRun(["keyring", "move", "secret-service"], environment: noBus)
         #expect(move.standardError == run.standardError)
         #expect(FileManager.default.fileExists(atPath: base + "/keyring"))
+        // A record that points at the Secret Service (what `--keyring secret-service init` left)
+        // is followed, never read as "no keyring" nor replaced by a file: mount and fsck over SSH
+        // say the one line within a second, and nothing changes.
+        try FileKeyringBackend(path: base + "/keyring").save([KeyringRecord.item(backend: KeyringRecord.secretService)])
+        try FileManager.default.createDirectory(atPath: base + "/mnt", withIntermediateDirectories: true)
+        let recorded = Self.snapshot(base)
+        for command in [["mount", base + "/storage", base + "/mnt", "--pattern", Self.pattern], ["fsck", base + "/storage", "--pattern", Self.pattern]] {
+            let begun = Date()
+            let result = CLIRun(command, environment: noBus)
+            #expect(Date().timeIntervalSince(begun) < 1, "\(command[0])")
+            #expect(result.status == 1 && result.standardError == run.standardError, "\(command[0]): \(result)")
+        }
+        #expect(Self.snapshot(base) == recorded)
     }
 }

@@ -78,6 +78,25 @@ import VaultFormat
         try vault.lock()
     }
 
+    /// A long write's chunks leave the cache a group at a time and the next ones take their
+    /// frames: none is given back to the system and taken again (an `mlock` faulting 256 KiB in
+    /// under the vault's lock, on the writer's path: the 25 % of sequential write lost in round
+    /// 2, docs/PERFORMANCE.md). And the frames kept stay within what the write used at once.
+    @Test func aLongWriteTakesNoFrameBackFromTheSystem() throws {
+        let vault = try TestVaults.open(try TestVaults.storage(), cacheBytes: 64 << 20)
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+        let bytes = TestVaults.content(96 * Self.chunk)
+        for start in stride(from: 0, to: bytes.count, by: 1 << 20) {
+            try vault.write(id, offset: UInt64(start), bytes: Array(bytes[start..<start + (1 << 20)]))
+        }
+        try vault.commit()
+        let pool = Self.pool(vault)
+        #expect(pool.reacquiredByteCount == 0, "\(pool.reacquiredByteCount / Self.chunk) frames given back and taken again")
+        #expect(pool.mappedByteCount <= 24 * Self.chunk, "\(pool.mappedByteCount >> 20) MiB mapped for a 24 MiB write")
+        #expect(try vault.readAll("big") == bytes)
+        try vault.lock()
+    }
+
     @Test func lockZeroesTheWholeCache() throws {
         let vault = try TestVaults.open(try TestVaults.storage())
         let id = try vault.makeFile("a", Self.marker(2 * Self.chunk + 5000))

@@ -119,6 +119,34 @@ import VaultStore
         #expect(fixture.storage.current == CountingStorageFolder.Counts())
     }
 
+    /// The benchmark's sequential write (`dd bs=1M conv=fsync`), 64 MiB in 1 MiB pieces, then
+    /// the fsync's commit: each chunk sealed and stored once, in files of groups assembled from
+    /// them (no random file written first and overwritten), one sync of the data before the root
+    /// and one after it, no file read, no compaction, no cover refresh (docs/PERFORMANCE.md).
+    @Test func aSequentialWriteStoresEachChunkOnce() throws {
+        var fixture = try Fixture()
+        try fixture.vault.makeFile("first", [1])
+        try fixture.vault.commit()
+        fixture.storage.reset()
+        let chunks = 256
+        let d = try fixture.delta {
+            let id = try fixture.vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+            for piece in 0..<chunks / 4 {
+                try fixture.vault.write(id, offset: UInt64(piece) << 20, bytes: TestVaults.content(1 << 20, seed: UInt64(piece)))
+            }
+            try fixture.vault.commit()
+        }
+        let counts = fixture.storage.current
+        #expect(d.chunkEncrypts == chunks && d.commits == 1 && d.coverRefreshes == 0)
+        #expect(counts.bytesRead == 0, "\(counts.bytesRead) bytes read")
+        // Chunk files, the random files of the last group that no chunk took (the commit makes
+        // it whole), pages, the root: nothing written twice.
+        #expect(counts.creates + counts.writes <= chunks + Format.groupSize + 8, "\(counts.creates) creates, \(counts.writes) writes")
+        #expect(counts.groups <= chunks / Format.groupSize + 1, "\(counts.groups) groups")
+        #expect(counts.syncs <= 2 && counts.folderSyncs <= 2, "\(counts.syncs) syncs, \(counts.folderSyncs) folder syncs")
+        #expect(counts.removes == 0)
+    }
+
     @Test func smallWritesReencryptTheMemberOnceAtCommit() throws {
         var fixture = try Fixture()
         let id = try fixture.vault.makeFile("small", TestVaults.content(1000))

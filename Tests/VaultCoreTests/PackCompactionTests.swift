@@ -37,4 +37,28 @@ import VaultStore
         try reopened.lock()
         try checkStorageInvariants(storage)
     }
+
+    /// A pack that lost members, with no other pack to move them into, waits unread: compaction
+    /// read its members at every commit before `place` found nowhere to put them.
+    @Test func aSparsePackWithNowhereToGoIsNotRead() throws {
+        let storage = CountingStorageFolder(try TestVaults.storage())
+        let live = TestVaults.content(10_000, seed: 1)
+        let first = try TestVaults.open(storage)
+        try first.makeFile("live", live)
+        try first.makeFile("dead", TestVaults.content(100_000, seed: 2))
+        try first.lock()
+        // A new session has no open pack: the one pack, down to 10 kB of 110, is to compact.
+        let vault = try TestVaults.open(storage)
+        try vault.remove(Array("dead".utf8), from: Vault.rootID)
+        storage.reset()
+        try vault.commit()
+        #expect(storage.current.bytesRead == 0, "the commit read \(storage.current.bytesRead) bytes")
+        #expect(storage.current.writes + storage.current.creates > 0, "the delete was not committed")
+        #expect(try vault.readAll("live") == live)
+        try vault.lock()
+        let reopened = try TestVaults.open(storage)
+        #expect(try reopened.readAll("live") == live)
+        #expect(try reopened.check().isClean)
+        try reopened.lock()
+    }
 }

@@ -55,7 +55,9 @@ import VaultStore
         var packs = PackStore(packs: written.packs)
         _ = packs.releaseMember(11, Self.member(second, b))
         #expect(packs.sparsePacks == [first.fileNumber])
-        // No other pack: compaction waits rather than take a free file (or a new group) for it.
+        // No other pack: compaction waits rather than take a free file (or a new group) for it,
+        // and can tell before it reads the pack.
+        #expect(!packs.hasRoom(for: a.count, avoiding: first.fileNumber, writer: writer))
         #expect(throws: CompactionWaits.self) { try packs.place(a, writer: &writer, avoiding: first.fileNumber) }
         // Another pack with room takes the member.
         let large = [UInt8](repeating: 3, count: Format.fileSize - a.count)   // too big for the first pack
@@ -64,6 +66,8 @@ import VaultStore
         try written.writeOpenPack(writer: &writer)
         var two = PackStore(packs: written.packs)
         _ = two.releaseMember(11, Self.member(second, b))
+        #expect(two.hasRoom(for: a.count, avoiding: first.fileNumber, writer: writer))
+        #expect(!two.hasRoom(for: Format.fileSize, avoiding: first.fileNumber, writer: writer), "no pack holds a whole file more")
         let moved = try two.place(a, writer: &writer, avoiding: first.fileNumber)
         #expect(moved.fileNumber == big.fileNumber && moved.fileNumber != first.fileNumber, "another pack takes the member")
         var other = PackStore(packs: written.packs)

@@ -10,7 +10,9 @@ import VaultStore
 /// again the way a user would, the change then finishes: the new pattern opens the vault, the
 /// old one nothing, no file opens as the old pattern's unlock record, and the file count never
 /// moved. The same for a vault upgraded from format 1, whose change also moves its slots and
-/// every file to new names (§13.12): afterwards no storage name is one the old pattern derives.
+/// every file to new names (§13.12): afterwards no storage name is one the old pattern derives;
+/// and for one that is also shared, whose grant is sealed again to the new root locator: at
+/// every instant its grantee opens the whole vault through it too.
 @Suite struct PatternChangeCrashTests {
     static let old: UInt8 = 1
     static let new: UInt8 = 2
@@ -18,15 +20,23 @@ import VaultStore
     struct Start: Sendable {
         var files: [String: [UInt8]]
         var tree: Tree
+        /// For a shared vault: its contact code, by which the grantee (`grantee`) opens it.
+        var sharedBy: ContactCode?
     }
+
+    /// The pattern of the vault the shared start is shared with (in the same storage).
+    static let grantee: UInt8 = 3
 
     /// A vault of the old pattern: a folder, small files (a pack) and a three-chunk file.
     static let start = Result { try makeStart(upgraded: false) }
     /// The same made in format 1, then upgraded by a session that writes (§13.9).
     static let upgradedStart = Result { try makeStart(upgraded: true) }
+    /// The upgraded one shared with the vault of `grantee`.
+    static let sharedStart = Result { try makeStart(upgraded: true, shared: true) }
 
-    static func makeStart(upgraded: Bool) throws -> Start {
+    static func makeStart(upgraded: Bool, shared: Bool = false) throws -> Start {
         let storage = try TestVaults.storage()
+        let code = shared ? try VaultSharingTests.code(storage, seed: grantee) : nil
         let vault = try TestVaults.open(storage, seed: old, format: upgraded ? .one : .two)
         try vault.create(.folder, in: Vault.rootID, named: Array("dir".utf8), mode: 0o755)
         try vault.makeFile("small", TestVaults.content(1000, seed: 1))
@@ -36,12 +46,24 @@ import VaultStore
         if upgraded {
             let upgrading = try TestVaults.open(storage, seed: old)
             try upgrading.makeFile("added", TestVaults.content(500, seed: 4))
+            if let code {
+                try upgrading.share(with: code)
+                // The grant and the vault of `grantee` can leave no free number for the move's three
+                // (the covers' count is random): its chunks freed, the change needs no new group.
+                try upgrading.remove(Array("big".utf8), from: Vault.rootID)
+            }
             try upgrading.lock()
+        }
+        var sharedBy: ContactCode?
+        if shared {
+            let owner = try TestVaults.open(storage, seed: old, readOnly: true)
+            defer { try? owner.lock() }
+            sharedBy = try owner.contactCode().code
         }
         let reopened = try TestVaults.open(storage, seed: old, readOnly: true)
         defer { try? reopened.lock() }
         guard reopened.namesArePatternDerived == (upgraded, upgraded) else { throw InvariantError("the start's names are not as made") }
-        return Start(files: storage.snapshot, tree: try reopened.tree())
+        return Start(files: storage.snapshot, tree: try reopened.tree(), sharedBy: sharedBy)
     }
 
     enum Opens: Equatable { case all, nothing }
@@ -64,9 +86,27 @@ import VaultStore
                                   key: .secret(secrets.indexKey), seal: .unlock(location: Label.localLocation))) != nil
     }
 
+    /// The grantee opens the whole vault through its grant (read-only: nothing changes).
+    static func granteeOpensAll(_ storage: SimulatedStorageFolder, _ context: String, _ start: Start) throws {
+        guard let code = start.sharedBy else { return }
+        let vault = try VaultSharingTests.open(storage, seed: grantee, by: code, readOnly: true)
+        defer { try? vault.lock() }
+        let tree = try vault.tree()
+        #expect(tree == start.tree, "\(context): the grantee opens part of the vault: \(treeDifference(tree, start.tree))")
+    }
+
     @Test(arguments: [CrashTests.Crash.process, .power], [false, true])
     func crashAtEveryMutationOfAPatternChange(_ crash: CrashTests.Crash, upgraded: Bool) throws {
-        let start = try (upgraded ? Self.upgradedStart : Self.start).get()
+        try Self.crashAtEveryMutation(crash, start: try (upgraded ? Self.upgradedStart : Self.start).get(), upgraded ? "upgraded, " : "")
+    }
+
+    /// Shared too: step 5a seals the grant again to RL' (§13.12).
+    @Test(arguments: [CrashTests.Crash.process, .power])
+    func crashAtEveryMutationOfASharedUpgradedVaultsPatternChange(_ crash: CrashTests.Crash) throws {
+        try Self.crashAtEveryMutation(crash, start: try Self.sharedStart.get(), "upgraded and shared, ")
+    }
+
+    static func crashAtEveryMutation(_ crash: CrashTests.Crash, start: Start, _ kind: String) throws {
         var mutations = 0
         var completed = false
         var seen: Set<String> = []
@@ -74,9 +114,10 @@ import VaultStore
             let storage = CrashTests.storage(start.files)
             let vault = try TestVaults.open(storage, seed: Self.old)
             completed = try crash.cut(storage, afterMutations: mutations) { try vault.changePattern(to: try TestVaults.secrets(Self.new)) }
-            let context = "\(upgraded ? "upgraded, " : "")\(crash) crash after \(mutations) mutations"
+            let context = "\(kind)\(crash) crash after \(mutations) mutations"
             let old = try Self.opens(storage, Self.old, context, start), new = try Self.opens(storage, Self.new, context, start)
             #expect(old == .all || new == .all, "\(context): neither pattern opens the vault")
+            try granteeOpensAll(storage, context, start)
             if completed { #expect(old == .nothing && new == .all, "\(context): the change returned") }
             seen.insert("\(old)/\(new)")
             try checkStorageInvariants(storage)
@@ -115,6 +156,7 @@ import VaultStore
         }
         let then = "\(context), then \(how)"
         #expect(try opens(storage, old, then, start) == .nothing && opens(storage, new, then, start) == .all, "\(then)")
+        try granteeOpensAll(storage, then, start)
         try checkStorageInvariants(storage)
         let files = storage.snapshot
         #expect(files.count == start.files.count, "\(then): the file count moved")

@@ -108,22 +108,60 @@ import VaultStore
         try checkStorageInvariants(storage)
     }
 
-    /// Shared (a grantee's storage holds the old names too, and following a move there is not
-    /// built): refused with its one line, which says what to do instead, nothing written.
-    @Test func aSharedUpgradedVaultIsRefused() throws {
+    /// Shared: the move seals the grant again to the new root locator (step 5a). The grantee
+    /// opens every file through it; the old pattern opens nothing and names nothing; a grant
+    /// withdrawn before the change still says that access ended.
+    @Test func aSharedUpgradedVaultMovesAndItsGrantFollows() throws {
+        let storage = try Self.upgradedStorage()
+        let expected = try PatternChangeTests.contents(storage, 1)
+        let code = try VaultSharingTests.code(storage, seed: 3), withdrawn = try VaultSharingTests.code(storage, seed: 4)
+        let owner = try TestVaults.open(storage, seed: 1)
+        try owner.share(with: withdrawn)
+        try owner.unshare(with: withdrawn)
+        try owner.share(with: code)
+        let codeA = try owner.contactCode().code
+        try owner.lock()
+        let grantName = try GrantSeal.name(receiving: VaultSharingTests.identity(storage, seed: 3), from: codeA.publicKey,
+                                           location: Label.localLocation)
+        let grantBefore = try #require(storage.snapshot[grantName])
+        let vault = try TestVaults.open(storage, seed: 1)
+        try vault.changePattern(to: try TestVaults.secrets(2))
+        #expect(vault.namesArePatternDerived == (false, false))
+        try vault.lock()
+        #expect(storage.snapshot[grantName] != grantBefore, "the grant was sealed again")
+        let names = try Self.patternNames(1, count: storage.snapshot.count + 64)
+        #expect(storage.snapshot.keys.filter { names.contains($0) }.isEmpty, "a storage name still comes from the old pattern")
+        #expect(try PatternChangeTests.contents(storage, 2) == expected && PatternChangeTests.contents(storage, 1) == nil)
+        let grantee = try VaultSharingTests.open(storage, seed: 3, by: codeA, readOnly: true)
+        #expect(try grantee.readAll("added") == TestVaults.content(700, seed: 3) && grantee.readAll("small", in: try grantee.id(at: "dir")) == TestVaults.content(1000, seed: 1))
+        try grantee.lock()
+        #expect(throws: SharingError.accessEnded) { try VaultSharingTests.open(storage, seed: 4, by: codeA, readOnly: true) }
+        try checkStorageInvariants(storage)
+    }
+
+    /// A grant whose recipient the owner's record does not list (a share of a release before tag
+    /// 1025) cannot be sealed again: refused with its one line, which says what to do, nothing
+    /// written.
+    @Test func aGrantOfAnUnknownRecipientIsRefused() throws {
         let storage = try Self.upgradedStorage()
         let code = try VaultSharingTests.code(storage, seed: 3)
         let owner = try TestVaults.open(storage, seed: 1)
         try owner.share(with: code)
         try owner.lock()
+        // The owner's record as a release before tag 1025 wrote it.
+        let found = try #require(try FormatTwoVault.readUnlock(storage: storage, patternSecrets: TestVaults.secrets(1))).record
+        let older = UnlockRecord(vaultKey: found.vaultKey, rootLocator: found.rootLocator, ownFile: found.ownFile,
+                                 identityKey: found.identityKey, optional: found.optional.filter { $0.tag != UnlockRecord.Tag.recipients })
+        try VaultRotation.writeOwnerRecord(older, storage: storage, patternSecrets: TestVaults.secrets(1), random: SystemRandom())
         let before = storage.snapshot
         let vault = try TestVaults.open(storage, seed: 1)
-        #expect(throws: PatternChangeError.upgradedAndShared) { try vault.changePattern(to: try TestVaults.secrets(2)) }
+        #expect(throws: PatternChangeError.grantOfUnknownRecipient) { try vault.changePattern(to: try TestVaults.secrets(2)) }
         try vault.lock()
         #expect(storage.snapshot == before)
-        #expect(PatternChangeError.upgradedAndShared.description
-                == "this vault, upgraded from the format of an older DotSafe (format 1), is shared, and its pattern cannot be changed yet: "
-                + "withdraw its grants (dotsafe unshare), change the pattern, then share again")
+        #expect(PatternChangeError.grantOfUnknownRecipient.description
+                == "this vault, upgraded from the format of an older DotSafe (format 1), holds a grant made by an older DotSafe, which does "
+                + "not record its recipient, and a change of its pattern must seal every grant again: withdraw that grant "
+                + "(dotsafe unshare), change the pattern, then share again")
     }
 
     /// What that line says to do: the grant withdrawn (a random RL since, device 0's NKd still

@@ -59,15 +59,18 @@ import VaultCrypto
     /// again, with their addresses unchanged.
     @Test func freeFramesBeyondTheReadyFewGoBackToTheSystem() throws {
         let pool = PlaintextPool(lockBudget: nil)
-        var buffers = (0..<20).map { PlaintextBuffer(pool: pool, copying: [UInt8](repeating: UInt8($0 + 1), count: 262_144)) }
+        let ready = PlaintextPool.readyFrames, count = ready + 12
+        var buffers = (0..<count).map { PlaintextBuffer(pool: pool, copying: [UInt8](repeating: UInt8($0 % 255 + 1), count: 262_144)) }
         let blocks = buffers.map(\.currentBlock)
-        #expect(try Self.residentPages(pool) == 20 * 64)
+        #expect(try Self.residentPages(pool) == count * 64)
         buffers.removeAll()
-        #expect(pool.releasedByteCount == (20 - 8) * 262_144)
-        #expect(try Self.residentPages(pool) == 8 * 64, "free frames beyond the ready ones stay resident")
+        #expect(pool.releasedByteCount == (count - ready) * 262_144)
+        #expect(try Self.residentPages(pool) == ready * 64, "free frames beyond the ready ones stay resident")
         for block in blocks { #expect(Self.allZero(pool.currentBytes(of: block)), "a released frame kept plaintext") }
-        buffers = (0..<20).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
-        #expect(pool.mappedByteCount == 5 << 20 && pool.releasedByteCount == 0, "a region was mapped while released frames were free")
+        #expect(pool.reacquiredByteCount == 0)
+        buffers = (0..<count).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
+        #expect(pool.mappedByteCount == count * 262_144 && pool.releasedByteCount == 0, "a region was mapped while released frames were free")
+        #expect(pool.reacquiredByteCount == (count - ready) * 262_144)
         try pool.withRegionAddresses { regions in
             for region in regions {
                 let flags = try vmFlags(containing: region)

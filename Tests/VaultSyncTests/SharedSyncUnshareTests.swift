@@ -13,10 +13,11 @@ import VaultFormat
 @Suite(.serialized) struct SharedSyncUnshareTests {
     typealias Shared = SharedSyncTests
 
-    /// A with a file, shared with B and C, synced; B and C joined by their first sync.
-    static func sharedWithTwo(_ remote: TestRemote) throws -> (a: SyncDevice, b: SyncDevice, c: SyncDevice, sharedB: SyncDevice,
-                                                                sharedC: SyncDevice, codeA: ContactCode, codeB: ContactCode) {
-        let a = try SyncDevice("alice", seed: 0xA1), b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
+    /// A with a file, shared with B and C, synced; B and C joined by their first sync. `owner`:
+    /// A's device, when the test made it (else a new vault).
+    static func sharedWithTwo(_ remote: TestRemote, owner: SyncDevice? = nil)
+        throws -> (a: SyncDevice, b: SyncDevice, c: SyncDevice, sharedB: SyncDevice, sharedC: SyncDevice, codeA: ContactCode, codeB: ContactCode) {
+        let a = try owner ?? SyncDevice("alice", seed: 0xA1), b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
         let codeB = try b.vault.contactCode().code, codeC = try c.vault.contactCode().code
         try b.reopen()
         try c.reopen()

@@ -76,9 +76,29 @@ final class SyncDevice {
             try mountRound(remote, stoppingAt: label)
             return
         }
-        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         let stop = StopAt(label)
-        synchronizer.beforeChange = { try stop.check($0) }
+        try sync(remote, beforeChange: { try stop.check($0) })
+    }
+
+    /// A sync stopped where `beforeChange` throws (a process that died there); the vault is
+    /// opened again from the disk afterwards.
+    /// `storage`: the folder the vault is opened on for this sync (a test's `CutStorageFolder`,
+    /// which stops it after some mutations of the storage); nil: the vault as it is.
+    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, beforeChange: @escaping (String) throws -> Void) throws {
+        if let storage {
+            vault.discard()
+            var options = Vault.Options(cacheBytes: 8 << 20)
+            options.indexFanOut = fanOut
+            do {
+                vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
+                    ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
+            } catch {
+                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)
+                throw error
+            }
+        }
+        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        synchronizer.beforeChange = beforeChange
         defer { reopenAfterCrash() }
         _ = try synchronizer.run()
     }
@@ -121,10 +141,36 @@ final class SyncDevice {
         }
     }
 
+    /// Why the storage did not open after the last crash a test made; nil when it did.
+    private(set) var reopenFailure: (any Error)?
+
     /// The vault's memory erased without a commit, as a process that died, and opened again.
     private func reopenAfterCrash() {
         vault.discard()
-        vault = (try? Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)) ?? vault
+        do {
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)
+            reopenFailure = nil
+        } catch {
+            reopenFailure = error
+        }
+    }
+
+    /// The storage put back as the folder `snapshot` holds it (a test that starts again from
+    /// one state): the vault is dropped without writing anything, then opened from the disk.
+    func restore(from snapshot: String) throws {
+        vault.discard()
+        try Self.copyFiles(from: snapshot, to: folder)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, fanOut: fanOut)
+    }
+
+    /// `target` made to hold exactly the files of `source`.
+    static func copyFiles(from source: String, to target: String) throws {
+        let manager = FileManager.default
+        if !manager.fileExists(atPath: target) { try manager.createDirectory(atPath: target, withIntermediateDirectories: true) }
+        for name in try manager.contentsOfDirectory(atPath: target) { try manager.removeItem(atPath: target + "/" + name) }
+        for name in try manager.contentsOfDirectory(atPath: source) {
+            try manager.copyItem(atPath: source + "/" + name, toPath: target + "/" + name)
+        }
     }
 
     static func remoteStorage(_ remote: TestRemote) throws -> RemoteStorage {

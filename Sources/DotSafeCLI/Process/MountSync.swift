@@ -60,6 +60,10 @@ final class MountSync: Sendable {
         guard let failure = round(fileSystem: nil, mount: nil, filesMoved: filesMoved) else { return nil }
         switch failure {
         case RemoteError.unparseable, RemoteError.rcloneMissing: throw CLIError.failure(Self.describe(failure))
+        case SyncRefusal.patternChanged:
+            // No later round can send what this storage holds: the remote is at the new pattern.
+            return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and no sync of this "
+                + "mount sends its changes; lock it, then mount with the new pattern and --sync on an empty storage folder"
         default:
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, "
                 + "and its changes are kept and sent when a sync succeeds (every \(Int(interval)) s)"
