@@ -25,14 +25,14 @@ struct FormatTwoRoot {
 /// that lists it; the root into slot g mod 2 (the commit point), then its copy into the other
 /// slot, so that no older root survives in either (design §E).
 extension Committer {
-    /// A leaf page (§13.6) under its own new key, kept in the arena until the page is replaced.
-    func writePageV2(_ records: [(key: RecordKey, value: [UInt8])], writer: inout FileWriter, arena: SecretArena) throws -> StoredRef {
-        var body = IndexPageV2.encode(level: 0, .leaf(records))
+    /// A page (§13.6) under its own new key, kept in the arena until the page is replaced.
+    func writePageV2(level: UInt8, _ node: IndexPageV2.Node, writer: inout FileWriter, arena: SecretArena) throws -> StoredRef {
+        var body = IndexPageV2.encode(level: level, node)
         defer { Sealer.wipe(&body) }
         let key = try arena.allocateRandom(using: writer.random)
         do {
             let (_, file) = try Sealer.sealEnvelope(kind: .indexPage, version: StorageFormat.two.envelopeVersion, body: body[...],
-                                                    key: .arena(key, arena), seal: .indexPageV2(level: 0), random: writer.random)
+                                                    key: .arena(key, arena), seal: .indexPageV2(level: level), random: writer.random)
             return StoredRef(fileNumber: try writer.store(file), key: key)
         } catch {
             arena.free(key)
@@ -56,16 +56,15 @@ extension Committer {
             guard let key = writer.secrets.namesKey(ofDevice: UInt16(index)) else { throw VaultError.damagedIndex("device \(index) has no names key") }
             devices[index].namesKey = key.copyBytes()
         }
-        let top = pageTable.pages.map { page in
-            PageRef(firstKey: page.keys[0], file: FileRef(raw: page.ref!.fileNumber), pageKey: arena.bytes(page.ref!.key!))
-        }
+        let (level, refs) = pageTable.top
+        let top = refs.map { PageRef(firstKey: $0.firstKey, file: FileRef(raw: $0.ref.fileNumber), pageKey: arena.bytes($0.ref.key!)) }
         // The sync base, a former pattern's remote record name, slots to retire, a names move,
         // the remote names it left and staged downloads are this device's own (§13.11, §13.12, §14.8).
         let ownTags: Set<UInt16> = [SyncBase.extensionTag, IndexRootV2.formerRemoteUnlockTag, IndexRootV2.retiringSlotsTag,
                                     NamesMove.extensionTag, FormerRemoteNames.extensionTag, StagedDownloads.extensionTag]
         let extensions = forRemote ? root.extensions.filter { !ownTags.contains($0.tag) } : root.extensions
         return IndexRootV2(generation: generation, writerDevice: root.localDevice, devices: devices, specialFiles: root.specialFiles,
-                           topLevel: 0, top: top, extensions: extensions)
+                           topLevel: level, top: top, extensions: extensions)
     }
 
     /// A root sealed for slot `slot` of a storage (RK, docs/FORMAT.md §13.5).

@@ -71,34 +71,45 @@ struct Committer {
         }
     }
 
-    /// Writes every changed page again from its records (`encode`), split where a page would
-    /// outgrow its body: records in key order, a new page when the next record does not fit.
-    /// Returns how many pages it wrote.
-    mutating func writeDirtyPages(writer: inout FileWriter, arena: SecretArena, encode: (RecordKey) -> [UInt8]) throws -> Int {
-        var written: [Int: [(ref: StoredRef, keys: [RecordKey])]] = [:]
-        var count = 0
+    /// Writes every changed page again from its records (`encode`), as `PageTable.planWrites`
+    /// cuts and joins them; then, format 2, the interior pages above changed leaves
+    /// (`PageTable.arrangeParents`). Returns how many pages it wrote.
+    mutating func writeDirtyPages(writer: inout FileWriter, arena: SecretArena, fanOut: PageTable.FanOut,
+                                  encode: (RecordKey) -> [UInt8]) throws -> Int {
         let limit = Format.payloadSize - (format == .one ? IndexPage.headerSize : IndexPageV2.headerSize)
-        for (i, page) in pageTable.pages.enumerated() where page.dirty {
-            var pieces: [[(key: RecordKey, value: [UInt8])]] = [[]]
-            defer { for piece in pieces { for record in piece { record.value.wipeStorage() } } }  // item keys, names
-            var size = 0
-            for key in page.keys {
-                let value = encode(key)
-                let cost = RecordKey.overhead + value.count
-                if size + cost > limit && !pieces[pieces.count - 1].isEmpty {
-                    pieces.append([])
-                    size = 0
-                }
-                pieces[pieces.count - 1].append((key, value))
-                size += cost
-            }
-            for piece in pieces where !piece.isEmpty {
-                let ref = try format == .one ? writePage(piece, writer: &writer) : writePageV2(piece, writer: &writer, arena: arena)
+        // Item keys and names: zeroed once written.
+        var encoded: [Int: [(key: RecordKey, value: [UInt8])]] = [:]
+        defer { for records in encoded.values { for record in records { record.value.wipeStorage() } } }
+        var written: [Int: [(ref: StoredRef, keys: [RecordKey])]] = [:]
+        var count = 0, start = 0
+        while start < pageTable.pages.count, let write = pageTable.nextWrite(from: start, limit: limit, joinsSmall: format == .two, costs: { i, keys in
+            let records = keys.map { (key: $0, value: encode($0)) }
+            encoded[i] = records
+            return records.map { RecordKey.overhead + $0.value.count }
+        }) {
+            let records = (write.first...write.last).flatMap { encoded[$0]! }
+            for range in write.pieces {
+                let piece = Array(records[range])
+                let ref = try format == .one ? writePage(piece, writer: &writer) : writePageV2(level: 0, .leaf(piece), writer: &writer, arena: arena)
                 count += 1
-                written[i, default: []].append((ref, piece.map(\.key)))
+                written[write.first, default: []].append((ref, piece.map(\.key)))
+            }
+            for joined in write.first + 1 ..< write.last + 1 { written[joined] = [] }
+            for i in write.first...write.last { for record in encoded.removeValue(forKey: i) ?? [] { record.value.wipeStorage() } }
+            start = write.last + 1
+        }
+        var freed = pageTable.replaceDirty(with: written)
+        if format == .two {
+            freed += pageTable.arrangeParents(fanOut)
+            for (index, children) in pageTable.dirtyParents {
+                let refs = children.map { PageRef(firstKey: $0.firstKey, file: FileRef(raw: $0.ref.fileNumber), pageKey: arena.bytes($0.ref.key!)) }
+                defer { for ref in refs { ref.pageKey.wipeStorage() } }
+                let ref = try writePageV2(level: 1, .interior(refs), writer: &writer, arena: arena)
+                count += 1
+                if let old = pageTable.parentWritten(index, at: ref) { freed.append(old) }
             }
         }
-        for ref in pageTable.replaceDirty(with: written) {
+        for ref in freed {
             writer.release(ref.fileNumber)
             if let key = ref.key { arena.free(key) }
         }

@@ -30,6 +30,7 @@ extension IndexContents {
                         throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
                     }
                     interiorPages.append(stored)
+                    if root.topLevel == 1 { parents.append((stored, children.count)) }
                     try visit(children, level: level - 1, upper: next)
                 case .leaf(let records):
                     defer { for record in records { record.value.wipeStorage() } }

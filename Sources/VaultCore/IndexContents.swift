@@ -12,8 +12,11 @@ struct IndexContents {
     var packs: [UInt64: PackInfo] = [:]
     /// Every file number the index uses: pages, chunks, packs.
     var usedFiles: Set<UInt64> = []
-    /// Format 2: interior pages read; the next root lists the leaves directly, so they go free.
+    /// Format 2: interior pages read.
     var interiorPages: [StoredRef] = []
+    /// Format 2 with a root of level 1: its interior pages, each with its count of leaves, which
+    /// the writer keeps (a root of a higher level is folded into one level at the next commit).
+    var parents: [(ref: StoredRef, count: Int)] = []
 
     /// `pageBody` returns the opened body of one page of the root (its inner block's body);
     /// `keepKey` takes the item key of a file record (and wipes the array) into locked memory.

@@ -32,7 +32,9 @@ extension Vault {
     }
 
     /// The remote root's pages of other devices that the local storage lacks under their keys.
-    public func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] { try syncLocked { try $0.remotePagesToFetch(remote) } }
+    public func remotePagesToFetch(_ remote: RemoteVault, fetched: Set<String>) throws -> [String] {
+        try syncLocked { try $0.remotePagesToFetch(remote, fetched: fetched) }
+    }
 
     /// A sync is about to download: the names the last commit references are not written over
     /// before the commit that adopts their new bytes (FORMAT.md §13.11, "Downloads are staged").

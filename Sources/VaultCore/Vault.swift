@@ -21,6 +21,8 @@ public final class Vault: Sendable {
         /// Whether a format-1 vault opened for writing becomes format 2 at its first commit;
         /// off only in tests that show format 1 or play a release without the upgrade.
         var upgradesFormatOne = true
+        /// The index's shape (`PageTable.FanOut`); small only in tests of its interior level.
+        var indexFanOut = PageTable.FanOut.standard
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -66,10 +68,11 @@ public final class Vault: Sendable {
     public static func open(storage: any StorageFolder, secrets: VaultSecrets, options: Options = Options(),
                             random: any RandomSource = SystemRandom(), clock: any VaultClock = SystemClock()) throws -> Vault {
         do {
-            let state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
+            var state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
                                                            newVaultFormat: options.newVaultFormat,
                                                            upgradesFormatOne: options.upgradesFormatOne))
+            state.indexFanOut = options.indexFanOut
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
             return Vault(state, storage: reading, writeBehind: options.writeBehind)

@@ -33,7 +33,7 @@ extension VaultState {
             }
             committer.markChangedRecords(&tree)
             let tree = self.tree, arena = session.arena, format = committer.format
-            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena) { key in
+            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena, fanOut: indexFanOut) { key in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
             if let generations = syncBases.pending { try writeSyncBase(generations) }

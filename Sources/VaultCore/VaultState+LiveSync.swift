@@ -31,7 +31,7 @@ extension VaultState {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
         let local = formatTwo.localDevice
         let theirs = remote.uses
-        let pages = Set(committer.pageTable.pages.compactMap { $0.ref?.fileNumber })
+        let pages = Set((committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs).map(\.fileNumber))
         var blocks: [String] = [], pageNames: [String] = [], transfer = SyncTransfer()
         var referenced = Set<UInt64>()
         for use in referencedFiles() where writer.allocator.isOwnDevice(use.file) {

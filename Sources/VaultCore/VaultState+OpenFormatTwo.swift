@@ -121,7 +121,7 @@ extension VaultState {
             default: throw VaultError.damagedIndex("\(error)")
             }
         }
-        committer.useLoaded(PageTable(loaded: contents.pages, orphaned: contents.interiorPages))
+        committer.useLoaded(PageTable(loaded: contents))
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
         var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,

@@ -51,7 +51,7 @@ extension VaultState {
             defer { Sealer.wipe(&key) }
             uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset))
         }
-        for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) { add(ref.fileNumber, ref.key) }
+        for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs { add(ref.fileNumber, ref.key) }
         for item in (items ?? tree.items).values {
             for ref in item.chunks.values { add(ref.fileNumber, ref.key) }
             if let member = item.packedMember { add(member.fileNumber, item.memberKey, offset: member.offset) }

@@ -40,7 +40,7 @@ extension VaultState {
             formatTwo.rootDue = true
             var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
             if moved != nil { committer.wipe() }
-            next.useLoaded(PageTable(loaded: remoteContents.pages, orphaned: remoteContents.interiorPages))
+            next.useLoaded(PageTable(loaded: remoteContents))
             committer = next
         }
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
@@ -170,7 +170,7 @@ extension VaultState {
         formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry } + [entry]
         formatTwo.rootDue = true
         var next = try Committer(vaultKey: try SecretBytes(copying: remote.vaultKey.copyBytes()), generation: 0, formatTwo: formatTwo)
-        next.useLoaded(PageTable(loaded: remote.contents!.pages, orphaned: remote.contents!.interiorPages))
+        next.useLoaded(PageTable(loaded: remote.contents!))
         committer.wipe()
         secrets.wipe()
         committer = next

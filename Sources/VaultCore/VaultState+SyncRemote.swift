@@ -177,20 +177,53 @@ extension VaultState {
         !joining && committer.format == .two && FileRef(raw: file).device == committer.formatTwo!.localDevice
     }
 
-    /// The remote root's pages that the local storage lacks under their keys.
-    func remotePagesToFetch(_ remote: RemoteVault) throws -> [String] {
+    /// The remote root's pages that the local storage lacks under their keys, as far down as
+    /// the interior pages here (own, or `fetched` by the calls before) name them: the caller
+    /// fetches these and asks again until none is wanted (one call per level, §13.5).
+    func remotePagesToFetch(_ remote: RemoteVault, fetched: Set<String>) throws -> [String] {
         guard let root = remote.root else { return [] }
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         let present = referencedFiles()
         var wanted: [String] = []
-        for ref in root.top where !isOwn(ref.file.raw, joining: remote.joins) {
-            let use = FileUse(file: ref.file.raw, keyHash: Array(SHA256.hash(ref.pageKey).prefix(SyncBase.hashSize)))
-            let name = try names.fileName(ref.file.raw)
-            let exists = try storage.entryExists(name)
-            if !present.contains(use) || !exists { wanted.append(name) }
+        // The refs read from interior pages hold their pages' keys.
+        var read: [PageRef] = []
+        defer { for ref in read { ref.pageKey.wipeStorage() } }
+        var refs = root.top, level = root.topLevel
+        while true {
+            var below: [PageRef] = []
+            for ref in refs {
+                let name = try names.fileName(ref.file.raw)
+                if !isOwn(ref.file.raw, joining: remote.joins) && !fetched.contains(name) {
+                    let use = FileUse(file: ref.file.raw, keyHash: Array(SHA256.hash(ref.pageKey).prefix(SyncBase.hashSize)))
+                    guard present.contains(use), try storage.entryExists(name) else { wanted.append(name); continue }
+                }
+                if level > 0 { below += try interiorPage(ref, level: level, name: name) }
+            }
+            read += below
+            guard level > 0 else { return wanted }
+            refs = below
+            level -= 1
         }
-        return wanted
+    }
+
+    /// The refs an interior page of the remote's index holds, read from the local storage.
+    private func interiorPage(_ ref: PageRef, level: UInt8, name: String) throws -> [PageRef] {
+        var key = ref.pageKey
+        let slot = try session.arena.allocate(copying: key)
+        Sealer.wipe(&key)
+        defer { session.arena.free(slot) }
+        do {
+            guard let file = try storage.read(name) else { throw SyncRefusal.damagedRemote("index page \(ref.file) is missing") }
+            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
+                                               key: .arena(slot, session.arena), seal: .indexPageV2(level: level))
+            guard case .interior(let children) = try IndexPageV2.decode(body[...], level: level) else {
+                throw SyncRefusal.damagedRemote("index page \(ref.file) is not an interior page")
+            }
+            return children
+        } catch CryptoError.authenticationFailed {
+            throw SyncRefusal.damagedRemote("index page \(ref.file) does not open")
+        }
     }
 
     /// Reads the remote root's records (its pages now in the local storage) into the arena.
@@ -206,7 +239,7 @@ extension VaultState {
         }
         remote.contents = contents
         // Taken now: the merge and the commit free keys that these records share.
-        remote.uses = referencedFiles(pages: contents.pages.map { $0.ref }, items: contents.items)
+        remote.uses = referencedFiles(pages: contents.pages.map { $0.ref } + contents.interiorPages, items: contents.items)
         let entries = try Self.entries(contents.items, session.arena)
         remote.baseItems = entries.map {
             SyncBase.Item(id: $0.id, version: $0.version, parent: $0.parent, nameHash: Self.nameHash($0.name), digest: $0.digest)

@@ -48,7 +48,7 @@ extension VaultState {
     /// The state read again from the storage (after a rotation: new keys, the same items). The
     /// pattern's secrets are the ones kept; everything else of the old state is wiped.
     private mutating func reopen() throws {
-        let fresh = try VaultState.open(storage: storage, secrets: session.patternSecrets, random: session.random, clock: session.clock,
+        var fresh = try VaultState.open(storage: storage, secrets: session.patternSecrets, random: session.random, clock: session.clock,
                                         options: OpenOptions(readOnly: false, cacheBytes: chunks.cache.limit))
         chunks.removeAll()
         packs.wipe()
@@ -56,6 +56,7 @@ extension VaultState {
         committer.wipe()
         sharing.wipe()
         secrets.wipe()
+        fresh.indexFanOut = indexFanOut
         self = fresh
     }
 }

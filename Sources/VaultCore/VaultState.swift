@@ -34,6 +34,9 @@ struct VaultState {
     var writer: FileWriter
     var committer: Committer
     var statistics = VaultStatistics()
+    /// How many refs a root and an interior page take before the index grows a level (small in
+    /// tests, so that a few hundred items make one).
+    var indexFanOut = PageTable.FanOut.standard
     var isLocked = false
     /// What the open found that the user is told (`OpenNotices`).
     var notices = OpenNotices()

@@ -81,7 +81,7 @@ public struct MountedSynchronizer: Sendable {
             // From here a file the last commit references comes down staged (FORMAT.md §13.11).
             try vault.beginLiveDownloads()
             do {
-                try download(try vault.remotePagesToFetch(remoteVault), &summary, filesMoved)
+                try vault.fetchRemotePages(remoteVault) { try download($0, &summary, filesMoved) }
                 remoteEntries = try vault.loadRemoteTree(remoteVault)
                 let fetched = try vault.remoteFilesToFetch(remoteVault)
                 try download(fetched, &summary, filesMoved)

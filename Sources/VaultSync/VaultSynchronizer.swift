@@ -69,8 +69,7 @@ public struct VaultSynchronizer {
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
-            let pages = try vault.remotePagesToFetch(remoteVault)
-            try download(pages, &summary)
+            try vault.fetchRemotePages(remoteVault) { try download($0, &summary) }
             remoteEntries = try vault.loadRemoteTree(remoteVault)
         }
         step(3)

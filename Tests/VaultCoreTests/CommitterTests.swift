@@ -27,7 +27,7 @@ import VaultStore
         committer.markChangedRecords(&tree)
         #expect(committer.hasChanges)
         // Records of 50,000 bytes: five fit a page body (P − 4 bytes), the sixth starts the next.
-        let written = try committer.writeDirtyPages(writer: &writer, arena: SecretArena()) { _ in [UInt8](repeating: 7, count: 50_000) }
+        let written = try committer.writeDirtyPages(writer: &writer, arena: SecretArena(), fanOut: .standard) { _ in [UInt8](repeating: 7, count: 50_000) }
         #expect(written == 3)
         let pages = committer.pageTable.pages
         #expect(pages.map(\.keys.count) == [5, 5, 2])
@@ -47,7 +47,7 @@ import VaultStore
         var committer = try Committer(vaultKey: try SecretBytes.random(count: Format.keySize), generation: 0)
         var tree = try Self.tree(files: 2)
         committer.markChangedRecords(&tree)
-        _ = try committer.writeDirtyPages(writer: &writer, arena: SecretArena()) { _ in [1, 2, 3] }
+        _ = try committer.writeDirtyPages(writer: &writer, arena: SecretArena(), fanOut: .standard) { _ in [1, 2, 3] }
         try committer.writeRoot(releasing: [], nextItemID: tree.nextItemID, writer: &writer, arena: SecretArena(), coversRefreshed: false)
         #expect(committer.generation == 1 && committer.committedSinceCoverRefresh)
         #expect(try !storage.entryExists(try writer.name(0)), "slot 0 is made only after the first root")

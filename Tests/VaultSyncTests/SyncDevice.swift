@@ -1,7 +1,7 @@
 import DotSafeTestSupport
 import Foundation
 import Synchronization
-import VaultCore
+@testable import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
@@ -20,15 +20,19 @@ final class SyncDevice {
     let sharedBy: ContactCode?
     /// What each lock of this device re-creates (docs/FORMAT.md §11.3).
     let recreation: RecreationBudget
+    /// The index's shape (small: an interior level from a few thousand files).
+    let fanOut: PageTable.FanOut
 
-    init(_ name: String, seed: UInt8 = SyncDevice.seed, recreation: RecreationBudget = .standard) throws {
+    init(_ name: String, seed: UInt8 = SyncDevice.seed, recreation: RecreationBudget = .standard,
+         fanOut: PageTable.FanOut = .standard) throws {
         self.name = name
         self.seed = seed
         self.recreation = recreation
+        self.fanOut = fanOut
         sharedBy = nil
         folder = try TestFolder.make("sync-\(name)") + "/storage"
         try Storage.initialize(at: folder, random: SystemRandom())
-        vault = try Self.open(folder, seed: seed, recreation: recreation)
+        vault = try Self.open(folder, seed: seed, recreation: recreation, fanOut: fanOut)
     }
 
     /// The vault that `code` shared with `owner`'s vault, in `owner`'s storage: new until its
@@ -36,6 +40,7 @@ final class SyncDevice {
     init(_ name: String, sharedWith owner: SyncDevice, by code: ContactCode) throws {
         self.name = name
         seed = owner.seed
+        fanOut = .standard
         sharedBy = code
         recreation = .standard
         folder = owner.folder
@@ -48,8 +53,10 @@ final class SyncDevice {
     }
 
     static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil,
-                     recreation: RecreationBudget = .standard) throws -> Vault {
-        let storage = try Storage.open(at: folder, recreation: recreation), options = Vault.Options(cacheBytes: 8 << 20)
+                     recreation: RecreationBudget = .standard, fanOut: PageTable.FanOut = .standard) throws -> Vault {
+        let storage = try Storage.open(at: folder, recreation: recreation)
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.indexFanOut = fanOut
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -57,7 +64,7 @@ final class SyncDevice {
     /// Locks and opens the vault again from the disk: what a sync left is what counts.
     func reopen() throws {
         try vault.lock()
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
     }
 
     /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
@@ -86,12 +93,13 @@ final class SyncDevice {
     func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, beforeChange: @escaping (String) throws -> Void) throws {
         if let storage {
             vault.discard()
-            let options = Vault.Options(cacheBytes: 8 << 20)
+            var options = Vault.Options(cacheBytes: 8 << 20)
+            options.indexFanOut = fanOut
             do {
                 vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
                     ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
             } catch {
-                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
+                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
                 throw error
             }
         }
@@ -236,7 +244,7 @@ final class SyncDevice {
     func reopenAfterCrash() {
         vault.discard()
         do {
-            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
             reopenFailure = nil
         } catch {
             reopenFailure = error
@@ -248,7 +256,7 @@ final class SyncDevice {
     func restore(from snapshot: String) throws {
         vault.discard()
         try Self.copyFiles(from: snapshot, to: folder)
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
     }
 
     /// `target` made to hold exactly the files of `source`.
