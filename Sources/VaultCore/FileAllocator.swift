@@ -203,6 +203,15 @@ struct FileAllocator {
         return true
     }
 
+    /// Files an old slot was renamed into (a follow's switch, docs/FORMAT.md §14.8): free, and
+    /// refilled after the next commit point (they hold a root of the old keys).
+    mutating func refillAfterNextCommit(_ numbers: [UInt64]) {
+        for number in numbers {
+            if !free.contains(number) { insertFree(number) }
+            refillAtNextCommit.insert(number)
+        }
+    }
+
     /// Every free file that exists is refilled right after this commit (the upgrade's step 5:
     /// free files may hold format-1 seals of earlier versions).
     mutating func refillEveryFreeFile() {

@@ -117,10 +117,61 @@ struct FileWriter {
             }
             if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
             if try !storage.entryExists(name) {
+                // Missing while the count is whole: lent to a slot of a follow cut short
+                // (docs/FORMAT.md §14.8, "The file count of a follow"), not made again.
+                if try storageCountIsWhole() {
+                    absentFreeNumbers.append(number)
+                    continue
+                }
                 allocator.markMissing(number)
                 return number
             }
         }
+    }
+
+    // MARK: A follow's slots (docs/FORMAT.md §14.8, "The file count of a follow")
+
+    /// Free numbers found missing while the storage's count was whole (handed out for the
+    /// session, never made again): an old slot goes into one at a follow's switch.
+    private(set) var absentFreeNumbers: [UInt64] = []
+
+    /// Whether the storage's files of its one size and name form are a multiple of 16.
+    func storageCountIsWhole() throws -> Bool { try storage.listFiles().count % Format.groupSize == 0 }
+
+    /// Renames an existing free file of this device to `slotName` (a slot of a follow's new
+    /// root, made without changing the file count); returns its number, handed out until an old
+    /// slot fills it (`takeMissingNumber`). Not a file the committed root references, nor a
+    /// pinned one, nor one freed since the commit: those are not free.
+    mutating func lendFreeFile(to slotName: String) throws -> UInt64 {
+        while true {
+            if allocator.freeCount == 0 { try createGroupFiles(allocator.makeGroup()) }
+            let number = allocator.allocate()
+            // A file of a group not made yet, or one missing or damaged: not one to move.
+            guard !allocator.needsCreate(number) else { continue }
+            let name = try name(number)
+            guard (try? storage.read(name, offset: 0, count: 0)) != nil else {
+                if try !storage.entryExists(name), try storageCountIsWhole() { absentFreeNumbers.append(number) }
+                continue
+            }
+            try storage.rename(name, to: slotName)
+            return number
+        }
+    }
+
+    /// A number of this device whose file is missing, for an old slot to go into: from `lent`
+    /// (the follow's own), then those found absent, then the free numbers (a follow cut short
+    /// lent them; found by their names). Nil when none is missing.
+    mutating func takeMissingNumber(lent: inout [UInt64]) throws -> UInt64? {
+        while let number = lent.popLast() {
+            if try !storage.entryExists(name(number)) { return number }
+        }
+        while let number = absentFreeNumbers.popLast() {
+            if try !storage.entryExists(name(number)) { return number }
+        }
+        for number in allocator.freeNumbers where !allocator.needsCreate(number) {
+            if try !storage.entryExists(name(number)), allocator.reserve(number) { return number }
+        }
+        return nil
     }
 
     /// Whether data may take a free file now: without a new group, or where one may be made.

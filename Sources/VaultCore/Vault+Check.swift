@@ -132,6 +132,9 @@ extension VaultState {
         if committer.formatTwo?.specialFiles.contains(where: { $0.role == .retiredOwner }) == true {
             for (number, listed) in special where !all.contains(listed) { special[number] = try name(number) }
         }
+        // A free file missing while the count is whole was lent to a slot of a follow cut short
+        // (FORMAT.md §14.8, "The file count of a follow"): no damage, nothing to make again.
+        let lent = good.count % Format.groupSize == 0 ? Set(allocator.freeNumbers + writer.absentFreeNumbers) : []
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)
@@ -140,7 +143,7 @@ extension VaultState {
                     : allocator.coverNumbers.contains(number) ? "cover \(number)" : "file \(number)"
                 if !all.contains(name) {
                     // A slot missing next to one that opens is the remains of a cut commit, not damage.
-                    if number < Format.indexSlotCount && committer.missingSlot == number { continue }
+                    if number < Format.indexSlotCount && committer.missingSlot == number || lent.contains(number) { continue }
                     report.storageProblems.append("\(kind) of the vault is missing")
                     report.missingFileNumbers.append(number)
                 } else if !good.contains(name) {

@@ -52,6 +52,7 @@ extension VaultState {
             committer.coversAreNew(now: session.clock.now())
         }
         if changed {
+            try lendFollowSlots()
             try writeRoot(coversRefreshed: refresh)
             try finishFollowing()
         }

@@ -24,7 +24,7 @@ extension VaultState {
         let former = secrets.locator.copyBytes()
         let formerNames = try movedDeviceNames(remote, formatTwo)
         sharing.following?.formerLocator.wipe()
-        sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames)
+        sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames, [])
         secrets.wipe()
         secrets = moved
         writer.secrets = moved
@@ -50,7 +50,7 @@ extension VaultState {
             // A device of the owner: its record names the new keys (the same switch).
             try writeOwnerRecord(identity: sharing.identity)
         }
-        try removeSlots(of: following.formerLocator)
+        try retireSlots(of: following.formerLocator, lent: following.lent)
         // The move's former names: the committed root names those files from the new key.
         let present = try following.formerNames.filter { try storage.entryExists($0) }
         for name in present { try storage.remove(name) }
@@ -67,7 +67,7 @@ extension VaultState {
         if value.count == Format.keySize {
             let locator = try SecretBytes(copying: value)
             defer { locator.wipe() }
-            try removeSlots(of: locator)
+            try retireSlots(of: locator, lent: [])
         }
         committer.formatTwo?.extensions.removeAll { $0.tag == IndexRootV2.retiringSlotsTag }
     }
@@ -94,12 +94,42 @@ extension VaultState {
         return names
     }
 
-    private func removeSlots(of locator: SecretBytes) throws {
-        var removed = false
+    /// Just before a follow's commit point: each slot name of RL' that holds nothing gets a free
+    /// file of this device, renamed (FORMAT.md §14.8, "The file count of a follow"); one that
+    /// holds a file (the junk of a follow cut short) is written over in place. The count stays.
+    mutating func lendFollowSlots() throws {
+        guard sharing.following != nil else { return }
+        var lent: [UInt64] = []
+        for slot in 0..<Format.indexSlotCount {
+            let slotName = try name(slot)
+            if try !storage.entryExists(slotName) { lent.append(try writer.lendFreeFile(to: slotName)) }
+        }
+        guard !lent.isEmpty else { return }
+        // A group made for the lending: its files synced; the new names durable before the root.
+        try writer.syncData()
+        try storage.syncFolder()
+        sharing.following?.lent = lent
+    }
+
+    /// After the switch, the old slots go into numbers of this device whose files are missing
+    /// (the ones lent to the new slots), so that the count stays; one with no such number is
+    /// removed. The numbers filled hold the old root: refilled after the next commit point.
+    private mutating func retireSlots(of locator: SecretBytes, lent: [UInt64]) throws {
+        var changed = false, lent = lent, filled: [UInt64] = []
         for slot in 0..<UInt8(Format.indexSlotCount) {
             let name = try FormatTwoKeys.slotName(rootLocator: locator, slot: slot)
-            if try storage.entryExists(name) { try storage.remove(name); removed = true }
+            guard try storage.entryExists(name) else { continue }
+            if let number = try writer.takeMissingNumber(lent: &lent) {
+                try storage.rename(name, to: try self.name(number))
+                filled.append(number)
+            } else {
+                try storage.remove(name)
+            }
+            changed = true
         }
-        if removed { try storage.syncFolder() }
+        if changed { try storage.syncFolder() }
+        writer.allocator.refillAfterNextCommit(filled)
+        // Lent and not filled (an old slot was missing already): free after the next commit.
+        for number in lent { writer.release(number) }
     }
 }

@@ -6,17 +6,24 @@ import VaultStore
 /// there (SIGKILL) would: what was written stays, the mutation at the cut and everything after
 /// it never happens (`SimulatedStorageFolder` does this in memory; a sync needs the disk, where
 /// rclone reads and writes the same files). Without a cut it counts the mutations, so that a
-/// test can cut a run at each of them.
+/// test can cut a run at each of them. `countsFiles`: it also counts the storage's files before
+/// each mutation (R-BLK-5 at every step of a run, not only at its end).
 final class CutStorageFolder: StorageFolder {
     let base: any StorageFolder
+    let countsFiles: Bool
     private let state: Mutex<(done: Int, cutAt: Int?)>
     private let kinds = Mutex<[String]>([])
+    private let counts = Mutex<[Int]>([])
 
     /// `cutAt`: the number of mutations that happen before the cut; nil: none.
-    init(_ base: any StorageFolder, cutAt: Int?) {
+    init(_ base: any StorageFolder, cutAt: Int?, countsFiles: Bool = false) {
         self.base = base
+        self.countsFiles = countsFiles
         state = Mutex((0, cutAt))
     }
+
+    /// With `countsFiles`: the storage's file count before each mutation done, in order.
+    var countsBefore: [Int] { counts.withLock { $0 } }
 
     /// The mutations done so far.
     var mutations: Int { state.withLock { $0.done } }
@@ -49,6 +56,10 @@ final class CutStorageFolder: StorageFolder {
             state.done += 1
         }
         kinds.withLock { $0.append(kind) }
+        if countsFiles {
+            let count = try base.listFiles().count
+            counts.withLock { $0.append(count) }
+        }
         try body()
     }
 }

@@ -121,10 +121,13 @@ import VaultStore
 
     /// `device`'s sync, whole, counting what it does: its storage's mutations and the changes
     /// of the remote it reaches, in order; then every cut of it that one of these gives.
-    static func cuts(of device: SyncDevice, _ remote: TestRemote) throws -> [Cut] {
-        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil)
+    /// `follows`: the sync follows a withdrawal, and its storage's file count is a multiple of 16
+    /// before each mutation and after the sync (FORMAT.md §14.8, "The file count of a follow").
+    static func cuts(of device: SyncDevice, _ remote: TestRemote, follows: Bool = false) throws -> [Cut] {
+        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil, countsFiles: follows)
         var changes: [String] = []
         try device.sync(remote, storage: counting) { changes.append($0) }
+        if follows { try checkCounts(counting, device) }
         var cuts = (0..<counting.mutations).map(Cut.mutation)
         var seen: [String: Int] = [:]
         for change in changes {
@@ -132,6 +135,16 @@ import VaultStore
             cuts.append(.change(change, occurrence: seen[change]!))
         }
         return cuts
+    }
+
+    /// R-BLK-5 at every step of a whole follow: the file count before each mutation of its
+    /// storage (there are some, and the rename of a slot among them), and after it.
+    static func checkCounts(_ counting: CutStorageFolder, _ device: SyncDevice) throws {
+        let counts = counting.countsBefore, done = counting.done
+        #expect(counts.count == done.count && done.contains("rename"), "\(device.name): \(done)")
+        let off = counts.indices.filter { counts[$0] % Format.groupSize != 0 }.map { "before mutation \($0) (\(done[$0])): \(counts[$0])" }
+        #expect(off.isEmpty, "\(device.name): the count is not a multiple of \(Format.groupSize) \(off.prefix(6)) of \(done)")
+        #expect(try Shared.files(device.folder).count % Format.groupSize == 0, "\(device.name): after the follow")
     }
 
     /// `device`'s sync stopped at `cut`: it must not complete. Returns the kinds of the
@@ -179,11 +192,9 @@ import VaultStore
         let count = report.storageProblems.filter { $0.hasSuffix("not a multiple of \(Format.groupSize)") }
         #expect(report.damagedItems.isEmpty && report.storageProblems.count == count.count,
                 "\(cut): \(report.storageProblems) \(report.damagedItems)")
-        // Some cuts leave one file too many (FORMAT.md §13.11, "Open"); the next sync's check
-        // below (`checkAfterCut`) finds the count right again.
-        withKnownIssue("a cut follow can leave a file outside a whole group (issue 14)", isIntermittent: true) {
-            #expect(count.isEmpty, "\(cut): \(count), after \(done.suffix(4))")
-        }
+        // The follow keeps the count at every step (FORMAT.md §14.8, "The file count of a follow").
+        #expect(count.isEmpty, "\(cut): \(count), after \(done.suffix(4))")
+        #expect(try Shared.files(b.folder).count % Format.groupSize == 0, "\(cut): the count, after \(done.suffix(4))")
         let tree = try b.tree()
         #expect(tree == before || tree == all, "\(cut): \(tree)")
     }
@@ -231,7 +242,7 @@ import VaultStore
     @Test func theLaptopFollowsTheWithdrawalWhateverTheCut() throws {
         let run = try Run(aSynced: true)
         defer { run.finish() }
-        let cuts = try Self.cuts(of: run.b, run.remote)
+        let cuts = try Self.cuts(of: run.b, run.remote, follows: true)
         #expect(try run.b.tree() == Self.all, "the whole sync follows")
         #expect(cuts.count > 10, "\(cuts)")
         for cut in Self.chosen(cuts, "follow cut") {
@@ -255,8 +266,9 @@ import VaultStore
         let run = try Run(aSynced: true)
         defer { run.finish() }
         let device = follower == "laptop" ? run.b : run.sharedX
-        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil)
+        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil, countsFiles: true)
         try device.sync(run.remote, storage: counting) { _ in }
+        try Self.checkCounts(counting, device)
         let switchAt = try #require(counting.done.lastIndex(of: "replace"), "\(counting.done)")
         for cut in [Cut.mutation(switchAt), .mutation(switchAt + 1)] {
             try run.restore()
@@ -267,7 +279,9 @@ import VaultStore
                 if device === run.b {
                     try Self.checkCutDevice(run.b, cut, done: done)
                 } else {
-                    #expect(try device.vault.check().damagedItems.isEmpty, "\(cut)")
+                    let report = try device.vault.check()
+                    #expect(report.isClean, "\(cut): \(report.storageProblems) \(report.damagedItems)")
+                    #expect(try Shared.files(device.folder).count % Format.groupSize == 0, "\(cut): the count")
                     let tree = try device.tree(), hello = ["hello.txt": "hello from alice"]
                     #expect(tree == hello || tree == hello.merging(["after.txt": "after yvonne"]) { a, _ in a }, "\(cut): \(tree)")
                 }
