@@ -117,9 +117,10 @@ struct FileWriter {
             }
             if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
             if try !storage.entryExists(name) {
-                // Missing while the count is whole: lent to a slot of a follow cut short
-                // (docs/FORMAT.md §14.8, "The file count of a follow"), not made again.
-                if try storageCountIsWhole() {
+                // Missing while the count is whole, on a device that joined by sync: lent to a
+                // slot of a follow cut short (docs/FORMAT.md §14.8, "The file count of a
+                // follow"), not made again.
+                if try mayBeLent() {
                     absentFreeNumbers.append(number)
                     continue
                 }
@@ -135,8 +136,10 @@ struct FileWriter {
     /// session, never made again): an old slot goes into one at a follow's switch.
     private(set) var absentFreeNumbers: [UInt64] = []
 
-    /// Whether the storage's files of its one size and name form are a multiple of 16.
-    func storageCountIsWhole() throws -> Bool { try storage.listFiles().count % Format.groupSize == 0 }
+    /// Whether a free file found missing may be lent to a follow's slot: a device that joined
+    /// by sync (device 0's free files are also missing from their names in an upgraded vault's
+    /// names move, §13.12, and are made again), with the storage's files a multiple of 16.
+    func mayBeLent() throws -> Bool { try allocator.base != 0 && storage.listFiles().count % Format.groupSize == 0 }
 
     /// Renames an existing free file of this device to `slotName` (a slot of a follow's new
     /// root, made without changing the file count); returns its number, handed out until an old
@@ -150,7 +153,7 @@ struct FileWriter {
             guard !allocator.needsCreate(number) else { continue }
             let name = try name(number)
             guard (try? storage.read(name, offset: 0, count: 0)) != nil else {
-                if try !storage.entryExists(name), try storageCountIsWhole() { absentFreeNumbers.append(number) }
+                if try !storage.entryExists(name), try mayBeLent() { absentFreeNumbers.append(number) }
                 continue
             }
             try storage.rename(name, to: slotName)
