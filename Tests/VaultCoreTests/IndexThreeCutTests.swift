@@ -1,0 +1,85 @@
+import Testing
+import VaultCrypto
+@testable import VaultCore
+import VaultFormat
+import VaultStore
+
+/// R-FS-2 for index version 3 (docs/FORMAT.md §15): a cut at every storage mutation of its
+/// first commit and of one that changes names, files and a folder (a process crash, a power
+/// loss, or a failed write the vault goes on from) leaves the tree of before or after, with
+/// records exact for it, the clean run's files, and a vault that commits again.
+@Suite struct IndexThreeCutTests {
+    static let steps: [@Sendable (Vault) throws -> Void] = [
+        { vault in try IndexThreeVaultTests.fill(vault) },  // 0: the first commit writes index 3
+        { vault in  // 1: names, a folder, packs and chunks change
+            let docs = try vault.lookup(Vault.rootID, Array("docs".utf8))
+            try vault.remove(Array("note-5".utf8), from: Vault.rootID)
+            try vault.rename(Array("note-6".utf8), in: docs, to: Array("note-6".utf8), in: Vault.rootID)
+            _ = try vault.create(.folder, in: docs, named: Array("inner".utf8), mode: 0o755)
+            try vault.write(try vault.lookup(docs, Array("big".utf8)), offset: 10, bytes: Array("changed".utf8))
+            _ = try vault.makeFile("late", [1, 2, 3])
+        },
+    ]
+
+    static func random(step: Int) -> DeterministicRandom { DeterministicRandom(seed: [UInt8](repeating: UInt8(truncatingIfNeeded: 29 * step + 3), count: 32)) }
+
+    static func open(_ storage: SimulatedStorageFolder, step: Int) throws -> Vault {
+        try TestVaults.open(storage, random: random(step: step), indexThree: true)
+    }
+
+    /// The storage and tree before each step and after the last, from a run without cuts.
+    struct CleanRun: Sendable {
+        var storages: [[String: [UInt8]]] = []
+        var trees: [Tree] = [[:]]
+
+        init() throws {
+            let storage = try TestVaults.storage(random: DeterministicRandom(seed: [UInt8](repeating: 78, count: 32)))
+            storages.append(storage.snapshot)
+            for (step, apply) in IndexThreeCutTests.steps.enumerated() {
+                let vault = try IndexThreeCutTests.open(storage, step: step)
+                try apply(vault)
+                try vault.commit()
+                trees.append(try vault.tree())
+                try vault.lock()
+                try checkStorageInvariants(storage)
+                storages.append(storage.snapshot)
+            }
+        }
+    }
+
+    static let clean = Result { try CleanRun() }
+
+    static let cases = steps.indices.flatMap { step in CrashTests.Crash.allCases.map { IndexLevelsCutTests.Case(step: step, crash: $0) } }
+
+    @Test(arguments: cases)
+    func cutAtEveryMutationOfACommit(_ testCase: IndexLevelsCutTests.Case) throws {
+        let run = try Self.clean.get()
+        let step = testCase.step
+        var mutations = 0, completed = false
+        while !completed {
+            let storage = CrashTests.storage(run.storages[step])
+            let vault = try Self.open(storage, step: step)
+            try Self.steps[step](vault)
+            completed = try testCase.crash.cut(storage, afterMutations: mutations) { try vault.commit() }
+            let context = "\(testCase), cut after \(mutations) mutations"
+            if testCase.crash == .failure { try vault.lock() }
+            let reopened = try Self.open(storage, step: step + 100)
+            let tree = try reopened.tree()
+            let after = run.trees[step + 1]
+            #expect(tree == run.trees[step] || tree == after, "\(context): neither before nor after: \(treeDifference(tree, after))")
+            if completed || testCase.crash == .failure { expectSame(tree, after, "\(context): the commit returned or the vault went on") }
+            // A new vault cut before its first root is a new vault again: index 3 from its first commit.
+            if !tree.isEmpty { try IndexThreeVaultTests.expectRecordsExact(reopened, context) }
+            try reopened.makeFile("again-\(mutations)", [9])
+            try reopened.commit()
+            try IndexThreeVaultTests.expectRecordsExact(reopened, "\(context), then a commit")
+            let report = try reopened.check()
+            #expect(report.isClean, "\(context): \(report.storageProblems) \(report.damagedItems)")
+            try reopened.lock()
+            try checkStorageInvariants(storage)
+            mutations += 1
+            try #require(mutations < 1_000, "the commit never completed")
+        }
+        #expect(mutations > 4)
+    }
+}
