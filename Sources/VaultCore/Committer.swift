@@ -23,6 +23,8 @@ struct Committer {
     var upgrade: FormatOneUpgrade?
     /// Index version 3 (docs/FORMAT.md §15): nil while the vault is index 2 (or format 1).
     var indexThree: IndexThree?
+    /// The vault becomes index 3 at its next commit that writes (§15.1's conversion).
+    var convertsToIndexThree = false
     /// When the covers last got new bytes in this session, and whether a commit came since.
     private var coversRefreshedAt: Int64?
     var committedSinceCoverRefresh = false

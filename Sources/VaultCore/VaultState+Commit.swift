@@ -27,6 +27,7 @@ extension VaultState {
         guard changed || (final && (committer.committedSinceCoverRefresh || refillDue)) else { return }
         if changed {
             try prepareUpgradeCommit()
+            try prepareConversion()
             if let formatTwo = committer.formatTwo {
                 dropFormatOneKeys()
                 tree.countVersions(device: formatTwo.localDevice)

@@ -34,6 +34,16 @@ extension VaultState {
         return files
     }
 
+    /// §15.1's conversion, in a commit that writes anyway (opening changes nothing, R-VLT-2):
+    /// a fresh EHK, and every page written again as version 3 with the derived records; the
+    /// root of version 3 is the commit point, so a cut before it leaves index 2 as it was.
+    mutating func prepareConversion() throws {
+        guard committer.convertsToIndexThree, committer.indexThree == nil, committer.formatTwo != nil else { return }
+        committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: session.random))
+        committer.rewriteAllPages()
+        committer.convertsToIndexThree = false
+    }
+
     /// §15.3–§15.4's records of the state, under the entry hash `entryHash`.
     func derivedRecords(entryHash: IndexRecordsV3.EntryHash) throws -> IndexRecordsV3 {
         try IndexRecordsV3.derive(tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)

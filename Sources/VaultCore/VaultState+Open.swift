@@ -96,7 +96,11 @@ extension VaultState {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)
         }
-        if options.upgradesFormatOne && (!options.readOnly || resuming != nil) { try state.startUpgrade(resuming: resuming) }
+        if options.upgradesFormatOne && (!options.readOnly || resuming != nil) {
+            try state.startUpgrade(resuming: resuming)
+            // Upgraded and converted by the same commit (§15.1).
+            state.committer.convertsToIndexThree = options.indexThree
+        }
         return state
     }
 

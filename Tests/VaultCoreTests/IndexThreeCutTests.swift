@@ -54,23 +54,35 @@ import VaultStore
     @Test(arguments: cases)
     func cutAtEveryMutationOfACommit(_ testCase: IndexLevelsCutTests.Case) throws {
         let run = try Self.clean.get()
-        let step = testCase.step
+        try Self.cutEveryMutation(testCase, before: run.storages[testCase.step], trees: (run.trees[testCase.step], run.trees[testCase.step + 1]),
+                                  open: { try Self.open($0, step: testCase.step + $1) }, change: Self.steps[testCase.step])
+    }
+
+    /// Cuts `change`'s commit after each count of storage mutations in turn, on a copy of
+    /// `before` opened by `open(storage, n)` (n: 0 for the cut run, 100 after): the vault opens
+    /// with the tree of before or after (after, if the commit returned or the vault went on),
+    /// as index 3 when after (`threeAfter`, index 2 before: a conversion), records exact, and
+    /// commits again, clean.
+    static func cutEveryMutation(_ testCase: IndexLevelsCutTests.Case, before: [String: [UInt8]], trees: (before: Tree, after: Tree),
+                                 threeBefore: Bool = true, open: (SimulatedStorageFolder, Int) throws -> Vault,
+                                 change: (Vault) throws -> Void) throws {
         var mutations = 0, completed = false
         while !completed {
-            let storage = CrashTests.storage(run.storages[step])
-            let vault = try Self.open(storage, step: step)
-            try Self.steps[step](vault)
+            let storage = CrashTests.storage(before)
+            let vault = try open(storage, 0)
+            try change(vault)
             completed = try testCase.crash.cut(storage, afterMutations: mutations) { try vault.commit() }
             let context = "\(testCase), cut after \(mutations) mutations"
             if testCase.crash == .failure { try vault.lock() }
-            let reopened = try Self.open(storage, step: step + 100)
+            let reopened = try open(storage, 100)
             let tree = try reopened.tree()
-            let after = run.trees[step + 1]
-            #expect(tree == run.trees[step] || tree == after, "\(context): neither before nor after: \(treeDifference(tree, after))")
-            if completed || testCase.crash == .failure { expectSame(tree, after, "\(context): the commit returned or the vault went on") }
-            // A new vault cut before its first root is a new vault again: index 3 from its first commit.
-            if !tree.isEmpty { try IndexThreeVaultTests.expectRecordsExact(reopened, context) }
-            try reopened.makeFile("again-\(mutations)", [9])
+            #expect(tree == trees.before || tree == trees.after, "\(context): neither before nor after: \(treeDifference(tree, trees.after))")
+            if completed || testCase.crash == .failure { expectSame(tree, trees.after, "\(context): the commit returned or the vault went on") }
+            let three = reopened.state.withLock { $0.committer.indexThree != nil }
+            // A new vault cut before its first root is a new vault again, index 3 from its first commit.
+            if !tree.isEmpty { #expect(three == (tree == trees.after || threeBefore), "\(context): index 3 is \(three)") }
+            if three && !tree.isEmpty { try IndexThreeVaultTests.expectRecordsExact(reopened, context) }
+            _ = try reopened.makeFile("again-\(mutations)", [9])
             try reopened.commit()
             try IndexThreeVaultTests.expectRecordsExact(reopened, "\(context), then a commit")
             let report = try reopened.check()
