@@ -28,26 +28,7 @@ import VaultStore
     }
 
     /// The storage and tree before each step and after the last, from a run without cuts.
-    struct CleanRun: Sendable {
-        var storages: [[String: [UInt8]]] = []
-        var trees: [Tree] = [[:]]
-
-        init() throws {
-            let storage = try TestVaults.storage(random: DeterministicRandom(seed: [UInt8](repeating: 78, count: 32)))
-            storages.append(storage.snapshot)
-            for (step, apply) in IndexThreeCutTests.steps.enumerated() {
-                let vault = try IndexThreeCutTests.open(storage, step: step)
-                try apply(vault)
-                try vault.commit()
-                trees.append(try vault.tree())
-                try vault.lock()
-                try checkStorageInvariants(storage)
-                storages.append(storage.snapshot)
-            }
-        }
-    }
-
-    static let clean = Result { try CleanRun() }
+    static let clean = Result { try CrashTests.CleanRun(seed: 78, steps: steps, open: { try open($0, step: $1) }) }
 
     static let cases = steps.indices.flatMap { step in CrashTests.Crash.allCases.map { IndexLevelsCutTests.Case(step: step, crash: $0) } }
 
