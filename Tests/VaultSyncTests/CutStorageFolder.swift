@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Synchronization
 import VaultCrypto
 import VaultStore
@@ -8,8 +9,7 @@ import VaultStore
 /// rclone reads and writes the same files). Without a cut it counts the mutations, so that a
 /// test can cut a run at each of them. `countsFiles`: it also counts the storage's files before
 /// each mutation (R-BLK-5 at every step of a run, not only at its end).
-final class CutStorageFolder: StorageFolder {
-    let base: any StorageFolder
+final class CutStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
     let countsFiles: Bool
     private let state: Mutex<(done: Int, cutAt: Int?)>
     private let kinds = Mutex<[String]>([])
@@ -17,9 +17,9 @@ final class CutStorageFolder: StorageFolder {
 
     /// `cutAt`: the number of mutations that happen before the cut; nil: none.
     init(_ base: any StorageFolder, cutAt: Int?, countsFiles: Bool = false) {
-        self.base = base
         self.countsFiles = countsFiles
         state = Mutex((0, cutAt))
+        super.init(base)
     }
 
     /// With `countsFiles`: the storage's file count before each mutation done, in order.
@@ -30,25 +30,18 @@ final class CutStorageFolder: StorageFolder {
     /// Their kinds, in order ("create", "remove", ...): what a cut left half done.
     var done: [String] { kinds.withLock { $0 } }
 
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
-
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+    override func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         try mutation("create") { try base.create(name, contents: contents, durable: durable) }
     }
-    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
-    func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
-    func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }
-    func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
-    func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
-    func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
-    func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
-    func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
+    override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
+    override func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
+    override func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
+    override func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }
+    override func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
+    override func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
+    override func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
+    override func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
+    override func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
 
     private func mutation(_ kind: String, _ body: () throws -> Void) throws {
         try state.withLock { state in
