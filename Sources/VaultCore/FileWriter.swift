@@ -135,11 +135,16 @@ struct FileWriter {
     /// session, never made again): an old slot goes into one at a follow's switch.
     private(set) var absentFreeNumbers: [UInt64] = []
 
-    /// Whether a free file found missing may be lent to a follow's slot: the storage's files are
-    /// a multiple of 16. On every device, device 0 too (it follows a withdrawal made on another
-    /// device of the owner); an upgraded vault's names move pins each file it moved to its new
-    /// name (§13.12), so a moved free file is not missing.
-    func mayBeLent() throws -> Bool { try storage.listFiles().count % Format.groupSize == 0 }
+    /// Format 2, no upgrade in progress: a free file of this vault may be lent to a follow's slot
+    /// (on any device, device 0 too: it follows a withdrawal made on another device of the
+    /// owner). Not in format 1, where an upgrade cut short leaves its record in a free file's
+    /// place, which an older release makes again (FormatUpgradeTests).
+    var lendsFreeFiles = false
+
+    /// Whether a free file found missing may be lent to a follow's slot: `lendsFreeFiles`, and
+    /// the storage's files are a multiple of 16. An upgraded vault's names move pins each file it
+    /// moved to its new name (§13.12), so a moved free file is not missing.
+    func mayBeLent() throws -> Bool { try lendsFreeFiles && storage.listFiles().count % Format.groupSize == 0 }
 
     /// A free file of this device that a follow lends to a new slot (FORMAT.md §14.8, "The file
     /// count of a follow"): one the committed root owns and counts free, whose file is there;

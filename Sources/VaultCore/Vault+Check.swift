@@ -134,7 +134,7 @@ extension VaultState {
         }
         // A free file missing while the count is whole was lent to a slot of a follow cut short
         // (FORMAT.md §14.8, "The file count of a follow"): no damage, nothing to make again.
-        let lent = good.count % Format.groupSize == 0 ? Set(allocator.freeNumbers + writer.absentFreeNumbers) : []
+        let lent = writer.lendsFreeFiles && good.count % Format.groupSize == 0 ? Set(allocator.freeNumbers + writer.absentFreeNumbers) : []
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)
