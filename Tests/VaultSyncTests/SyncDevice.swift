@@ -129,11 +129,42 @@ final class SyncDevice {
                 _ = try synchronizer.run()
             }
         } catch {
+            vault.discard()
+            seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+            leftAfterCut = try otherEntries()
             reopenAfterCrash()
             throw error
         }
         try reopen()
         return cutter.counts.writes
+    }
+
+    /// What a read-only open (`dotsafe fsck`, no repairs) saw right after the last cut of
+    /// `sync(_:cuttingDownloadAt:)`, before any writing open: the check's problems, and each
+    /// entry of the storage's name form that is not a whole file (R-BLK-5). Empty: clean.
+    private(set) var seenAfterCut: [String] = []
+    /// The names of the folders the last cut left in the storage (`NAME.downloading`, §13.11).
+    private(set) var leftAfterCut: [String] = []
+
+    /// A read-only open's check of the storage at `folder`, and its entries of the wrong form.
+    static func readOnlyView(_ folder: String, seed: UInt8, sharedBy: ContactCode?) throws -> [String] {
+        let options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
+        let storage = try Storage.open(at: folder)
+        let vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: $0, options: options) }
+            ?? Vault.open(storage: storage, secrets: secrets(seed), options: options)
+        let report = try vault.check()
+        try vault.lock()
+        var seen = report.storageProblems + report.damagedItems.map { "damaged: \($0)" }
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where FileName.isWellFormed(name) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? -1
+            if size != Format.fileSize { seen.append("\(name) holds \(size) bytes") }
+        }
+        return seen
+    }
+
+    /// Entries of the storage folder that are not of the storage's name form (a sync's leftovers).
+    func otherEntries() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder).filter { !FileName.isWellFormed($0) }.sorted()
     }
 
     /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
