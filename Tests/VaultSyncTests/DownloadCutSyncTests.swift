@@ -188,6 +188,9 @@ final class ReplaceCutFolder: StorageFolder, @unchecked Sendable {
     func remove(_ name: String) throws { try base.remove(name) }
     func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
     func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+        try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
+    }
     func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
     func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
 }

@@ -110,9 +110,10 @@ final class SyncDevice {
     }
 
     /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
-    /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
-    /// a file it writes in place when killed (a staged one is cut before the vault writes it),
-    /// and the process dies (throws `Stop`; the vault is opened again from the disk). Returns
+    /// are cut at their `cut`th write (from 1): that file is left half written where it lands, as
+    /// rclone leaves a file it writes in place when killed (a staged one is cut before the vault
+    /// writes it), and the process dies (throws `Stop`; `seenAfterCut` and `leftAfterCut` say
+    /// what was there, then the vault is opened again from the disk). Returns
     /// how many writes the sync made when it ended before the cut (it completed).
     /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.
     func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int, mounted: Bool = false) throws -> Int {
