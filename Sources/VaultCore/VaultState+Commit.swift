@@ -154,5 +154,6 @@ extension VaultState {
         statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
         try finishStagedDownloads()
+        try removeReleasedElsewhere()
     }
 }

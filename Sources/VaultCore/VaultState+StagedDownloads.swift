@@ -172,7 +172,8 @@ extension VaultState {
     /// When the folder shows that (a name of the storage's form that is not a whole file, or a
     /// count that is not a multiple of 16), the other devices' files are made what this root
     /// says: random bytes at the unreferenced files of their groups that are not whole, and
-    /// nothing at their numbers from `nextFileNumber` up (as §9.3 removes a device's own).
+    /// nothing at their numbers from `nextFileNumber` up (as §9.3 removes a device's own) or in
+    /// groups they released (a kill inside `removeReleasedElsewhere`).
     mutating func repairOtherDevicesFiles() throws {
         guard let formatTwo = committer.formatTwo, formatTwo.devices.count > 1 else { return }
         let all = try storage.listAllNames(), whole = Set(try storage.listFiles())
@@ -195,6 +196,10 @@ extension VaultState {
                     try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: true)
                     changed = true
                 }
+            }
+            for raw in try releasedFiles(of: device, index, special: special) where !referenced.contains(raw) {
+                try storage.remove(try name(raw))
+                changed = true
             }
             for number in device.nextFileNumber..<device.nextFileNumber + UInt64(existing.count) {
                 let name = try self.name(FileRef(device: UInt16(index), number: number).raw)

@@ -217,7 +217,8 @@ extension VaultState {
         }
     }
 
-    /// Every other device's groups made whole with random files; groups it no longer owns go.
+    /// Every other device's groups made whole with random files; the files of groups it no
+    /// longer owns go after the commit.
     mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
@@ -246,12 +247,9 @@ extension VaultState {
                 try storage.createGroup(missing[group]!)
                 changed = true
             }
-            guard index < remote.oldDevices.count else { continue }
-            for raw in numbers(remote.oldDevices[index], index).subtracting(numbers(device, index)).sorted()
-            where try storage.entryExists(try name(raw)) {
-                try storage.remove(try name(raw))
-                changed = true
-            }
+            // Groups it released go right after the merge's commit (`removeReleasedElsewhere`):
+            // this device's last commit may still reference their files.
+            releasedElsewhere.formUnion(try releasedFiles(of: device, index, special: special))
         }
         if changed { try storage.syncFolder() }
     }
