@@ -90,7 +90,10 @@ final class SyncDevice {
     /// opened again from the disk afterwards.
     /// `storage`: the folder the vault is opened on for this sync (a test's `CutStorageFolder`,
     /// which stops it after some mutations of the storage); nil: the vault as it is.
-    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, beforeChange: @escaping (String) throws -> Void) throws {
+    /// `seeing`: when the sync stops, `seenAfterCut` says what a read-only open saw before the
+    /// writing open (`dotsafe fsck` right after a kill).
+    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, seeing: Bool = false,
+              beforeChange: @escaping (String) throws -> Void) throws {
         if let storage {
             vault.discard()
             var options = Vault.Options(cacheBytes: 8 << 20)
@@ -106,7 +109,14 @@ final class SyncDevice {
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.beforeChange = beforeChange
         defer { reopenAfterCrash() }
-        _ = try synchronizer.run()
+        seenAfterCut = []
+        do { _ = try synchronizer.run() } catch {
+            if seeing {
+                vault.discard()
+                seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+            }
+            throw error
+        }
     }
 
     /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
@@ -141,7 +151,7 @@ final class SyncDevice {
     }
 
     /// What a read-only open (`dotsafe fsck`, no repairs) saw right after the last cut of
-    /// `sync(_:cuttingDownloadAt:)`, before any writing open: the check's problems, and each
+    /// `sync(_:cuttingDownloadAt:)` (or `sync(_:storage:seeing:beforeChange:)`), before any writing open: the check's problems, and each
     /// entry of the storage's name form that is not a whole file (R-BLK-5). Empty: clean.
     private(set) var seenAfterCut: [String] = []
     /// The names of the folders the last cut left in the storage (`NAME.downloading`, §13.11).
