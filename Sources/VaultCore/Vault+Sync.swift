@@ -82,9 +82,9 @@ extension Vault {
     public func willDownload(_ names: [String]) throws { try storage.willOverwrite(names) }
 
     /// Puts a sync's direct batch, which came down into `downloads` whole, at its names
-    /// (FORMAT.md §13.11).
-    public func placeDownloads(_ names: [String], from downloads: DownloadFolder) throws {
-        try syncLocked { try $0.placeDownloads(names, from: downloads) }
+    /// (FORMAT.md §13.11), each with the rest of its group in the remote root's device table.
+    public func placeDownloads(_ names: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
+        try syncLocked { try $0.placeDownloads(names, from: downloads, remote: remote) }
     }
 
     /// Checks the downloaded files against their keys and makes other devices' groups whole.

@@ -17,6 +17,9 @@ struct DownloadStaging {
     var protected: [String: UInt64]?
     /// Staged so far, by the target's name.
     var files: [String: Staged] = [:]
+    /// Names this sync filled with random bytes, the rest of a group a direct download came
+    /// into: missing, not held, until a download of this sync comes over them (§13.11).
+    var filled = Set<String>()
     /// The state references what was staged (a merge took the remote's records): the next
     /// commit lists it (tag 1025) and puts it in place. Until then a commit keeps it as it is (a
     /// mount's commits while its round downloads); the sync's end lets it go (`endDownloads`).

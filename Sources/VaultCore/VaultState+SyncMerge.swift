@@ -14,6 +14,10 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        // A file is held only at the name the last commit read it at (FORMAT.md §13.11): a
+        // move gives another device's files new names, where a killed sync may have filled.
+        var oldNames: [UInt64: String] = [:]
+        for use in oldUses where !isOwn(use.file, joining: joining) { oldNames[use.file] = try name(use.file) }
         let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, session.arena)) }
         let oldDevices = old.devices
         if joining {
@@ -55,8 +59,7 @@ extension VaultState {
         var wanted = Set<String>()
         for use in newUses where !isOwn(use.file, joining: false) {
             let name = try self.name(use.file)
-            let present = try storage.entryExists(name)
-            if !oldUses.contains(use) || !present { wanted.insert(name) }
+            if try !oldUses.contains(use) || oldNames[use.file] != name || !holds(name) { wanted.insert(name) }
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {

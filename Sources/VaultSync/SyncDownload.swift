@@ -12,6 +12,8 @@ import VaultStore
 struct SyncDownload {
     let vault: Vault
     let remote: RemoteStorage
+    /// The remote root read: which groups the files belong to.
+    let remoteVault: RemoteVault
     let storageFolder: String
     /// A test's stand-in for rclone's batch from a folder remote: called for each file, in
     /// order, with its name and the path it lands at (in the download folder; nil for a staged
@@ -59,7 +61,7 @@ struct SyncDownload {
             }
             let torn = direct.filter { !downloads.holdsWhole($0) }
             guard torn.isEmpty else { throw RemoteError.missingFiles(remote: remote.location.description, names: torn) }
-            try vault.placeDownloads(direct, from: downloads)
+            try vault.placeDownloads(direct, from: downloads, remote: remoteVault)
             try downloads.remove()
         } catch {
             if !killed { try? downloads.remove() }
