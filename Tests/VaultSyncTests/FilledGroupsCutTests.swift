@@ -29,9 +29,8 @@ import VaultStore
         var expected = before
         expected["big.bin"] = big
 
-        let victim = try first.snapshot(), remoteCopy = remote.path + "-copy"
-        try FileManager.default.copyItem(atPath: remote.path, toPath: remoteCopy)
-        defer { try? FileManager.default.removeItem(atPath: remoteCopy) }
+        let run = try CutSyncRun(first, remote, before: before, expected: expected)
+        defer { run.remove() }
         let counting = CutStorageFolder(try Storage.open(at: first.folder), cutAt: nil)
         var committed = 0
         try first.sync(remote, storage: counting) { step in
@@ -42,32 +41,8 @@ import VaultStore
         #expect(committed > placed + 1, "the merge's commit came after the placements: \(counting.done)")
 
         var failures: [String] = []
-        for cut in placed + 1...committed {
-            try first.restore(victim)
-            try SyncDevice.copyFolder(remoteCopy, over: remote.path)
-            let storage = CutStorageFolder(try Storage.open(at: first.folder), cutAt: cut)
-            #expect(throws: (any Error).self) { try first.sync(remote, storage: storage, seeing: true) { _ in } }
-            let after = storage.done.suffix(2)
-            if !first.seenAfterCut.isEmpty { failures.append("cut before mutation \(cut) (after \(after)), read-only: \(first.seenAfterCut)") }
-            let report = try first.vault.check()
-            let tree = try? first.tree()
-            if !report.isClean || (tree != before && tree != expected) {
-                failures.append("cut before mutation \(cut): \(report.damagedItems) \(report.storageProblems), "
-                    + "reads: \(tree == before ? "before" : tree == expected ? "merged" : "neither")")
-                continue
-            }
-            let next = try first.sync(remote), merged = try first.tree()
-            if next.conflicts != 0 || merged != expected {
-                failures.append("cut before mutation \(cut): the next sync gave \(next.actions)")
-            }
-        }
+        for cut in placed + 1...committed { failures += try run.cut(at: cut, seeing: true) }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        try second.sync(remote)
-        #expect(try second.tree() == expected)
-        for device in [first, second] {
-            let report = try device.vault.check()
-            #expect(report.isClean, "\(device.name): \(report.damagedItems) \(report.storageProblems)")
-            #expect(try Storage.open(at: device.folder).listFiles().count % Format.groupSize == 0)
-        }
+        try run.finish(with: second)
     }
 }

@@ -9,7 +9,8 @@ import VaultStore
 /// that device's files of those groups here. This device's last commit can still reference
 /// them (its items from before the other device deleted the file): removed before the merge's
 /// commit, a kill in between left committed items on files that are gone. Cut at each storage
-/// mutation of such a sync: the storage checks clean and reads as before the sync or merged,
+/// mutation of such a sync (inside a run of removals, only at its first two and its last: the
+/// ones between cut alike): the storage checks clean and reads as before the sync or merged,
 /// and the next sync completes with both devices' files.
 @Suite(.serialized) struct ReleasedGroupsCutTests {
     /// Letters of a fixed pseudo-random sequence: several groups of files, however it packs.
@@ -21,15 +22,25 @@ import VaultStore
         }, as: UTF8.self)
     }
 
+    /// Every mutation's index of `kinds`, but a removal that is neither among the first two of
+    /// its run of removals nor its last.
+    static func cutPoints(_ kinds: [String]) -> [Int] {
+        kinds.indices.filter { index in
+            guard kinds[index] == "remove", index >= 2, kinds[index - 1] == "remove", kinds[index - 2] == "remove" else { return true }
+            return index + 1 == kinds.count || kinds[index + 1] != "remove"
+        }
+    }
+
     @Test func aSyncKilledAtAnyMutationWhileItTakesAReleaseLosesNothing() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
-        try second.write("big.bin", Self.big(10 << 20))
+        // 28 chunk files: past the second device's first group, one whole group of them.
+        try second.write("big.bin", Self.big(7 << 20))
         try second.sync(remote)
         try first.sync(remote)
-        #expect(try first.read("big.bin") == Self.big(10 << 20))
+        #expect(try first.read("big.bin") == Self.big(7 << 20))
         // The second device deletes it; its files are free after the sync that published the
         // delete, and the next commit releases their groups.
         let held = try Storage.open(at: second.folder).listFiles().count
@@ -48,38 +59,18 @@ import VaultStore
         expected["big.bin"] = nil
         expected["after.txt"] = "after the release, again"
 
-        let victim = try first.snapshot(), remoteCopy = remote.path + "-copy"
-        try FileManager.default.copyItem(atPath: remote.path, toPath: remoteCopy)
-        defer { try? FileManager.default.removeItem(atPath: remoteCopy) }
+        let run = try CutSyncRun(first, remote, before: before, expected: expected)
+        defer { run.remove() }
         let counting = CutStorageFolder(try Storage.open(at: first.folder), cutAt: nil)
         try first.sync(remote, storage: counting) { _ in }
         #expect(counting.done.filter { $0 == "remove" }.count >= released, "the sync removed the released files: \(counting.done)")
         #expect(try first.tree() == expected)
 
+        let cuts = Self.cutPoints(counting.done)
+        #expect(cuts.count < counting.mutations - 10, "a run of removals is cut at three of its mutations: \(cuts.count) of \(counting.mutations)")
         var failures: [String] = []
-        for cut in 0..<counting.mutations {
-            try first.restore(victim)
-            try SyncDevice.copyFolder(remoteCopy, over: remote.path)
-            let storage = CutStorageFolder(try Storage.open(at: first.folder), cutAt: cut)
-            do { try first.sync(remote, storage: storage) { _ in } } catch {}
-            let report = try first.vault.check()
-            let tree = try? first.tree()
-            if !report.isClean || (tree != before && tree != expected) {
-                failures.append("cut before mutation \(cut) (after \(storage.done.suffix(3))): \(report.damagedItems) \(report.storageProblems), "
-                    + "reads: \(tree == before ? "before" : tree == expected ? "merged" : "neither")")
-                continue
-            }
-            let next = try first.sync(remote), after = try first.tree()
-            if next.conflicts != 0 || after != expected {
-                failures.append("cut before mutation \(cut): the next sync gave \(next.actions)")
-            }
-        }
+        for cut in cuts { failures += try run.cut(at: cut) }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        try second.sync(remote)
-        #expect(try second.tree() == expected)
-        for device in [first, second] {
-            let report = try device.vault.check()
-            #expect(report.isClean, "\(device.name): \(report.damagedItems) \(report.storageProblems)")
-        }
+        try run.finish(with: second)
     }
 }
