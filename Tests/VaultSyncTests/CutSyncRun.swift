@@ -37,10 +37,9 @@ struct CutSyncRun {
         try SyncDevice.copyFolder(remoteCopy, over: remote.path)
         let storage = CutStorageFolder(try Storage.open(at: device.folder), cutAt: cut)
         var failures: [String] = []
-        do {
-            try device.sync(remote, storage: storage, seeing: seeing) { _ in }
-            failures.append("cut before mutation \(cut): the sync was not cut")
-        } catch {}
+        // (A cut past the mutations of this run, whose commits refresh covers at random, lets
+        // it complete: what follows holds for that too.)
+        do { try device.sync(remote, storage: storage, seeing: seeing) { _ in } } catch {}
         let place = "cut before mutation \(cut) (after \(storage.done.suffix(2)))"
         if seeing && !device.seenAfterCut.isEmpty { failures.append("\(place), read-only: \(device.seenAfterCut)") }
         let report = try device.vault.check()
