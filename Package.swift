@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "VaultStoreTests", dependencies: ["DotSafeTestSupport", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto", "VaultSync"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "VaultFileSystemTests", dependencies: ["VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
+        .testTarget(name: "VaultFileSystemTests", dependencies: ["DotSafeTestSupport", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFUSETests", dependencies: ["DotSafeTestSupport", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "DotSafeMountTests", dependencies: ["DotSafeTestSupport", "dotsafe", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],

@@ -31,7 +31,7 @@ extension Committer {
         defer { Sealer.wipe(&body) }
         let key = try arena.allocateRandom(using: writer.random)
         do {
-            let (_, file) = try Sealer.sealEnvelope(kind: .indexPage, version: StorageFormat.two.envelopeVersion, body: body[...],
+            let (_, file) = try Sealer.sealEnvelope(kind: .indexPage, version: indexEnvelopeVersion, body: body[...],
                                                     key: .arena(key, arena), seal: .indexPageV2(level: level), random: writer.random)
             return StoredRef(fileNumber: try writer.store(file), key: key)
         } catch {
@@ -62,17 +62,24 @@ extension Committer {
         // the remote names it left and staged downloads are this device's own (§13.11, §13.12, §14.8).
         let ownTags: Set<UInt16> = [SyncBase.extensionTag, IndexRootV2.formerRemoteUnlockTag, IndexRootV2.retiringSlotsTag,
                                     NamesMove.extensionTag, FormerRemoteNames.extensionTag, StagedDownloads.extensionTag]
-        let extensions = forRemote ? root.extensions.filter { !ownTags.contains($0.tag) } : root.extensions
+        var extensions = forRemote ? root.extensions.filter { !ownTags.contains($0.tag) } : root.extensions
+        if let three = indexThree {
+            // EHK in tag 5 (§15.3), in key order with the others; wiped with the root's keys.
+            extensions.append(IndexRootV2.Extension(tag: IndexRootV3.entryHashKeyTag, value: three.entryHashKey.copyBytes()))
+            extensions.sort { $0.tag < $1.tag }
+        }
         return IndexRootV2(generation: generation, writerDevice: root.localDevice, devices: devices, specialFiles: root.specialFiles,
                            topLevel: level, top: top, extensions: extensions)
     }
 
-    /// A root sealed for slot `slot` of a storage (RK, docs/FORMAT.md §13.5).
+    /// A root sealed for slot `slot` of a storage (RK, docs/FORMAT.md §13.5); in an envelope of
+    /// version 3 when it holds EHK (index version 3, §15.1), so that a withdrawal's roots keep it.
     static func sealRootV2(_ root: IndexRootV2, slot: UInt64, rootKey: SecretBytes, random: any RandomSource) throws -> [UInt8] {
         var body = root.encode()
         defer { Sealer.wipe(&body) }
         guard body.count <= Format.payloadSize else { throw VaultError.tooLarge("the vault's index has too many pages") }
-        return try Sealer.sealEnvelope(kind: .indexRoot, version: StorageFormat.two.envelopeVersion, body: body[...],
+        let three = root.extensions.contains { $0.tag == IndexRootV3.entryHashKeyTag }
+        return try Sealer.sealEnvelope(kind: .indexRoot, version: three ? IndexRootV3.envelopeVersion : StorageFormat.two.envelopeVersion, body: body[...],
                                        key: .secret(rootKey), seal: .indexRootV2(slot: slot), random: random).file
     }
 
@@ -117,5 +124,6 @@ extension IndexRootV2 {
     func wipeKeys() {
         for device in devices { device.namesKey.wipeStorage() }
         for ref in top { ref.pageKey.wipeStorage() }
+        for field in extensions where field.tag == IndexRootV3.entryHashKeyTag { field.value.wipeStorage() }
     }
 }

@@ -21,6 +21,10 @@ struct Committer {
     /// A format-1 vault being upgraded: format 2 in memory, format 1 on disk until the commit
     /// point of its next commit (`VaultState+Upgrade.swift`).
     var upgrade: FormatOneUpgrade?
+    /// Index version 3 (docs/FORMAT.md §15): nil while the vault is index 2 (or format 1).
+    var indexThree: IndexThree?
+    /// The vault becomes index 3 at its next commit that writes (§15.1's conversion).
+    var convertsToIndexThree = false
     /// When the covers last got new bytes in this session, and whether a commit came since.
     private var coversRefreshedAt: Int64?
     var committedSinceCoverRefresh = false
@@ -43,6 +47,17 @@ struct Committer {
 
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
+
+    /// Takes `records` as the derived records the next pages hold (index 3): the pages of the
+    /// keys that changed are written again, the keys they lost removed.
+    mutating func useDerived(_ records: IndexRecordsV3, device: UInt16) {
+        guard var three = indexThree else { return }
+        let (changed, removed) = records.changes(from: three.records, device: device)
+        for key in removed { pageTable.remove(key) }
+        for key in changed { pageTable.touch(key) }
+        three.records = records
+        indexThree = three
+    }
 
     /// Every page is written again at the next commit.
     mutating func rewriteAllPages() { pageTable.markAllDirty() }
@@ -204,5 +219,6 @@ struct Committer {
         vaultKey.wipe()
         pageKey.wipe()
         formatTwo?.rootKey.wipe()
+        indexThree?.entryHashKey.wipe()
     }
 }

@@ -57,6 +57,9 @@ struct FileAllocator {
         pinsToPublish = pinned
     }
 
+    /// What the sync base pins: held by the root though nothing in it references them (§15.4).
+    var pinnedNumbers: Set<UInt64> { pinned }
+
     /// A sync's commit: the files of the remote root it will publish are pinned too.
     mutating func pin(_ numbers: Set<UInt64>) {
         pinned.formUnion(numbers)

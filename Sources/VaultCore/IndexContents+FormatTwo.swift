@@ -7,7 +7,8 @@ extension IndexContents {
     /// `pageBody` opens the page at a ref (its key already in the arena) expected at a level;
     /// `keepKey` moves a key (page, chunk, member, format-1 item key) into locked memory and
     /// wipes the array.
-    init(rootV2 root: IndexRootV2, pageBody: (StoredRef, UInt8) throws -> [UInt8],
+    /// `indexThree`: the root as version 3 and its entry hash; its leaves hold §15.2's records.
+    init(rootV2 root: IndexRootV2, indexThree: (root: IndexRootV3, hash: EntryHash)? = nil, pageBody: (StoredRef, UInt8) throws -> [UInt8],
          keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
         // Each device hands out IDs under its own prefix, below its counter (§13.4).
         let nextIDs = Dictionary(root.devices.map { (UInt64($0.itemPrefix), $0.nextItemID) }, uniquingKeysWith: max)
@@ -37,7 +38,8 @@ extension IndexContents {
                     guard inRange(records[0].key, records[records.count - 1].key) else {
                         throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
                     }
-                    try addLeaf(stored, records, format: .two, isValidID: { id in
+                    let items = try indexThree.map { try takeDerived(records, ref.file, $0.root, $0.hash) } ?? records
+                    try addLeaf(stored, items, keys: records.map(\.key), format: .two, isValidID: { id in
                         id == Format.rootItemID || nextIDs[id >> 32].map { id < $0 } ?? false
                     }, keepKey: keepKey, segments: &segments)
                 }
@@ -48,5 +50,32 @@ extension IndexContents {
         try buildFolders()
         try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: root.specialFiles.map(\.file.raw),
                              isOwned: { root.fileIsValid(FileRef(raw: $0)) })
+    }
+
+    /// An index-3 leaf (§15.5): its records checked by their own rules (§15.6) and the derived
+    /// ones taken (the writer device's decoded, other devices' kept as read); returns its items
+    /// and segments.
+    private mutating func takeDerived(_ records: [(key: RecordKey, value: [UInt8])], _ file: FileRef, _ root: IndexRootV3,
+                                      _ hash: EntryHash) throws -> [(key: RecordKey, value: [UInt8])] {
+        var items: [(key: RecordKey, value: [UInt8])] = []
+        for record in records {
+            let decoded: IndexPageV3.Record
+            do {
+                decoded = try IndexPageV3.decodeRecord(record.key, record.value, root: root, entryHash: hash.callAsFunction)
+            } catch let error as FormatError {
+                throw VaultError.damagedIndex("index page \(file): \(error)")
+            }
+            switch decoded {
+            case .item, .segment: items.append(record)
+            case .fileBlock, .packMembers:
+                if UInt16(truncatingIfNeeded: record.key.itemID >> 48) == root.root.writerDevice {
+                    _ = derived.add(record.key, decoded)
+                } else {
+                    foreignRecords[record.key] = record.value.withUnsafeBufferPointer { Array($0) }
+                }
+            case .folderEntries, .folderSummary: _ = derived.add(record.key, decoded)
+            }
+        }
+        return items
     }
 }

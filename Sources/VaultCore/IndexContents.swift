@@ -17,6 +17,9 @@ struct IndexContents {
     /// Format 2 with a root of level 1: its interior pages, each with its count of leaves, which
     /// the writer keeps (a root of a higher level is folded into one level at the next commit).
     var parents: [(ref: StoredRef, count: Int)] = []
+    /// Index version 3: the writer device's derived records as read, and other devices' (§15.4).
+    var derived = IndexRecordsV3()
+    var foreignRecords: [RecordKey: [UInt8]] = [:]
 
     /// `pageBody` returns the opened body of one page of the root (its inner block's body);
     /// `keepKey` takes the item key of a file record (and wipes the array) into locked memory.
@@ -40,10 +43,12 @@ struct IndexContents {
 
     /// One leaf page's records: items (with their keys moved into locked memory by `keepKey`)
     /// and chunk-map segments, kept for `addSegments`.
-    mutating func addLeaf(_ ref: StoredRef, _ records: [(key: RecordKey, value: [UInt8])], format: StorageFormat,
+    /// `keys`: every key of the page, when `records` are only its items and segments (index 3).
+    mutating func addLeaf(_ ref: StoredRef, _ records: [(key: RecordKey, value: [UInt8])], keys: [RecordKey]? = nil, format: StorageFormat,
                           isValidID: (UInt64) -> Bool, keepKey: (inout [UInt8]) throws -> SecretArena.Slot?,
                           segments: inout [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])]) throws {
-        if let lastKey = pages.last?.keys.last, !(lastKey < records[0].key) { throw VaultError.damagedIndex("index pages out of order") }
+        let keys = keys ?? records.map(\.key)
+        if let lastKey = pages.last?.keys.last, !(lastKey < keys[0]) { throw VaultError.damagedIndex("index pages out of order") }
         for record in records {
             if record.key.sub == 0 {
                 var decoded = try ItemRecord.decode(record.value)
@@ -86,7 +91,7 @@ struct IndexContents {
                 segments.append((record.key, entries))
             }
         }
-        pages.append((ref, records.map(\.key)))
+        pages.append((ref, keys))
     }
 
     /// The chunks of the segments, on items that are chunked files of a size that has them.

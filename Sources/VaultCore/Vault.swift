@@ -23,6 +23,10 @@ public final class Vault: Sendable {
         var upgradesFormatOne = true
         /// The index's shape (`PageTable.FanOut`); small only in tests of its interior level.
         var indexFanOut = PageTable.FanOut.standard
+        /// Index version 3 (docs/FORMAT.md §15): a vault this open creates is written as index 3,
+        /// and a root of version 3 opens. Tests only, until the conversion (§15.1) and `dotsafe
+        /// upgrade` land: without it a root of version 3 is refused as newer, as releases before.
+        var indexThree = false
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -71,7 +75,7 @@ public final class Vault: Sendable {
             var state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
                                                            newVaultFormat: options.newVaultFormat,
-                                                           upgradesFormatOne: options.upgradesFormatOne))
+                                                           upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree))
             state.indexFanOut = options.indexFanOut
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage

@@ -13,6 +13,8 @@ extension VaultState {
         /// commit (docs/FORMAT.md §13.9); off only in tests that show what format 1 does, or
         /// play a release without the upgrade.
         var upgradesFormatOne = true
+        /// Index version 3 written for a new vault and read (`Vault.Options.indexThree`).
+        var indexThree = false
     }
 
     /// Opens the vault that these secrets find (docs/FORMAT.md §9.1): its newest root and every
@@ -94,7 +96,11 @@ extension VaultState {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)
         }
-        if options.upgradesFormatOne && (!options.readOnly || resuming != nil) { try state.startUpgrade(resuming: resuming) }
+        if options.upgradesFormatOne && (!options.readOnly || resuming != nil) {
+            try state.startUpgrade(resuming: resuming)
+            // Upgraded and converted by the same commit (§15.1).
+            state.committer.convertsToIndexThree = options.indexThree
+        }
         return state
     }
 
@@ -104,6 +110,10 @@ extension VaultState {
                          options: OpenOptions) throws -> VaultState {
         var state = try VaultState(newVaultIn: storage, secrets: secrets, random: random, clock: clock, readOnly: options.readOnly,
                                    cacheBytes: options.cacheBytes, owner: options.owner, format: options.newVaultFormat)
+        if options.indexThree && options.newVaultFormat == .two {
+            // EHK is random, not derived from VK: a withdrawal changes VK and must not reorder every folder (§15.3).
+            state.committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: random))
+        }
         if !options.readOnly { try state.removeLeftovers(releasing: [], names: { try secrets.fileName($0) }) }
         return state
     }

@@ -25,10 +25,7 @@ extension VaultState {
             slots[Int(slot)] = .some(nil)
             do {
                 guard let file = try storage.read(name) else { continue }
-                let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
-                                                   key: .secret(rootKey), seal: .indexRootV2(slot: slot))
-                defer { body.wipeStorage() }  // names and page keys
-                let root = try IndexRootV2.decode(body[...])
+                let root = try openRoot(file, slot: slot, rootKey: rootKey, readsIndexThree: options.indexThree)
                 roots.append((slot, root))
                 slots[Int(slot)] = .some(root.generation)
             } catch FormatError.newerVersion(let version) {
@@ -70,10 +67,17 @@ extension VaultState {
         // Only a device commits its own storage: the root's writer is this device (§13.11).
         let local = newest.writerDevice, device = newest.devices[Int(local)]
         let stateSecrets = try formatTwoSecrets(newest, local: local, rootLocator: rootLocator, rootKey: rootKey)
+        // EHK leaves the extensions for locked memory (index 3, §15.3).
+        let entryHashKey = try newest.extensions.first { $0.tag == IndexRootV3.entryHashKeyTag }.map { try SecretBytes(copying: $0.value) }
         var formatTwo = FormatTwoRoot(rootKey: rootKey, deviceID: device.deviceID, itemPrefix: device.itemPrefix, deviceName: device.name,
-                                      specialFiles: newest.specialFiles, extensions: newest.extensions, localDevice: local)
+                                      specialFiles: newest.specialFiles,
+                                      extensions: newest.extensions.filter { $0.tag != IndexRootV3.entryHashKeyTag }, localDevice: local)
         formatTwo.devices = newest.devices.map { var entry = $0; entry.namesKey = []; return entry }
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
+        if let entryHashKey { committer.indexThree = try IndexThree(entryHashKey: entryHashKey) }
+        // §15.1: automatic only where no other device or grantee may run a release without index 3.
+        committer.convertsToIndexThree = options.indexThree && entryHashKey == nil && newest.devices.count == 1
+            && !newest.specialFiles.contains { $0.isGrantFile } && !newest.extensions.contains { $0.tag == SyncBase.extensionTag }
         let contents: IndexContents
         var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
         var openedThroughFormer = false
@@ -104,7 +108,7 @@ extension VaultState {
             } else {
                 stagedFiles = try finishStagedAtOpen(newest, storage: storage, secrets: stateSecrets, random: random)
             }
-            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena)
+            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
                 pinned = Set(base.base.pinned)
@@ -122,6 +126,8 @@ extension VaultState {
             }
         }
         committer.useLoaded(PageTable(loaded: contents))
+        committer.indexThree?.records = contents.derived
+        committer.indexThree?.foreign = contents.foreignRecords
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
         var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
@@ -134,6 +140,15 @@ extension VaultState {
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         state.packs.pinWhole(pinned)
+        if let three = state.committer.indexThree {
+            // Read whole for now: every rule of §15.6 across records, before anything is written.
+            do {
+                try state.checkRecords(three.records, entryHash: three.hash)
+            } catch {
+                state.wipe()
+                throw error
+            }
+        }
         if !options.readOnly {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.forgetStagedDownloads(stagedFiles)
@@ -144,6 +159,22 @@ extension VaultState {
             try state.retireFollowedSlots()
         }
         return state
+    }
+
+    /// A root slot's file opened with RK: version 2, or version 3 (index 3, §15.5) when the
+    /// open reads it; a root of a newer version otherwise is refused as made by a newer DotSafe.
+    static func openRoot(_ file: [UInt8], slot: UInt64, rootKey: SecretBytes, readsIndexThree: Bool) throws -> IndexRootV2 {
+        do {
+            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
+                                               key: .secret(rootKey), seal: .indexRootV2(slot: slot))
+            defer { body.wipeStorage() }  // names and page keys
+            return try IndexRootV2.decode(body[...])
+        } catch FormatError.newerVersion(let version) where readsIndexThree && version == IndexRootV3.envelopeVersion {
+            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: version,
+                                               key: .secret(rootKey), seal: .indexRootV2(slot: slot))
+            defer { body.wipeStorage() }
+            return try IndexRootV3.decode(body[...]).root
+        }
     }
 
     /// RL, RK and the names keys of every device of a root; `local` names its files from `namesKey`.
@@ -160,14 +191,16 @@ extension VaultState {
     /// the root and pages record (kept in `arena`).
     /// `redirects`: names whose bytes lie at another name (a sync's staged downloads, §13.11).
     static func loadContentsV2(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets,
-                               arena: SecretArena, redirects: [String: String] = [:]) throws -> IndexContents {
-        try IndexContents(rootV2: root, pageBody: { ref, level in
+                               arena: SecretArena, redirects: [String: String] = [:], indexThree: IndexThree? = nil) throws -> IndexContents {
+        let three = try indexThree.map { (root: try IndexRootV3(root), hash: $0.entryHash) }
+        let version = three == nil ? StorageFormat.two.envelopeVersion : IndexRootV3.envelopeVersion
+        return try IndexContents(rootV2: root, indexThree: three, pageBody: { ref, level in
             let name = try secrets.fileName(ref.fileNumber)
             guard let file = try storage.read(redirects[name] ?? name) else {
                 throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) is missing")
             }
             do {
-                return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
+                return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: version,
                                                key: .arena(ref.key!, arena), seal: .indexPageV2(level: level))
             } catch CryptoError.authenticationFailed {
                 throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) does not open")

@@ -41,7 +41,8 @@ public struct InnerBlock: Sendable {
         guard header.count == Format.innerHeaderSize else { throw FormatError.truncated("inner block") }
         var reader = ByteReader(header, context: "inner block")
         let version = try reader.u8()
-        if version > Format.newestVersion { throw FormatError.newerVersion(found: version) }
+        // A caller that reads index 3 asks for version 3 (docs/FORMAT.md §15.1); every other is refused as newer.
+        if version > Format.newestVersion && version != expected { throw FormatError.newerVersion(found: version) }
         guard version == expected else { throw FormatError.invalid("inner block version \(version)") }
         let found = try reader.u8()
         guard found == kind.rawValue else { throw FormatError.invalid("inner block kind \(found), expected \(kind.rawValue)") }

@@ -64,9 +64,11 @@ public protocol StorageFolder: AnyObject, Sendable {
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
 extension StorageFolder {
-    /// One file after the other: what a crash between two creates leaves is what a crash between
-    /// two links of `DiskStorageFolder` leaves.
-    public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+    public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
+
+    /// A group made one file after the other, each through `create`: what a crash between two
+    /// creates leaves is what a crash between two links of `DiskStorageFolder` leaves.
+    public func createOneByOne(_ files: [(name: String, contents: [UInt8])]) throws {
         var created: [String] = []
         do {
             for file in files {

@@ -59,12 +59,15 @@ import VaultStore
         var storages: [[String: [UInt8]]] = []
         var trees: [Tree] = []
 
-        init() throws {
-            let storage = try TestVaults.storage(random: DeterministicRandom(seed: [UInt8](repeating: 99, count: 32)))
+        init() throws { try self.init(seed: 99, steps: CrashTests.steps, open: { try CrashTests.open($0, step: $1) }) }
+
+        /// `steps` on a storage of covers made from `seed`, each opened by `open(storage, step)`.
+        init(seed: UInt8, steps: [@Sendable (Vault) throws -> Void], open: (SimulatedStorageFolder, Int) throws -> Vault) throws {
+            let storage = try TestVaults.storage(random: DeterministicRandom(seed: [UInt8](repeating: seed, count: 32)))
             storages.append(storage.snapshot)
             trees.append([:])
-            for (step, apply) in CrashTests.steps.enumerated() {
-                let vault = try CrashTests.open(storage, step: step)
+            for (step, apply) in steps.enumerated() {
+                let vault = try open(storage, step)
                 try apply(vault)
                 try vault.commit()
                 trees.append(try vault.tree())

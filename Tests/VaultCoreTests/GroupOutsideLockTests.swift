@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -31,8 +32,8 @@ import VaultStore
         #expect(creates.allSatisfy { $0 }, "\(creates.filter { !$0 }.count) of \(creates.count) files made under the lock")
         try vault.commit()
         try vault.lock()
-        #expect(try TestVaults.open(storage.base).readAll("seq") == bytes)
-        try checkStorageInvariants(storage.base)
+        #expect(try TestVaults.open(storage.simulated).readAll("seq") == bytes)
+        try checkStorageInvariants(storage.simulated)
     }
 
     /// Writes that complete no chunk (a database's pages) stay dirty until a full cache evicts
@@ -58,8 +59,8 @@ import VaultStore
         #expect(creates.allSatisfy { $0 }, "\(creates.filter { !$0 }.count) of \(creates.count) files made under the lock")
         #expect(try vault.read(id, offset: 0, count: expected.count) == expected)
         try vault.lock()
-        #expect(try TestVaults.open(storage.base).readAll("pages") == expected)
-        try checkStorageInvariants(storage.base)
+        #expect(try TestVaults.open(storage.simulated).readAll("pages") == expected)
+        try checkStorageInvariants(storage.simulated)
     }
 
     /// A full disk: the group a write needs cannot be made. Nothing of it stays (the count of
@@ -73,27 +74,30 @@ import VaultStore
         try vault.commit()
         storage.failCreates(afterCount: 5)
         try vault.write(id, offset: 0, bytes: bytes)
-        try checkStorageInvariants(storage.base)
+        try checkStorageInvariants(storage.simulated)
         #expect(throws: VaultError.store(.noSpace)) { try vault.commit() }
-        try checkStorageInvariants(storage.base)
+        try checkStorageInvariants(storage.simulated)
         #expect(try vault.read(id, offset: 0, count: bytes.count) == bytes, "nothing is lost in memory")
         storage.failCreates(afterCount: nil)
         try vault.commit()
         try vault.lock()
-        #expect(try TestVaults.open(storage.base).readAll("big") == bytes)
-        try checkStorageInvariants(storage.base)
+        #expect(try TestVaults.open(storage.simulated).readAll("big") == bytes)
+        try checkStorageInvariants(storage.simulated)
     }
 }
 
 /// A simulated storage that notes, for each file created, whether the vault's lock was free at
 /// that moment (tried, not waited for); or that refuses creates as a full disk does.
-final class LockProbingStorage: StorageFolder {
-    let base: SimulatedStorageFolder
+final class LockProbingStorage: ForwardingStorageFolder, @unchecked Sendable {
+    let simulated: SimulatedStorageFolder
     private let vault = Mutex<Vault?>(nil)
     private let creates = Mutex<[Bool]>([])
     private let createsLeft = Mutex<Int?>(nil)
 
-    init(_ base: SimulatedStorageFolder) { self.base = base }
+    init(_ base: SimulatedStorageFolder) {
+        simulated = base
+        super.init(base)
+    }
 
     /// Probes `vault`'s lock from now on; nil ends it (the vault holds this storage).
     func probe(_ vault: Vault?) { self.vault.withLock { $0 = vault } }
@@ -102,7 +106,7 @@ final class LockProbingStorage: StorageFolder {
     /// Lets `count` more creates through, then fails each with ENOSPC; nil: no limit.
     func failCreates(afterCount count: Int?) { createsLeft.withLock { $0 = count } }
 
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+    override func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         try createsLeft.withLock { left in
             guard let count = left else { return }
             guard count > 0 else { throw StoreError.noSpace }
@@ -111,6 +115,8 @@ final class LockProbingStorage: StorageFolder {
         if let vault = vault.withLock({ $0 }) { creates.withLock { $0.append(Self.lockIsFree(vault)) } }
         try base.create(name, contents: contents, durable: durable)
     }
+    /// Each file probed and counted as a create: a full disk fails a group half made.
+    override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
 
     /// Tried from another thread: a Mutex tried by the thread that holds it stops the process.
     private static func lockIsFree(_ vault: Vault) -> Bool {
@@ -125,15 +131,4 @@ final class LockProbingStorage: StorageFolder {
         return answer.free.withLock { $0 }
     }
 
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try base.write(name, offset: offset, bytes: bytes) }
-    func sync(_ names: [String]) throws { try base.sync(names) }
-    func syncFolder() throws { try base.syncFolder() }
-    func remove(_ name: String) throws { try base.remove(name) }
-    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 }

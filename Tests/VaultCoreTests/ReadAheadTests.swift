@@ -89,9 +89,9 @@ import VaultStore
         let suspects: Set<String> = [try writer.state.withLock { try $0.writer.name($0.tree.items[id]!.chunks[3]!.fileNumber) }]
         try writer.lock()
         for name in suspects {
-            var damaged = try #require(storage.base.snapshot[name])
+            var damaged = try #require(storage.simulated.snapshot[name])
             damaged[Format.fileSize / 2] ^= 1
-            storage.base.tamper(name, with: damaged)
+            storage.simulated.tamper(name, with: damaged)
         }
 
         let vault = try TestVaults.open(storage)

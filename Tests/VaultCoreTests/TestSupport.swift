@@ -17,8 +17,10 @@ struct TestVaults {
 
     static func open(_ storage: any StorageFolder, seed: UInt8 = 1, cacheBytes: Int = 8 << 20,
                      random: any RandomSource = SystemRandom(), clock: any VaultClock = ManualClock(),
-                     readOnly: Bool = false, format: StorageFormat = .two, fanOut: PageTable.FanOut = .standard) throws -> Vault {
+                     readOnly: Bool = false, format: StorageFormat = .two, fanOut: PageTable.FanOut = .standard,
+                     indexThree: Bool = false) throws -> Vault {
         var options = Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes)
+        options.indexThree = indexThree
         options.newVaultFormat = format
         options.indexFanOut = fanOut
         // Format 1 asked for: a format-1 vault stays format 1 (as a release without the upgrade).

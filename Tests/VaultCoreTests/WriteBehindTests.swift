@@ -1,4 +1,5 @@
 import Dispatch
+import DotSafeTestSupport
 import Glibc
 import Synchronization
 import Testing
@@ -77,7 +78,7 @@ import VaultStore
         #expect(try vault.read(id, offset: 0, count: bytes.count) == bytes)
         try vault.lock()
         #expect(try TestVaults.open(storage).readAll("f") == bytes)
-        try checkStorageInvariants(storage.base)
+        try checkStorageInvariants(storage.simulated)
     }
 
     @Test func truncateDeleteAndEvictionDuringWritesBehind() throws {
@@ -101,7 +102,7 @@ import VaultStore
         #expect(throws: VaultError.notFound) { try reopened.lookup(Vault.rootID, Array("gone".utf8)) }
         #expect(try reopened.check().isClean)
         try reopened.lock()
-        try checkStorageInvariants(storage.base)
+        try checkStorageInvariants(storage.simulated)
     }
 
     @Test func aFailedWriteBehindLeavesTheChunkForTheCommit() throws {
@@ -119,7 +120,7 @@ import VaultStore
         try vault.commit()
         try vault.lock()
         #expect(try TestVaults.open(storage).readAll("f") == bytes)
-        try checkStorageInvariants(storage.base)
+        try checkStorageInvariants(storage.simulated)
     }
 
     @Test func concurrentWritersReadersAndCommits() throws {
@@ -161,14 +162,17 @@ import VaultStore
 
 /// A storage whose creates and writes from other threads than the one that closed the gate
 /// (the write-behinds') wait while it is closed; or that fails them all as on a full disk.
-final class GatedStorageFolder: StorageFolder {
-    let base: SimulatedStorageFolder
+final class GatedStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
+    let simulated: SimulatedStorageFolder
     private let gate = Mutex<(group: DispatchGroup, owner: pthread_t)?>(nil)
     private let failure = Mutex(false)
     private let log = Mutex<[String]>([])
     private let readGate = Mutex<(group: DispatchGroup, owner: pthread_t)?>(nil)
 
-    init(_ base: SimulatedStorageFolder) { self.base = base }
+    init(_ base: SimulatedStorageFolder) {
+        simulated = base
+        super.init(base)
+    }
 
     /// Names created or written since the last call, in order.
     func takeWritten() -> [String] { log.withLock { log in defer { log = [] }; return log } }
@@ -194,25 +198,18 @@ final class GatedStorageFolder: StorageFolder {
         if failure.withLock({ $0 }) { throw StoreError.noSpace }
     }
 
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? {
+    override func read(_ name: String) throws -> [UInt8]? {
         if let (group, owner) = readGate.withLock({ $0 }), pthread_equal(owner, pthread_self()) == 0 { group.wait() }
         return try base.read(name)
     }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+    override func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         try pass(name)
         try base.create(name, contents: contents, durable: durable)
     }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
+    /// Each file of a group gated and logged as a create.
+    override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
+    override func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
         try pass(name)
         try base.write(name, offset: offset, bytes: bytes)
     }
-    func sync(_ names: [String]) throws { try base.sync(names) }
-    func syncFolder() throws { try base.syncFolder() }
-    func remove(_ name: String) throws { try base.remove(name) }
-    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import DotSafeTestSupport
 import Foundation
 import Glibc
 import Synchronization
@@ -100,16 +101,15 @@ private final class Finished: Sendable {
 
 /// A simulated storage whose creates and writes, or whose new groups, wait while it is held,
 /// on any thread.
-private final class HeldStorageFolder: StorageFolder {
+private final class HeldStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
     enum Held { case writes, groups }
-    let base: SimulatedStorageFolder
     let held: Held
     private let gate = Mutex<DispatchGroup?>(nil)
     private let reached = DispatchSemaphore(value: 0)
 
     init(_ base: SimulatedStorageFolder, held: Held) {
-        self.base = base
         self.held = held
+        super.init(base)
     }
 
     func hold() {
@@ -126,27 +126,17 @@ private final class HeldStorageFolder: StorageFolder {
         group.wait()
     }
 
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+    override func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         pass(.writes)
         try base.create(name, contents: contents, durable: durable)
     }
     /// Held before any file of the group is made; the files then appear as the base makes them.
-    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+    override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
         pass(.groups)
         try base.createGroup(files)
     }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
+    override func write(_ name: String, offset: Int, bytes: [UInt8]) throws {
         pass(.writes)
         try base.write(name, offset: offset, bytes: bytes)
     }
-    func sync(_ names: [String]) throws { try base.sync(names) }
-    func syncFolder() throws { try base.syncFolder() }
-    func remove(_ name: String) throws { try base.remove(name) }
-    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 }

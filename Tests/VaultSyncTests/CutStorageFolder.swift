@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Synchronization
 import VaultCrypto
 import VaultStore
@@ -7,15 +8,14 @@ import VaultStore
 /// it never happens (`SimulatedStorageFolder` does this in memory; a sync needs the disk, where
 /// rclone reads and writes the same files). Without a cut it counts the mutations, so that a
 /// test can cut a run at each of them.
-final class CutStorageFolder: StorageFolder {
-    let base: any StorageFolder
+final class CutStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
     private let state: Mutex<(done: Int, cutAt: Int?)>
     private let kinds = Mutex<[String]>([])
 
     /// `cutAt`: the number of mutations that happen before the cut; nil: none.
     init(_ base: any StorageFolder, cutAt: Int?) {
-        self.base = base
         state = Mutex((0, cutAt))
+        super.init(base)
     }
 
     /// The mutations done so far.
@@ -23,28 +23,22 @@ final class CutStorageFolder: StorageFolder {
     /// Their kinds, in order ("create", "remove", ...): what a cut left half done.
     var done: [String] { kinds.withLock { $0 } }
 
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
 
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws {
+    override func create(_ name: String, contents: [UInt8], durable: Bool) throws {
         try mutation("create") { try base.create(name, contents: contents, durable: durable) }
     }
-    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
-    func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
-    func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }
-    func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
-    func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
-    func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
-    func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+    override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
+    override func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
+    override func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
+    override func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }
+    override func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
+    override func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
+    override func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
+    override func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
         try mutation("placeDownloads") { try base.placeDownloads(from: downloads, replacing: replacing, groups: groups) }
     }
-    func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
-    func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
+    override func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
+    override func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
 
     private func mutation(_ kind: String, _ body: () throws -> Void) throws {
         try state.withLock { state in

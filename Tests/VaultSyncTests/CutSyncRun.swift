@@ -33,8 +33,8 @@ struct CutSyncRun {
     /// when nothing did. `seeing`: a read-only open right after the cut must find the storage
     /// clean too (`dotsafe fsck` before any writing open).
     func cut(at cut: Int, seeing: Bool = false) throws -> [String] {
-        try device.restore(victim)
-        try SyncDevice.copyFolder(remoteCopy, over: remote.path)
+        try device.restore(from: victim)
+        try SyncDevice.copyFiles(from: remoteCopy, to: remote.path)
         let storage = CutStorageFolder(try Storage.open(at: device.folder), cutAt: cut)
         var failures: [String] = []
         // (A cut past the mutations of this run, whose commits refresh covers at random, lets

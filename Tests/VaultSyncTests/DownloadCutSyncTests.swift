@@ -53,8 +53,8 @@ import VaultStore
 
         var cut = 1, failures: [String] = [], cutsInFolder = 0
         while true {
-            try first.restore(victim)
-            try SyncDevice.copyFolder(remoteCopy, over: remote.path)
+            try first.restore(from: victim)
+            try SyncDevice.copyFiles(from: remoteCopy, to: remote.path)
             do {
                 let writes = try first.sync(remote, cuttingDownloadAt: cut, mounted: mounted)
                 #expect(writes > 1, "the download wrote files: \(writes)")
@@ -162,35 +162,14 @@ import VaultStore
 }
 
 /// The storage folder of a disk, whose `replace` fails once: a process that died there.
-final class ReplaceCutFolder: StorageFolder, @unchecked Sendable {
+final class ReplaceCutFolder: ForwardingStorageFolder, @unchecked Sendable {
     // @unchecked: `cuts` is touched by the one thread of a test's sync.
     struct Cut: Error {}
-    let base: any StorageFolder
     private(set) var cuts = 0
 
-    init(_ base: any StorageFolder) { self.base = base }
-
-    func replace(_ name: String, contents: [UInt8]) throws {
+    override func replace(_ name: String, contents: [UInt8]) throws {
         cuts += 1
         if cuts == 1 { throw Cut() }
         try base.replace(name, contents: contents)
     }
-    func listFiles() throws -> [String] { try base.listFiles() }
-    func listAllNames() throws -> [String] { try base.listAllNames() }
-    func entryExists(_ name: String) throws -> Bool { try base.entryExists(name) }
-    func read(_ name: String) throws -> [UInt8]? { try base.read(name) }
-    func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
-    func create(_ name: String, contents: [UInt8], durable: Bool) throws { try base.create(name, contents: contents, durable: durable) }
-    func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try base.createGroup(files) }
-    func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try base.write(name, offset: offset, bytes: bytes) }
-    func sync(_ names: [String]) throws { try base.sync(names) }
-    func syncFolder() throws { try base.syncFolder() }
-    func remove(_ name: String) throws { try base.remove(name) }
-    func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
-    func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
-    func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
-        try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
-    }
-    func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
-    func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
 }

@@ -213,24 +213,11 @@ final class SyncDevice {
         }
     }
 
-    /// The storage as it is now, to put back with `restore(_:)` (the vault stays open).
+    /// The storage as it is now, to put back with `restore(from:)` (the vault stays open).
     func snapshot() throws -> String {
         let copy = try TestFolder.make("snapshot-\(name)") + "/storage"
         try FileManager.default.copyItem(atPath: folder, toPath: copy)
         return copy
-    }
-
-    /// Locks the vault, puts the storage of `snapshot()` back and opens it again.
-    func restore(_ snapshot: String) throws {
-        try vault.lock()
-        try Self.copyFolder(snapshot, over: folder)
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy)
-    }
-
-    /// Replaces the folder `target` by a copy of `source`.
-    static func copyFolder(_ source: String, over target: String) throws {
-        try FileManager.default.removeItem(atPath: target)
-        try FileManager.default.copyItem(atPath: source, toPath: target)
     }
 
     /// A mounted vault's round (`MountedSynchronizer`, `mount --sync`) on this device's vault,

@@ -1,0 +1,31 @@
+import VaultCrypto
+import VaultFormat
+
+/// Index version 3 in the committer (docs/FORMAT.md §15): the entry hash key, the derived
+/// records that the page table's keys of their kinds stand for, and other devices' records,
+/// kept as read (nobody but their device uses them, §15.4).
+struct IndexThree {
+    /// EHK (§15.3): made with the vault, kept in tag 5 of every root.
+    let entryHashKey: SecretBytes
+    let entryHash: EntryHash
+    var records = IndexRecordsV3()
+    var foreign: [RecordKey: [UInt8]] = [:]
+
+    init(entryHashKey: SecretBytes) throws {
+        self.entryHashKey = entryHashKey
+        entryHash = try EntryHash(key: entryHashKey)
+    }
+
+    func hash(_ name: [UInt8]) throws -> UInt32 { try entryHash(name) }
+
+    /// A derived or foreign record's value, in storage of its own (the writer wipes what it encodes).
+    func value(_ key: RecordKey, device: UInt16) -> [UInt8]? {
+        if let value = foreign[key] { return value.withUnsafeBufferPointer { Array($0) } }
+        return records.value(key, device: device)
+    }
+}
+
+extension Committer {
+    /// The version byte of the index's envelopes: 3 for index version 3 (§15.1).
+    var indexEnvelopeVersion: UInt8 { indexThree == nil ? StorageFormat.two.envelopeVersion : IndexRootV3.envelopeVersion }
+}

@@ -1,0 +1,56 @@
+import VaultCrypto
+import VaultFormat
+
+/// The state's side of index version 3 (docs/FORMAT.md §15): what its file blocks hold, and
+/// the records derived from the tree for it.
+extension VaultState {
+    /// Every raw FileRef the writer's file blocks hold (§15.4): the chunks and members of the
+    /// items the root records, its special files, a names move's slot files, and what the sync
+    /// base pins; not the index's own files (pages at every level, sync-base pieces), which the
+    /// root and its interior pages list, so that writing pages never changes a block.
+    var mappedFiles: Set<UInt64> {
+        var held = writer.allocator.pinnedNumbers
+        for (id, item) in tree.items where tree.isRecorded(id) { held.formUnion(item.fileNumbers) }
+        guard let formatTwo = committer.formatTwo else { return held }
+        held.formUnion(formatTwo.specialFiles.map(\.file.raw))
+        if let value = formatTwo.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value,
+           let move = try? NamesMove.decode(value) {
+            held.formUnion(move.slotFiles.map(\.raw))
+            move.wipeKeys()
+        }
+        return held
+    }
+
+    /// The index's own files: its pages and interior pages, and its sync base's pieces.
+    var indexFiles: Set<UInt64> {
+        var files = Set(committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber))
+        if let value = committer.formatTwo?.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value,
+           let header = try? SyncBase.Header.decode(value) {
+            for piece in header.pieces {
+                files.insert(piece.file.raw)
+                piece.key.wipeStorage()
+            }
+        }
+        return files
+    }
+
+    /// §15.1's conversion, in a commit that writes anyway (opening changes nothing, R-VLT-2):
+    /// a fresh EHK, and every page written again as version 3 with the derived records; the
+    /// root of version 3 is the commit point, so a cut before it leaves index 2 as it was.
+    mutating func prepareConversion() throws {
+        guard committer.convertsToIndexThree, committer.indexThree == nil, committer.formatTwo != nil else { return }
+        committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: session.random))
+        committer.rewriteAllPages()
+        committer.convertsToIndexThree = false
+    }
+
+    /// §15.3–§15.4's records of the state, under the entry hash `entryHash`.
+    func derivedRecords(entryHash: IndexRecordsV3.EntryHash) throws -> IndexRecordsV3 {
+        try IndexRecordsV3.derive(tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)
+    }
+
+    /// §15.6's rules of `records` against the state.
+    func checkRecords(_ records: IndexRecordsV3, entryHash: IndexRecordsV3.EntryHash) throws {
+        try records.check(against: tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)
+    }
+}
