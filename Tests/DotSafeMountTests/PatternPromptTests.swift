@@ -58,9 +58,9 @@ import Testing
             return text.split { $0 == " " || $0 == "\n" || $0 == ";" }.map(String.init)
         }
 
-        /// Ends the server. `kill-server` and a `pkill` by its command line, both through
-        /// `h.run`, left every server running (5 per suite run, counted with `pgrep tmux`): the
-        /// server's own pid, asked for while it runs, is signalled directly.
+        /// Ends the server. `kill-server` and a `pkill` (SIGTERM) by its command line left every
+        /// server running (5 per suite run, counted with `pgrep tmux`; a SIGTERM by hand did not
+        /// end them either): its own pid, asked for while it runs, gets SIGTERM, then SIGKILL.
         func close() {
             let pid = h.run("/usr/bin/tmux", ["-S", socket, "display-message", "-p", "#{pid}"], input: nil).output
             h.run("/usr/bin/tmux", ["-S", socket, "kill-server"], input: nil)
