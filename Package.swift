@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "VaultFileSystem", dependencies: ["VaultCore"]),
         // Sync: the merge of item trees (pure), the remote storage that rclone reaches, and the
         // vault-level protocol over both.
-        .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat", "VaultCrypto", "VaultCore"]),
+        .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat", "VaultCrypto", "VaultStore", "VaultCore"]),
         .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
         .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto",
                                                 "VaultFormat", "VaultSync"]),

@@ -81,6 +81,12 @@ extension Vault {
     /// whole second (docs/FORMAT.md §11.2).
     public func willDownload(_ names: [String]) throws { try storage.willOverwrite(names) }
 
+    /// Puts a sync's direct batch, which came down into `downloads` whole, at its names
+    /// (FORMAT.md §13.11), each with the rest of its group in the remote root's device table.
+    public func placeDownloads(_ names: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
+        try syncLocked { try $0.placeDownloads(names, from: downloads, remote: remote) }
+    }
+
     /// Checks the downloaded files against their keys and makes other devices' groups whole.
     public func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
         try syncLocked { try $0.finishMerge(remote, downloaded: downloaded) }

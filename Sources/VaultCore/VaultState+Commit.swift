@@ -161,5 +161,6 @@ extension VaultState {
         statistics.refilledFiles += writer.refillFreedFiles()
         try writer.removeReleased(releasing)
         try finishStagedDownloads()
+        try removeReleasedElsewhere()
     }
 }

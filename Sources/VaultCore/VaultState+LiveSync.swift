@@ -93,7 +93,8 @@ extension VaultState {
         var wanted = Set<String>()
         for use in referencedFiles(pages: [], items: contents.items) where !isOwn(use.file, joining: remote.joins) {
             let name = try names.fileName(use.file)
-            if try !present.contains(use) || !storage.entryExists(name) { wanted.insert(name) }
+            // Held: read here under this key at this name, and not a fill of this sync (§13.11).
+            if try !present.contains(use) || self.name(use.file) != name || !holds(name) { wanted.insert(name) }
         }
         return wanted.sorted()
     }
@@ -134,7 +135,7 @@ extension VaultState {
                 sources[entry.id] = entry.source == .remote ? contents.items[entry.sourceID] : tree.items[entry.sourceID]
             }
             for use in referencedFiles(pages: [], items: sources) where !isOwn(use.file, joining: remote.joins) {
-                guard try storage.entryExists(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
+                guard try holds(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
             }
             let wanted = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
             try completeOtherGroups(remote)

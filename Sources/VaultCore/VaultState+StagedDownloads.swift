@@ -17,6 +17,9 @@ struct DownloadStaging {
     var protected: [String: UInt64]?
     /// Staged so far, by the target's name.
     var files: [String: Staged] = [:]
+    /// Names this sync filled with random bytes, the rest of a group a direct download came
+    /// into: missing, not held, until a download of this sync comes over them (§13.11).
+    var filled = Set<String>()
     /// The state references what was staged (a merge took the remote's records): the next
     /// commit lists it (tag 1025) and puts it in place. Until then a commit keeps it as it is (a
     /// mount's commits while its round downloads); the sync's end lets it go (`endDownloads`).
@@ -172,7 +175,8 @@ extension VaultState {
     /// When the folder shows that (a name of the storage's form that is not a whole file, or a
     /// count that is not a multiple of 16), the other devices' files are made what this root
     /// says: random bytes at the unreferenced files of their groups that are not whole, and
-    /// nothing at their numbers from `nextFileNumber` up (as §9.3 removes a device's own).
+    /// nothing at their numbers from `nextFileNumber` up (as §9.3 removes a device's own) or in
+    /// groups they released (a kill inside `removeReleasedElsewhere`).
     mutating func repairOtherDevicesFiles() throws {
         guard let formatTwo = committer.formatTwo, formatTwo.devices.count > 1 else { return }
         let all = try storage.listAllNames(), whole = Set(try storage.listFiles())
@@ -195,6 +199,10 @@ extension VaultState {
                     try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: true)
                     changed = true
                 }
+            }
+            for raw in try releasedFiles(of: device, index, special: special) where !referenced.contains(raw) {
+                try storage.remove(try name(raw))
+                changed = true
             }
             for number in device.nextFileNumber..<device.nextFileNumber + UInt64(existing.count) {
                 let name = try self.name(FileRef(device: UInt16(index), number: number).raw)

@@ -14,6 +14,10 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        // A file is held only at the name the last commit read it at (FORMAT.md §13.11): a
+        // move gives another device's files new names, where a killed sync may have filled.
+        var oldNames: [UInt64: String] = [:]
+        for use in oldUses where !isOwn(use.file, joining: joining) { oldNames[use.file] = try name(use.file) }
         let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, session.arena)) }
         let oldDevices = old.devices
         if joining {
@@ -55,8 +59,7 @@ extension VaultState {
         var wanted = Set<String>()
         for use in newUses where !isOwn(use.file, joining: false) {
             let name = try self.name(use.file)
-            let present = try storage.entryExists(name)
-            if !oldUses.contains(use) || !present { wanted.insert(name) }
+            if try !oldUses.contains(use) || oldNames[use.file] != name || !holds(name) { wanted.insert(name) }
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {
@@ -218,7 +221,8 @@ extension VaultState {
         }
     }
 
-    /// Every other device's groups made whole with random files; groups it no longer owns go.
+    /// Every other device's groups made whole with random files; the files of groups it no
+    /// longer owns go after the commit.
     mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
@@ -247,12 +251,9 @@ extension VaultState {
                 try storage.createGroup(missing[group]!)
                 changed = true
             }
-            guard index < remote.oldDevices.count else { continue }
-            for raw in numbers(remote.oldDevices[index], index).subtracting(numbers(device, index)).sorted()
-            where try storage.entryExists(try name(raw)) {
-                try storage.remove(try name(raw))
-                changed = true
-            }
+            // Groups it released go right after the merge's commit (`removeReleasedElsewhere`):
+            // this device's last commit may still reference their files.
+            releasedElsewhere.formUnion(try releasedFiles(of: device, index, special: special))
         }
         if changed { try storage.syncFolder() }
     }

@@ -196,7 +196,8 @@ extension VaultState {
                 let name = try names.fileName(ref.file.raw)
                 if !isOwn(ref.file.raw, joining: remote.joins) && !fetched.contains(name) {
                     let use = FileUse(file: ref.file.raw, keyHash: Array(SHA256.hash(ref.pageKey).prefix(SyncBase.hashSize)))
-                    guard present.contains(use), try storage.entryExists(name) else { wanted.append(name); continue }
+                    // Held: read here under this key at this name, and not a fill of this sync (§13.11).
+                    guard present.contains(use), try self.name(ref.file.raw) == name, try holds(name) else { wanted.append(name); continue }
                 }
                 if level > 0 { below += try interiorPage(ref, level: level, name: name) }
             }

@@ -46,6 +46,8 @@ struct VaultState {
     var syncBases = SyncBasePlans()
     /// Sync: files downloaded over names the committed root references (`DownloadStaging`).
     var staging = DownloadStaging()
+    /// Sync: other devices' files of groups they released, to remove after the next commit point.
+    var releasedElsewhere = Set<UInt64>()
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

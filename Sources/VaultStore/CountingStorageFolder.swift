@@ -47,6 +47,14 @@ public final class CountingStorageFolder: StorageFolder {
     public func replace(_ name: String, contents: [UInt8]) throws { count(\.creates); try base.replace(name, contents: contents) }
     public func rename(_ name: String, to newName: String) throws { count(\.renames); try base.rename(name, to: newName) }
     public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    /// Counted as renames and, for the fill of groups, creates.
+    public func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+        counts.withLock { counts in
+            counts.renames += replacing.count + groups.reduce(0) { $0 + $1.downloaded.count }
+            counts.creates += groups.reduce(0) { $0 + $1.fill.count }
+        }
+        try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
+    }
     public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
     public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
     public func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }

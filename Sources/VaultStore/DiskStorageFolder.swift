@@ -99,6 +99,37 @@ public final class DiskStorageFolder: StorageFolder {
         changes.withLock { changes in for file in files { changes.change(file.name, before: 0) } }
     }
 
+    /// Renamed in, under the writers' shared lock (docs/FORMAT.md §13.11): each group's fill is
+    /// written unnamed first, then its files get their names in a row.
+    public func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+        try writers.withShared {
+            for name in replacing { try downloads.move(name, to: folder) }
+            for group in groups {
+                var unnamed: [Int32] = []
+                defer { unnamed.forEach(Syscalls.close) }
+                for file in group.fill {
+                    guard let fd = try Syscalls.openUnnamed(folder) else { break }
+                    unnamed.append(fd)
+                    try Syscalls.writeFully(fd, file.contents, offset: 0)
+                }
+                for name in group.downloaded {
+                    guard try Syscalls.status(folder, name) == nil else { throw StoreError.exists(name) }
+                    try downloads.move(name, to: folder)
+                }
+                for (index, file) in group.fill.enumerated() {
+                    if index < unnamed.count {
+                        try Syscalls.link(unnamed: unnamed[index], folder: folder, name: file.name)
+                    } else {
+                        try createUnlocked(file.name, contents: file.contents, durable: false)
+                    }
+                }
+            }
+        }
+        changes.withLock { changes in
+            for name in groups.flatMap({ $0.fill.map(\.name) }) { changes.change(name, before: 0) }
+        }
+    }
+
     private func createOneByOne(_ files: [(name: String, contents: [UInt8])]) throws {
         var created: [String] = []
         do {
@@ -206,7 +237,10 @@ public final class DiskStorageFolder: StorageFolder {
         changes.withLock { $0.rename(name, time: time, to: newName) }
     }
 
-    public func removeRecreationLeftovers() throws { try StorageRecreator(folder: folder).removeLeftovers() }
+    public func removeRecreationLeftovers() throws {
+        try StorageRecreator(folder: folder).removeLeftovers()
+        try DownloadFolder.removeLeftovers(in: folder)
+    }
 
     /// Each name is the session's file from now on, with the time it has (a download is about to
     /// write it from outside this folder).

@@ -46,8 +46,13 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// the old bytes or the new, never a mixture (docs/FORMAT.md §14.7: the owner's unlock
     /// record gains the vault's identity).
     func replace(_ name: String, contents: [UInt8]) throws
+    /// Puts files a sync downloaded into `downloads` at their names (docs/FORMAT.md §13.11):
+    /// each of `replacing` over the file of its name, atomically; each of `groups` whole, as
+    /// `createGroup` makes a group (its fill written first, then all names in a row). Durable as
+    /// `createGroup`.
+    func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws
     /// At the open of a vault that writes: removes the copies an interrupted re-creation left
-    /// (docs/FORMAT.md §11.3).
+    /// (docs/FORMAT.md §11.3) and the download folders of killed syncs (§13.11).
     func removeRecreationLeftovers() throws
     /// At lock, after the last commit (§11.2–§11.3): when this session wrote anything,
     /// re-creates the files it created or wrote and a random share of all others.

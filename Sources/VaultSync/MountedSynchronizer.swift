@@ -81,10 +81,10 @@ public struct MountedSynchronizer: Sendable {
             // From here a file the last commit references comes down staged (FORMAT.md §13.11).
             try vault.beginLiveDownloads()
             do {
-                try vault.fetchRemotePages(remoteVault) { try download($0, &summary, filesMoved) }
+                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved) }
                 remoteEntries = try vault.loadRemoteTree(remoteVault)
                 let fetched = try vault.remoteFilesToFetch(remoteVault)
-                try download(fetched, &summary, filesMoved)
+                try download(fetched, remoteVault, &summary, filesMoved)
                 try vault.checkFetched(remoteVault, names: fetched)
             } catch let error as RemoteError {
                 // Files of a root that another device replaced meanwhile may be gone since.
@@ -206,8 +206,10 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read)
     }
 
-    private func download(_ names: [String], _ summary: inout SyncSummary, _ filesMoved: ((SyncProgress) -> Void)?) throws {
-        let download = SyncDownload(vault: vault, remote: remote, storageFolder: storageFolder, downloadFile: downloadFile)
+    private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary,
+                          _ filesMoved: ((SyncProgress) -> Void)?) throws {
+        let download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
+                                    downloadFile: downloadFile)
         summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 }

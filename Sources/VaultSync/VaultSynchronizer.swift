@@ -12,7 +12,8 @@ import VaultFormat
 public struct VaultSynchronizer {
     public let vault: Vault
     public let remote: RemoteStorage
-    /// The local storage folder: downloads land in it at their names, uploads leave from it.
+    /// The local storage folder: downloads land in a folder in it (FORMAT.md §13.11), uploads
+    /// leave from it.
     public let storageFolder: String
     /// This device's name in conflict names (kept in the vault's device table when it joins).
     public let deviceName: String
@@ -69,7 +70,7 @@ public struct VaultSynchronizer {
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
-            try vault.fetchRemotePages(remoteVault) { try download($0, &summary) }
+            try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary) }
             remoteEntries = try vault.loadRemoteTree(remoteVault)
         }
         step(3)
@@ -184,13 +185,14 @@ public struct VaultSynchronizer {
         }.count
         let wanted = try vault.applyMerge(remoteVault, merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID,
                                           deviceName: deviceName)
-        try download(wanted, &summary)
+        try download(wanted, remoteVault, &summary)
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 
     /// The files come down as `SyncDownload` says (staged over names the last commit references).
-    private func download(_ names: [String], _ summary: inout SyncSummary) throws {
-        let download = SyncDownload(vault: vault, remote: remote, storageFolder: storageFolder, downloadFile: downloadFile)
+    private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary) throws {
+        let download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
+                                    downloadFile: downloadFile)
         summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 

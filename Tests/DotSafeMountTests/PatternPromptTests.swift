@@ -58,11 +58,17 @@ import Testing
             return text.split { $0 == " " || $0 == "\n" || $0 == ";" }.map(String.init)
         }
 
-        /// Ends the server; by its command line too, as `kill-server` was seen to leave servers
-        /// running after a loaded full run.
+        /// Ends the server. `kill-server` and a `pkill` (SIGTERM) by its command line left every
+        /// server running (5 per suite run, counted with `pgrep tmux`; a SIGTERM by hand did not
+        /// end them either): its own pid, asked for while it runs, gets SIGTERM, then SIGKILL.
         func close() {
+            let pid = h.run("/usr/bin/tmux", ["-S", socket, "display-message", "-p", "#{pid}"], input: nil).output
             h.run("/usr/bin/tmux", ["-S", socket, "kill-server"], input: nil)
-            h.run("/usr/bin/pkill", ["-f", "^tmux -S \(socket) "], input: nil)
+            if let pid = pid_t(pid.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1 {
+                kill(pid, SIGTERM)
+                for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
+                if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            }
         }
     }
 

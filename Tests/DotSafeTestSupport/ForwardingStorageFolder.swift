@@ -25,6 +25,9 @@ open class ForwardingStorageFolder: StorageFolder, @unchecked Sendable {
     open func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
     open func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
     open func replace(_ name: String, contents: [UInt8]) throws { try base.replace(name, contents: contents) }
+    open func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+        try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
+    }
     open func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
     open func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
     open func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }

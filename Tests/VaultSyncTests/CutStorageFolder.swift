@@ -40,6 +40,9 @@ final class CutStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
     override func remove(_ name: String) throws { try mutation("remove") { try base.remove(name) } }
     override func rename(_ name: String, to newName: String) throws { try mutation("rename") { try base.rename(name, to: newName) } }
     override func replace(_ name: String, contents: [UInt8]) throws { try mutation("replace") { try base.replace(name, contents: contents) } }
+    override func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
+        try mutation("placeDownloads") { try base.placeDownloads(from: downloads, replacing: replacing, groups: groups) }
+    }
     override func removeRecreationLeftovers() throws { try mutation("removeRecreationLeftovers") { try base.removeRecreationLeftovers() } }
     override func recreateAtLock(random: any RandomSource) throws { try mutation("recreateAtLock") { try base.recreateAtLock(random: random) } }
 

@@ -51,7 +51,7 @@ import VaultStore
         try FileManager.default.copyItem(atPath: remote.path, toPath: remoteCopy)
         defer { try? FileManager.default.removeItem(atPath: remoteCopy) }
 
-        var cut = 1, failures: [String] = []
+        var cut = 1, failures: [String] = [], cutsInFolder = 0
         while true {
             try first.restore(from: victim)
             try SyncDevice.copyFiles(from: remoteCopy, to: remote.path)
@@ -60,6 +60,11 @@ import VaultStore
                 #expect(writes > 1, "the download wrote files: \(writes)")
                 break
             } catch is SyncDevice.Stop {}
+            // Before any writing open: what `dotsafe fsck` and an observer see (R-BLK-5).
+            #expect(first.seenAfterCut.isEmpty, "cut at write \(cut), read-only: \(first.seenAfterCut)")
+            #expect(first.leftAfterCut.allSatisfy { $0.hasSuffix(".downloading") }, "cut at write \(cut): \(first.leftAfterCut)")
+            if !first.leftAfterCut.isEmpty { cutsInFolder += 1 }
+            #expect(try first.otherEntries().isEmpty, "cut at write \(cut): the writing open removed the download folder")
             let report = try first.vault.check()
             let tree = try? first.tree()
             if !report.isClean || tree != before {
@@ -73,6 +78,8 @@ import VaultStore
             cut += 1
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+        #expect(cutsInFolder > 0, "a cut inside the direct batch left its half file in the download folder")
+        #expect(try first.otherEntries().isEmpty, "a completed sync leaves nothing but the storage's files")
         try second.sync(remote)
         #expect(try first.tree() == expected)
         #expect(try second.tree() == expected)

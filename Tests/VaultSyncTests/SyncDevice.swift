@@ -90,7 +90,10 @@ final class SyncDevice {
     /// opened again from the disk afterwards.
     /// `storage`: the folder the vault is opened on for this sync (a test's `CutStorageFolder`,
     /// which stops it after some mutations of the storage); nil: the vault as it is.
-    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, beforeChange: @escaping (String) throws -> Void) throws {
+    /// `seeing`: when the sync stops, `seenAfterCut` says what a read-only open saw before the
+    /// writing open (`dotsafe fsck` right after a kill).
+    func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, seeing: Bool = false,
+              beforeChange: @escaping (String) throws -> Void) throws {
         if let storage {
             vault.discard()
             var options = Vault.Options(cacheBytes: 8 << 20)
@@ -106,13 +109,21 @@ final class SyncDevice {
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.beforeChange = beforeChange
         defer { reopenAfterCrash() }
-        _ = try synchronizer.run()
+        seenAfterCut = []
+        do { _ = try synchronizer.run() } catch {
+            if seeing {
+                vault.discard()
+                seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+            }
+            throw error
+        }
     }
 
     /// A sync whose downloads, copied file by file from a folder remote in place of rclone's batch,
-    /// are cut at their `cut`th write (from 1): that file is left half written, as rclone leaves
-    /// a file it writes in place when killed (a staged one is cut before the vault writes it),
-    /// and the process dies (throws `Stop`; the vault is opened again from the disk). Returns
+    /// are cut at their `cut`th write (from 1): that file is left half written where it lands, as
+    /// rclone leaves a file it writes in place when killed (a staged one is cut before the vault
+    /// writes it), and the process dies (throws `Stop`; `seenAfterCut` and `leftAfterCut` say
+    /// what was there, then the vault is opened again from the disk). Returns
     /// how many writes the sync made when it ended before the cut (it completed).
     /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.
     func sync(_ remote: TestRemote, cuttingDownloadAt cut: Int, mounted: Bool = false) throws -> Int {
@@ -129,11 +140,42 @@ final class SyncDevice {
                 _ = try synchronizer.run()
             }
         } catch {
+            vault.discard()
+            seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+            leftAfterCut = try otherEntries()
             reopenAfterCrash()
             throw error
         }
         try reopen()
         return cutter.counts.writes
+    }
+
+    /// What a read-only open (`dotsafe fsck`, no repairs) saw right after the last cut of
+    /// `sync(_:cuttingDownloadAt:)` (or `sync(_:storage:seeing:beforeChange:)`), before any writing open: the check's problems, and each
+    /// entry of the storage's name form that is not a whole file (R-BLK-5). Empty: clean.
+    private(set) var seenAfterCut: [String] = []
+    /// The names of the folders the last cut left in the storage (`NAME.downloading`, §13.11).
+    private(set) var leftAfterCut: [String] = []
+
+    /// A read-only open's check of the storage at `folder`, and its entries of the wrong form.
+    static func readOnlyView(_ folder: String, seed: UInt8, sharedBy: ContactCode?) throws -> [String] {
+        let options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
+        let storage = try Storage.open(at: folder)
+        let vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: $0, options: options) }
+            ?? Vault.open(storage: storage, secrets: secrets(seed), options: options)
+        let report = try vault.check()
+        try vault.lock()
+        var seen = report.storageProblems + report.damagedItems.map { "damaged: \($0)" }
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where FileName.isWellFormed(name) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? -1
+            if size != Format.fileSize { seen.append("\(name) holds \(size) bytes") }
+        }
+        return seen
+    }
+
+    /// Entries of the storage folder that are not of the storage's name form (a sync's leftovers).
+    func otherEntries() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder).filter { !FileName.isWellFormed($0) }.sorted()
     }
 
     /// How many files the last `sync(_:cuttingDownloadAt:)` staged (FORMAT.md §13.11).
