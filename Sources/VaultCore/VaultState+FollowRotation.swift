@@ -124,6 +124,17 @@ extension VaultState {
         try storage.syncFolder()
     }
 
+    /// A missing slot of the root opened: a free file lent to it while the storage's count is
+    /// whole (a withdrawal cut between its two renames, FORMAT.md §14.8), else a file made.
+    mutating func restoreMissingSlot() throws {
+        guard let slot = committer.missingSlot else { return }
+        if try writer.lendToMissingSlot(try name(slot)) {
+            committer.missingSlot = nil
+            return
+        }
+        try committer.restoreMissingSlot(writer: writer)
+    }
+
     /// After the switch, the old slots go into numbers of this device whose files are missing
     /// (the ones lent to the new slots), so that the count stays; one with no such number is
     /// removed. The numbers filled hold the old root: refilled after the next commit point.
