@@ -59,13 +59,18 @@ extension VaultState {
         }
         if changed {
             try lendFollowSlots()
-            try writeRoot(coversRefreshed: refresh)
+            let releasing = try writeRoot(coversRefreshed: refresh)
+            // A follow (FORMAT.md §14.8): until the record's or grant's switch it opens the old
+            // root, which reads what the steps after the root write over or remove: after it.
             try finishFollowing()
+            try afterRoot(releasing: releasing)
         }
         // At lock, the files the last commit freed are still referenced by the other slot's
         // root, and no later commit of this session will refill them: a second root of the same
         // index takes that slot over, then they are refilled (§9.2 step 6).
-        if final && writer.refillsFreedFiles && writer.allocator.hasRefillDue { try writeRoot(coversRefreshed: true) }
+        if final && writer.refillsFreedFiles && writer.allocator.hasRefillDue {
+            try afterRoot(releasing: try writeRoot(coversRefreshed: true))
+        }
     }
 
     /// Seals every dirty chunk in key order. The keys are sorted once, not once per chunk (a
@@ -145,8 +150,9 @@ extension VaultState {
     }
 
     /// The commit point, then what follows it: the state in memory is generation g+1's, the
-    /// other slot of a first commit is made, and the files the root released go.
-    private mutating func writeRoot(coversRefreshed: Bool) throws {
+    /// other slot of a first commit is made. Returns the files the root released, which go in
+    /// `afterRoot`.
+    private mutating func writeRoot(coversRefreshed: Bool) throws -> [UInt64] {
         let releasing = writer.takeReleasing()
         let upgrading = committer.upgrade != nil
         prepareStagedRoot()
@@ -159,6 +165,13 @@ extension VaultState {
         statistics.commits += 1
         try committer.writeOtherSlot(writer: &writer)
         statistics.refilledFiles += writer.refillFreedFiles()
+        return releasing
+    }
+
+    /// After the root (and a follow's switch): the groups it released go, the staged downloads
+    /// go to their names (§13.11), and the groups other devices released go. A crash before
+    /// leaves them to the root's writing open (its releasing groups and tag 1025).
+    private mutating func afterRoot(releasing: [UInt64]) throws {
         try writer.removeReleased(releasing)
         try finishStagedDownloads()
         try removeReleasedElsewhere()

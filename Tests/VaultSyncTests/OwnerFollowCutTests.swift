@@ -169,17 +169,13 @@ import VaultStore
         return storage?.done ?? []
     }
 
-    /// Whether `device`'s storage opens after a cut. Known issue (FORMAT.md §14.8, step 2,
-    /// "Open"): a follow cut after its commit wrote the root at the new slot names, before the
-    /// record's switch, can leave the old root's sync base piece or a page overwritten (seen:
-    /// "the sync base's piece 1:7 does not open" with the old record, "index page 1:6" with the
-    /// new; the refill of what the commit freed, or a file it wrote, is not kept for the old root).
+    /// Whether `device`'s storage opens after a cut; a failure names the cut and the seed. Until
+    /// the record's switch the old root must be whole (FORMAT.md §14.8, step 2): once "the sync
+    /// base's piece 1:7 does not open" (the commit refilled what it freed, fixed), and a staged
+    /// download put at its name before the switch (`FollowStagedCutTests`, fixed).
     static func opens(_ device: SyncDevice, _ cut: Cut, done: [String]) -> Bool {
         guard let error = device.reopenFailure else { return true }
-        withKnownIssue("a follow cut between its root and its record's switch can leave the storage unopenable (issue 14)",
-                       isIntermittent: true) {
-            Issue.record("\(cut): \(error), after \(done.suffix(6)) (again: \(Sample.fromEnvironment))")
-        }
+        Issue.record("\(cut): the storage does not open: \(error), after \(done.suffix(6)) (again: \(Sample.fromEnvironment))")
         return false
     }
 
