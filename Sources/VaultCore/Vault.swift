@@ -77,6 +77,7 @@ public final class Vault: Sendable {
                                                            newVaultFormat: options.newVaultFormat,
                                                            upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree))
             state.indexFanOut = options.indexFanOut
+            state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
             return Vault(state, storage: reading, writeBehind: options.writeBehind)
