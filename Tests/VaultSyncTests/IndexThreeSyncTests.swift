@@ -6,161 +6,132 @@ import VaultCrypto
 import VaultFormat
 @testable import VaultSync
 
-/// What the index-3 tests of a sync look at (docs/FORMAT.md §15.1, §15.7): whether a vault and
-/// a remote root are index 3, and whether the derived records its pages hold are exactly those
-/// of its tree.
-enum IndexThreeSync {
-    struct Entry: Hashable { let folder: UInt64, name: [UInt8], id: UInt64, type: ItemRecord.ItemType }
-
-    static func isThree(_ device: SyncDevice) -> Bool { device.vault.state.withLock { $0.committer.indexThree != nil } }
-
-    static func entryHashKey(_ device: SyncDevice) -> [UInt8]? {
-        device.vault.state.withLock { $0.committer.indexThree?.entryHashKey.copyBytes() }
-    }
-
-    /// The committed state's records are the ones derived from its tree, and pass §15.6's check;
-    /// the vault's check (fsck) is clean.
-    static func expectExact(_ device: SyncDevice, _ context: String) throws {
-        try device.vault.state.withLock { state in
-            let three = try #require(state.committer.indexThree, "\(context): \(device.name) is index 3")
-            let derived = try state.derivedRecords(entryHash: three.hash)
-            try state.checkRecords(derived, entryHash: three.hash)
-            #expect(derived == three.records, "\(context): \(device.name)'s pages hold the derived records")
-        }
-        let report = try device.vault.check()
-        #expect(report.isClean, "\(context): \(device.name): \(report.storageProblems) \(report.damagedItems)")
-    }
-
-    /// The links of `items` as entries: what the entry records must hold.
-    static func links(_ items: [UInt64: Item]) -> Set<Entry> {
-        Set(items.flatMap { id, item in item.record.links.map { Entry(folder: $0.parentID, name: $0.name, id: id, type: item.record.type) } })
-    }
-
-    static func entries(_ records: IndexRecordsV3) -> Set<Entry> {
-        Set(records.entries.flatMap { folder, hashes in
-            hashes.values.flatMap(\.entries).map { Entry(folder: folder, name: $0.name, id: $0.itemID, type: $0.type) }
-        })
-    }
-
-    /// The remote root as `device` reads it: of version 3, its entries and summaries exactly its
-    /// items' links, its writer's member lists exactly its packs, and a bit set for every file of
-    /// the writer its items use (a remote root may hold more, §15.4). Opens `device` again afterwards.
-    static func expectRemoteExact(_ device: SyncDevice, _ remote: TestRemote, _ context: String) throws {
-        let storage = try SyncDevice.remoteStorage(remote)
-        let listed = Set(try storage.list().storageFiles)
-        let vault = device.vault
-        let remoteVault = try vault.openRemote(unlockFile: try storage.read(try vault.remoteUnlockName()))
-        try vault.readRemoteRoot(remoteVault, slotFiles: try storage.read(remoteVault.rootSlotNames(), listed: listed))
-        let root = try #require(remoteVault.root, "\(context): a remote root")
-        #expect(root.envelopeVersion == IndexRootV3.envelopeVersion, "\(context): the remote root is of version 3")
-        try vault.fetchRemotePages(remoteVault) { _ in Issue.record("\(context): a page of the remote root is not in the storage") }
-        _ = try vault.loadRemoteTree(remoteVault)
-        let contents = try #require(remoteVault.contents)
-        let named = contents.items.filter { $0.key == Vault.rootID || !$0.value.record.links.isEmpty }
-        #expect(entries(contents.derived) == links(named), "\(context): the remote's entries are its items' links")
-        for (id, item) in named where item.isFolder {
-            let inside = links(named).filter { $0.folder == id }
-            #expect(contents.derived.summaries[id] == FolderSummary(entryCount: UInt64(inside.count),
-                                                                     subfolderCount: UInt64(inside.filter { $0.type == .folder }.count)),
-                    "\(context): folder \(id)'s summary on the remote")
-        }
-        #expect(Set(contents.derived.summaries.keys) == Set(named.filter { $0.value.isFolder }.keys))
-        let writer = root.writerDevice
-        var packs: [UInt64: [UInt64]] = [:], used = Set<UInt64>()
-        for (id, item) in named {
-            for raw in item.fileNumbers where FileRef(raw: raw).device == writer { used.insert(FileRef(raw: raw).number) }
-            if let member = item.packedMember, FileRef(raw: member.fileNumber).device == writer {
-                packs[FileRef(raw: member.fileNumber).number, default: []].append(id)
-            }
-        }
-        #expect(contents.derived.lists.mapValues(\.itemIDs) == packs.mapValues { $0.sorted() }, "\(context): the remote's member lists")
-        for number in used {
-            let block = contents.derived.blocks[UInt32(number / IndexKeyV3.numbersPerBlock)]
-            #expect(block?.isHeld(Int(number % IndexKeyV3.numbersPerBlock)) == true, "\(context): file \(number) used on the remote, bit clear")
-        }
-        try device.reopen()
-    }
-
-    /// A generator of its own, so that a seed gives one run.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    /// A few random changes to `device`'s vault, each committed: files made and written again
-    /// (now and then one of chunks), removed, renamed, folders made, among few names (the pair
-    /// `24835`/`39342` among them) so that both devices meet the same names.
-    static func randomChanges(_ device: SyncDevice, _ generator: inout Generator, step: Int) throws {
-        let names = ["a", "b", "24835", "39342", "c"].map { Array($0.utf8) }
-        let vault = device.vault
-        for _ in 0..<3 {
-            let folders = [Vault.rootID] + (try vault.contents(ofFolder: Vault.rootID)).map(\.id).filter { (try? vault.attributes($0).type) == .folder }
-            let folder = folders.randomElement(using: &generator)!, name = names.randomElement(using: &generator)!
-            let here = try? vault.lookup(folder, name)
-            let isFile = here.map { (try? vault.attributes($0).type) == .file } ?? false
-            switch Int.random(in: 0..<8, using: &generator) {
-            case 0...2 where here == nil || isFile:
-                let id = try here ?? vault.create(.file, in: folder, named: name, mode: 0o644)
-                let size = Int.random(in: 0..<6, using: &generator) == 0 ? 300_000 : Int.random(in: 1..<3_000, using: &generator)
-                try vault.truncate(id, size: 0)
-                try vault.write(id, offset: 0, bytes: [UInt8]((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ step) }))
-            case 3 where here == nil && folder == Vault.rootID && folders.count < 3:
-                _ = try vault.create(.folder, in: folder, named: name, mode: 0o755)
-            case 4 where isFile:
-                try vault.remove(name, from: folder)
-            case 5 where isFile:
-                let target = folders.randomElement(using: &generator)!, newName = names.randomElement(using: &generator)!
-                _ = try? vault.rename(name, in: folder, to: newName, in: target, replace: false)
-            default: continue
-            }
-            try vault.commit()
-            try expectExact(device, "\(device.name) step \(step)")
-        }
-    }
-}
-
-/// IndexInvariantTests' walk with merges (docs/FORMAT.md §15.7, "Sync"): random changes on two
-/// devices of one vault of index 3, syncs between them through a real rclone remote; after each
-/// commit on either side, each sync, and on the remote, the derived records are exactly those of
-/// the tree, and the sync base's pins keep their bits (fsck clean, every open's check passes).
-@Suite(.serialized) struct IndexInvariantMergeTests {
+/// A sync and index version 3 (docs/FORMAT.md §15.1): a vault of index 3 writes its remote as
+/// index 3; a sync that reads a remote root of version 3 writes the local index as version 3 at
+/// its commit (the conversion of a vault of several devices), or, on a release that does not
+/// read index 3, is refused with nothing written; index 2 on both sides stays index 2.
+@Suite(.serialized) struct IndexThreeSyncTests {
     typealias Three = IndexThreeSync
 
-    @Test(arguments: [UInt64(5), 17])
-    func randomChangesOnTwoDevicesAndSyncsKeepTheRecordsExact(seed: UInt64) throws {
+    /// The version of the newest root among the remote's files that opens under `device`'s RK.
+    static func remoteRootVersion(_ device: SyncDevice, _ remote: TestRemote) throws -> UInt8? {
+        let served = try #require(remote.servedFolder)
+        let rootKey = try device.vault.openRemote(unlockFile: nil).rootKey
+        var newest: IndexRootV2?
+        for name in try FileManager.default.contentsOfDirectory(atPath: served) {
+            let file = Array(try #require(FileManager.default.contents(atPath: served + "/" + name)))
+            for slot: UInt64 in 0...1 {
+                guard let root = try? VaultState.openRoot(file, slot: slot, rootKey: rootKey, readsIndexThree: true) else { continue }
+                if root.generation > newest?.generation ?? 0 { newest = root }
+            }
+        }
+        return newest?.envelopeVersion
+    }
+
+    static func expectNewer(_ body: () throws -> Void, _ context: String) {
+        do {
+            try body()
+            Issue.record("\(context): not refused")
+        } catch {
+            #expect("\(error)" == "the vault was made by a newer DotSafe (format version 3); update DotSafe to open it", "\(context)")
+        }
+    }
+
+    @Test func aVaultOfIndexThreeWritesTheRemoteAsIndexThree() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let a = try SyncDevice("i3-merge-a", indexThree: true), b = try SyncDevice("i3-merge-b", indexThree: true)
-        defer { a.finish(); b.finish() }
-        try a.write("start.txt", "from a")
+        let served = try #require(remote.servedFolder)
+        let a = try SyncDevice("i3-first", indexThree: true)
+        defer { a.finish() }
+        try a.makeFolder("docs")
+        try a.write("docs/plan.txt", "plan v1")
+        try a.write("24835", "a name that shares its hash")
+        try a.write("39342", "with this one")
         try a.sync(remote)
-        try Three.expectRemoteExact(a, remote, "first sync")
+        #expect(try Self.remoteRootVersion(a, remote) == IndexRootV3.envelopeVersion)
+        try Three.expectExact(a, "after the first sync")
+        try Three.expectRemoteExact(a, remote, "after the first sync")
+
+        // A device on a release without index 3 cannot join: refused, nothing written.
+        let old = try SyncDevice("i3-old")
+        defer { old.finish() }
+        let storageBefore = try SharedSyncTests.files(old.folder), remoteBefore = try SharedSyncTests.files(served)
+        Self.expectNewer({ try old.sync(remote) }, "a join without index 3")
+        #expect(try SharedSyncTests.files(old.folder) == storageBefore && SharedSyncTests.files(served) == remoteBefore,
+                "nothing written here or there")
+
+        let b = try SyncDevice("i3-second", indexThree: true)
+        defer { b.finish() }
         try b.sync(remote)
-        #expect(Three.isThree(b) && Three.entryHashKey(b) == Three.entryHashKey(a), "b joined with a's EHK")
-        try Three.expectExact(b, "b joined")
-        var generator = Three.Generator(state: seed)
-        for round in 0..<6 {
-            try Three.randomChanges(a, &generator, step: round * 2)
-            try Three.randomChanges(b, &generator, step: round * 2 + 1)
-            // b merges a's changes, a merges b's, b takes the merged state.
-            for (device, label) in [(a, "a"), (b, "b"), (a, "a again"), (b, "b again")] {
-                try device.sync(remote)
-                try Three.expectExact(device, "round \(round), \(label) synced")
-                try Three.expectRemoteExact(device, remote, "round \(round), \(label) synced")
-            }
-            #expect(try a.tree() == b.tree(), "round \(round): one tree")
+        #expect(Three.isThree(b) && Three.entryHashKey(b) == Three.entryHashKey(a), "the joined device takes the remote's EHK")
+        #expect(try b.tree() == a.tree())
+        try Three.expectExact(b, "joined")
+    }
+
+    /// Two devices of index 2 (each has a sync base: no automatic conversion); one of them is
+    /// converted as `dotsafe upgrade` asks it and merges the other's changes from a remote of
+    /// version 2; the other, on a release without index 3, is refused; with it, its sync's
+    /// commit writes its index as version 3 with the remote's EHK.
+    @Test func aSyncThatReadsARemoteOfIndexThreeWritesTheLocalIndexAsIndexThree() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let served = try #require(remote.servedFolder)
+        let (a, b) = try VaultSyncTests.twoDevices(remote)
+        defer { a.finish(); b.finish() }
+        try b.write("from-b.txt", "b, before the conversion")
+        try b.sync(remote)
+        a.indexThree = true
+        try a.reopen()
+        #expect(!Three.isThree(a), "a vault with a sync base converts only when asked (§15.1)")
+        a.vault.state.withLock { $0.committer.convertsToIndexThree = true }
+        try a.write("notes.txt", "notes v2, converting")
+        #expect(Three.isThree(a))
+        try Three.expectExact(a, "converted")
+        // a's sync merges b's change from a remote of version 2 and writes it as version 3.
+        try a.sync(remote)
+        #expect(try a.read("from-b.txt") == "b, before the conversion")
+        #expect(try Self.remoteRootVersion(a, remote) == IndexRootV3.envelopeVersion)
+        try Three.expectExact(a, "merged")
+        try Three.expectRemoteExact(a, remote, "a's merge")
+
+        try b.write("docs/from-b-2.txt", "b, after the conversion")
+        let storageBefore = try SharedSyncTests.files(b.folder), remoteBefore = try SharedSyncTests.files(served), tree = try b.tree()
+        Self.expectNewer({ try b.sync(remote) }, "index 2 against a remote of index 3")
+        #expect(try SharedSyncTests.files(b.folder) == storageBefore && SharedSyncTests.files(served) == remoteBefore,
+                "nothing written here or there")
+        try b.reopen()
+        #expect(try b.tree() == tree)
+
+        b.indexThree = true
+        try b.reopen()
+        try b.sync(remote)
+        #expect(Three.isThree(b) && Three.entryHashKey(b) == Three.entryHashKey(a), "b's index is version 3 with the remote's EHK")
+        try Three.expectExact(b, "b took index 3")
+        try Three.expectRemoteExact(b, remote, "b's merge")
+        try a.sync(remote)
+        #expect(try a.tree() == b.tree() && a.read("docs/from-b-2.txt") == "b, after the conversion")
+        try Three.expectExact(a, "a again")
+        // b's storage is index 3 now: a release without it refuses it.
+        try b.vault.lock()
+        Self.expectNewer({ _ = try SyncDevice.open(b.folder) }, "b's storage without index 3")
+        try b.reopen()
+    }
+
+    @Test func indexTwoOnBothSidesStaysIndexTwo() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (a, b) = try VaultSyncTests.twoDevices(remote)
+        defer { a.finish(); b.finish() }
+        for device in [a, b] {
+            device.indexThree = true
+            try device.reopen()
         }
-        // A third device joins the merged vault: its open checks the records it took.
-        let c = try SyncDevice("i3-merge-c", indexThree: true)
-        defer { c.finish() }
-        try c.sync(remote)
-        #expect(try c.tree() == a.tree())
-        try Three.expectExact(c, "c joined")
+        try a.write("notes.txt", "notes v2")
+        try b.write("docs/plan.txt", "plan v2")
+        for device in [a, b, a] { try device.sync(remote) }
+        #expect(try a.tree() == b.tree() && a.read("docs/plan.txt") == "plan v2" && b.read("notes.txt") == "notes v2")
+        #expect(!Three.isThree(a) && !Three.isThree(b))
+        #expect(try Self.remoteRootVersion(a, remote) == StorageFormat.two.envelopeVersion)
+        #expect(try a.vault.check().isClean && b.vault.check().isClean)
     }
 }

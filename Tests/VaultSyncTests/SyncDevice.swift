@@ -23,7 +23,7 @@ final class SyncDevice {
     /// The index's shape (small: an interior level from a few thousand files).
     let fanOut: PageTable.FanOut
     /// Opens with `Vault.Options.indexThree` (docs/FORMAT.md §15): a new vault is index 3.
-    let indexThree: Bool
+    var indexThree: Bool
 
     init(_ name: String, seed: UInt8 = SyncDevice.seed, recreation: RecreationBudget = .standard,
          fanOut: PageTable.FanOut = .standard, indexThree: Bool = false) throws {
