@@ -25,7 +25,7 @@ import VaultFormat
         try b.sync(remote)
         #expect(Three.isThree(b) && Three.entryHashKey(b) == Three.entryHashKey(a), "b joined with a's EHK")
         try Three.expectExact(b, "b joined")
-        var generator = Three.Generator(state: seed)
+        var generator = TreeMergePropertyTests.Generator(state: seed)
         for round in 0..<6 {
             try Three.randomChanges(a, &generator, step: round * 2)
             try Three.randomChanges(b, &generator, step: round * 2 + 1)

@@ -81,22 +81,10 @@ enum IndexThreeSync {
         try device.reopen()
     }
 
-    /// A generator of its own, so that a seed gives one run.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A few random changes to `device`'s vault, each committed: files made and written again
     /// (now and then one of chunks), removed, renamed, folders made, among few names (the pair
     /// `24835`/`39342` among them) so that both devices meet the same names.
-    static func randomChanges(_ device: SyncDevice, _ generator: inout Generator, step: Int) throws {
+    static func randomChanges(_ device: SyncDevice, _ generator: inout TreeMergePropertyTests.Generator, step: Int) throws {
         let names = ["a", "b", "24835", "39342", "c"].map { Array($0.utf8) }
         let vault = device.vault
         for _ in 0..<3 {
@@ -125,3 +113,5 @@ enum IndexThreeSync {
     }
 }
 
+/// TreeMergePropertyTests' SplitMix64 for the standard library's random calls: a seed gives one run.
+extension TreeMergePropertyTests.Generator: RandomNumberGenerator {}
