@@ -45,6 +45,20 @@ extension VaultState {
         committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: session.random))
         committer.rewriteAllPages()
         committer.convertsToIndexThree = false
+        // Due until written: a failed commit whose pages went out leaves no page dirty, and an
+        // upgrade changes no record that would make the next commit write the root.
+        committer.formatTwo?.rootDue = true
+    }
+
+    /// `dotsafe upgrade` (§15.1): the conversion asked for whatever the policy says, written by
+    /// the next commit (every page again, then the root of version 3). A format-1 vault is
+    /// upgraded by the same commit; one that cannot be (`startUpgrade`) cannot convert either.
+    mutating func requestConversion() throws {
+        guard committer.formatTwo != nil || committer.upgrade != nil else {
+            throw VaultError.tooLarge("this format-1 vault cannot become format 2, so neither index version 3")
+        }
+        committer.convertsToIndexThree = true
+        committer.rewriteAllPages()
     }
 
     /// §15.3–§15.4's records of the state, under the entry hash `entryHash`.
