@@ -206,6 +206,20 @@ struct FileAllocator {
         return true
     }
 
+    /// Takes out of the free files the lowest one of a group the committed root owns that
+    /// `usable` accepts (a follow lends its file to a new slot, docs/FORMAT.md §14.8): free to
+    /// the committed root too, so a cut that leaves it missing leaves no file that root does not
+    /// count. A group made since the commit is a crash's leftover to that root. Nil when none.
+    mutating func takeCommittedFree(_ usable: (UInt64) throws -> Bool) rethrows -> UInt64? {
+        for index in free.indices.reversed() {
+            let number = free[index]
+            guard !groupsSinceCommit.contains(number / Self.group), !unwritten.contains(number), try usable(number) else { continue }
+            free.remove(at: index)
+            return number
+        }
+        return nil
+    }
+
     /// Files an old slot was renamed into (a follow's switch, docs/FORMAT.md §14.8): free, and
     /// refilled after the next commit point (they hold a root of the old keys).
     mutating func refillAfterNextCommit(_ numbers: [UInt64]) {

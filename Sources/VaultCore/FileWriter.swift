@@ -117,9 +117,8 @@ struct FileWriter {
             }
             if (try? storage.read(name, offset: 0, count: 0)) != nil { return number }
             if try !storage.entryExists(name) {
-                // Missing while the count is whole, on a device that joined by sync: lent to a
-                // slot of a follow cut short (docs/FORMAT.md §14.8, "The file count of a
-                // follow"), not made again.
+                // Missing while the count is whole: lent to a slot of a follow cut short
+                // (docs/FORMAT.md §14.8, "The file count of a follow"), not made again.
                 if try mayBeLent() {
                     absentFreeNumbers.append(number)
                     continue
@@ -136,13 +135,33 @@ struct FileWriter {
     /// session, never made again): an old slot goes into one at a follow's switch.
     private(set) var absentFreeNumbers: [UInt64] = []
 
-    /// Whether a free file found missing may be lent to a follow's slot: a device that joined
-    /// by sync (device 0's free files are also missing from their names in an upgraded vault's
-    /// names move, §13.12, and are made again), with the storage's files a multiple of 16.
-    func mayBeLent() throws -> Bool { try allocator.base != 0 && storage.listFiles().count % Format.groupSize == 0 }
+    /// Format 2, no upgrade in progress: a free file of this vault may be lent to a follow's slot
+    /// (on any device, device 0 too: it follows a withdrawal made on another device of the
+    /// owner). Not in format 1, where an upgrade cut short leaves its record in a free file's
+    /// place, which an older release makes again (FormatUpgradeTests).
+    var lendsFreeFiles = false
+
+    /// Whether a free file found missing may be lent to a follow's slot: `lendsFreeFiles`, and
+    /// the storage's files are a multiple of 16. An upgraded vault's names move pins each file it
+    /// moved to its new name (§13.12), so a moved free file is not missing.
+    func mayBeLent() throws -> Bool { try lendsFreeFiles && storage.listFiles().count % Format.groupSize == 0 }
+
+    /// A free file of this device that a follow lends to a new slot (FORMAT.md §14.8, "The file
+    /// count of a follow"): one the committed root owns and counts free, whose file is there;
+    /// taken when the follow starts, before its commit hands free files out (that commit may
+    /// make a group, whose files the old root, opened after a cut, removes as leftovers: a slot
+    /// lent from it would stay as a file over the count). Nil when the committed root has none.
+    mutating func takeLendableFile() throws -> UInt64? {
+        let storage = self.storage, secrets = self.secrets
+        return try allocator.takeCommittedFree { number in
+            (try? storage.read(try secrets.fileName(number), offset: 0, count: 0)) != nil
+        }
+    }
 
     /// Renames an existing free file of this device to `slotName` (a slot of a follow's new
-    /// root, made without changing the file count); returns its number, handed out until an old
+    /// root, made without changing the file count) when `takeLendableFile` found none; may take
+    /// one of a group made since the commit (a cut before the switch then leaves the count
+    /// over, docs/FORMAT.md §14.8); returns its number, handed out until an old
     /// slot fills it (`takeMissingNumber`). Not a file the committed root references, nor a
     /// pinned one, nor one freed since the commit: those are not free.
     mutating func lendFreeFile(to slotName: String) throws -> UInt64 {

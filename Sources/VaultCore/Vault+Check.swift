@@ -132,10 +132,9 @@ extension VaultState {
         if committer.formatTwo?.specialFiles.contains(where: { $0.role == .retiredOwner }) == true {
             for (number, listed) in special where !all.contains(listed) { special[number] = try name(number) }
         }
-        // A free file of a device that joined by sync, missing while the count is whole, was
-        // lent to a slot of a follow cut short
+        // A free file missing while the count is whole was lent to a slot of a follow cut short
         // (FORMAT.md §14.8, "The file count of a follow"): no damage, nothing to make again.
-        let lent = allocator.base != 0 && good.count % Format.groupSize == 0 ? Set(allocator.freeNumbers + writer.absentFreeNumbers) : []
+        let lent = writer.lendsFreeFiles && good.count % Format.groupSize == 0 ? Set(allocator.freeNumbers + writer.absentFreeNumbers) : []
         for range in allocator.ownedGroups {
             for number in range.first * group..<range.end * group {
                 let name = try special[number] ?? name(number)

@@ -16,7 +16,8 @@ struct VaultSharing {
     /// remote holds them, the RL whose slots then go, and the files of other devices at the
     /// names their former names key gave them (the move's), which go too.
     /// (A device of the owner has no grant: its own record is written again with the new keys.)
-    /// `lent`: this device's free files renamed to the new slot names, which the old slots fill.
+    /// `lent`: this device's free files for the new slot names (taken when the follow starts,
+    /// renamed to them just before its commit point), which the old slots fill.
     var following: (grant: [UInt8]?, formerLocator: SecretBytes, formerNames: [String], lent: [UInt64])?
 
     struct Received {

@@ -24,7 +24,10 @@ extension VaultState {
         let former = secrets.locator.copyBytes()
         let formerNames = try movedDeviceNames(remote, formatTwo)
         sharing.following?.formerLocator.wipe()
-        sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames, [])
+        // The free files the new slots take, chosen before the merge's commit hands any out.
+        var lendable: [UInt64] = []
+        while lendable.count < Int(Format.indexSlotCount), let number = try writer.takeLendableFile() { lendable.append(number) }
+        sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames, lendable)
         secrets.wipe()
         secrets = moved
         writer.secrets = moved
@@ -97,18 +100,28 @@ extension VaultState {
     /// Just before a follow's commit point: each slot name of RL' that holds nothing gets a free
     /// file of this device, renamed (FORMAT.md §14.8, "The file count of a follow"); one that
     /// holds a file (the junk of a follow cut short) is written over in place. The count stays.
+    /// The files lent are the ones `followRotation` took (`lendable`); a slot name finds another
+    /// only when the committed root had fewer free files. Those not needed are free again.
     mutating func lendFollowSlots() throws {
-        guard sharing.following != nil else { return }
+        guard var lendable = sharing.following?.lent else { return }
         var lent: [UInt64] = []
         for slot in 0..<Format.indexSlotCount {
             let slotName = try name(slot)
-            if try !storage.entryExists(slotName) { lent.append(try writer.lendFreeFile(to: slotName)) }
+            guard try !storage.entryExists(slotName) else { continue }
+            if !lendable.isEmpty {
+                let number = lendable.removeFirst()
+                try storage.rename(try name(number), to: slotName)
+                lent.append(number)
+            } else {
+                lent.append(try writer.lendFreeFile(to: slotName))
+            }
         }
+        for number in lendable { writer.release(number) }
+        sharing.following?.lent = lent
         guard !lent.isEmpty else { return }
         // A group made for the lending: its files synced; the new names durable before the root.
         try writer.syncData()
         try storage.syncFolder()
-        sharing.following?.lent = lent
     }
 
     /// After the switch, the old slots go into numbers of this device whose files are missing

@@ -74,8 +74,11 @@ extension VaultState {
         // Shared again after a withdrawal: the ended grant's file takes the grant.
         let ended = root.specialFiles.firstIndex { $0.role == .endedGrant && $0.name == nameBytes }
         let ref: FileRef
-        // Otherwise a number of this device (device 0 on the device that made the vault).
-        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(raw: try writer.allocateUsable()) }
+        // A grant there that no root lists is what a share cut short left, with its free file
+        // gone: a missing free number takes it, so the count stays. Otherwise a number of this
+        // device (device 0 on the device that made the vault).
+        let leftover = ended == nil ? try leftoverGrantNumber(at: name) : nil
+        if let ended { ref = root.specialFiles[ended].file } else { ref = FileRef(raw: try leftover ?? writer.allocateUsable()) }
         let record = UnlockRecord(role: .grant, vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(),
                                   ownFile: ref)
         defer {
@@ -87,20 +90,39 @@ extension VaultState {
             try storage.replace(name, contents: file)
             committer.formatTwo?.specialFiles[ended].role = .grant
         } else {
-            // A grant there that no root lists is what a share cut short left: this one replaces it.
-            if try storage.entryExists(name) { try storage.remove(name) }
-            try storage.create(name, contents: file, durable: true)
-            let number = ref.raw
-            if writer.allocator.needsCreate(number) {
-                writer.allocator.markCreated(number)
+            if leftover != nil {
+                try storage.replace(name, contents: file)
+            } else if writer.allocator.needsCreate(ref.raw) {
+                // A file of a group not made yet: the grant is made in its place.
+                try storage.create(name, contents: file, durable: true)
+                writer.allocator.markCreated(ref.raw)
             } else {
-                try storage.remove(try self.name(number))
+                // The free file takes the grant's bytes, then its name (R-BLK-5: the count never
+                // moves; a cut leaves the free file, or the grant with the free number missing).
+                let freeName = try self.name(ref.raw)
+                try storage.write(freeName, offset: 0, bytes: file)
+                try storage.sync([freeName])
+                try storage.rename(freeName, to: name)
             }
             try storage.syncFolder()
             committer.formatTwo?.specialFiles.append(IndexRootV2.SpecialFile(file: ref, role: .grant, name: nameBytes))
         }
         tree.dirtyItems.insert(Format.rootItemID)
         try commit()
+    }
+
+    /// The free number a share cut short took for the grant at `name` that no root lists: one
+    /// whose file is missing while the count is whole (`FileWriter.mayBeLent`). Nil when nothing
+    /// is at the name; when a grant is there with no number missing (an earlier release made the
+    /// grant before it removed the free file), the grant goes and the count is whole again.
+    private mutating func leftoverGrantNumber(at name: String) throws -> UInt64? {
+        guard try storage.entryExists(name) else { return nil }
+        if try writer.mayBeLent() {
+            var none: [UInt64] = []
+            if let number = try writer.takeMissingNumber(lent: &none) { return number }
+        }
+        try storage.remove(name)
+        return nil
     }
 
     /// §14.4: the vault that `sender` shared with the vault these pattern secrets open. No grant

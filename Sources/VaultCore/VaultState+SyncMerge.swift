@@ -186,6 +186,7 @@ extension VaultState {
         writer = FileWriter(storage: storage, secrets: joined, random: session.random,
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
         writer.pendingUnlock = unlock
+        writer.lendsFreeFiles = true
         tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
     }
 

@@ -78,6 +78,7 @@ struct VaultState {
             committer = try Committer(vaultKey: vaultKey, generation: 0, formatTwo: start.root)
             writer = FileWriter(storage: storage, secrets: start.secrets, random: random, allocator: allocator)
             writer.pendingUnlock = start.unlock
+            writer.lendsFreeFiles = true
             identity = start.identity
             nextItemID = UInt64(start.root.itemPrefix) << 32 | nextItemID
         }
@@ -98,6 +99,7 @@ struct VaultState {
         session = VaultSession(patternSecrets: patternSecrets, arena: arena, random: random, clock: clock, readOnly: readOnly)
         self.committer = committer
         writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: allocator)
+        writer.lendsFreeFiles = committer.format == .two && committer.upgrade == nil
         packs = PackStore(packs: contents.packs)
         chunks = ChunkStore(cacheBytes: cacheBytes)
         tree = ItemTree(items: contents.items, children: contents.children, nextItemID: nextItemID)

@@ -209,8 +209,11 @@ import VaultStore
             let codeA = try a.contactCode().code
             storage.crash(afterMutations: mutations)
             let done = (try? a.share(with: codeB)) != nil
+            #expect(storage.snapshot.count % Format.groupSize == 0, "R-BLK-5 at the cut after \(mutations) mutations")
             storage.powerLoss()
+            #expect(storage.snapshot.count % Format.groupSize == 0, "R-BLK-5 after the power loss")
             let reopened = try TestVaults.open(storage, seed: 1)
+            #expect(storage.snapshot.count % Format.groupSize == 0, "R-BLK-5 at the reopen")
             #expect(try reopened.readAll("hello") == [1, 2, 3])
             do { try reopened.share(with: codeB) } catch SharingError.alreadyShared {}
             try reopened.lock()

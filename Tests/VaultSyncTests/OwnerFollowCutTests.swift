@@ -1,7 +1,7 @@
 import DotSafeTestSupport
 import Foundation
 import Testing
-import VaultCore
+@testable import VaultCore
 import VaultFormat
 import VaultStore
 @testable import VaultSync
@@ -290,6 +290,73 @@ import VaultStore
                 try Self.checkAfterCut(run, cut)
             }
         }
+    }
+
+    /// The owner's first device (A, device 0) following a withdrawal made on its laptop (B,
+    /// device 1), cut just before its switch (its record's `replace`): the new root is at RL''s
+    /// names, in free files of A lent to them, and A's record still opens the old root (FORMAT.md
+    /// §14.8, "The file count of a follow"). A opens again: the count is a multiple of 16, a
+    /// read-only check is clean, and A holds what it wrote before the sync; the next syncs
+    /// complete and bring every file everywhere.
+    @Test func theFirstDeviceFollowsTheLaptopsWithdrawalCutBeforeItsSwitch() throws {
+        let remote = try TestRemote(.local)
+        let shared = try Run.sharedOnTwoDevices(remote)
+        let (a, b, sharedX, sharedY) = (shared.a, shared.b, shared.sharedX, shared.sharedY)
+        let copies = try TestFolder.make("first-device-follow-copies")
+        defer {
+            for device in [a, b, shared.x, shared.y, sharedX, sharedY] { device.finish() }
+            TestFolder.remove(copies)
+            remote.finish()
+        }
+        try a.write("desktop.txt", "from the desktop")
+        // A starts the follow with room: a group of free files its committed root owns (the
+        // sync's staged downloads take some first). With fewer than two left, a slot takes a file
+        // of a group the follow's commit makes, and a cut before the switch leaves the count over
+        // (FORMAT.md §14.8, not coded otherwise).
+        try a.write("room.bin", "")
+        try a.write("room.bin", bytes: [UInt8](repeating: 0x5A, count: Format.groupSize * Format.payloadSize))
+        try a.vault.remove(Array("room.bin".utf8), from: Vault.rootID)
+        try a.vault.commit()
+        try a.reopen()
+        #expect(try a.vault.state.withLock { $0.writer.allocator.freeCount } >= Format.groupSize / 2)
+        try b.vault.unshare(with: shared.codeY)
+        try b.reopen()
+        try b.write("after.txt", "after yvonne")
+        try b.sync(remote)
+        let served = try #require(remote.servedFolder)
+        try SyncDevice.copyFiles(from: a.folder, to: copies + "/a")
+        try SyncDevice.copyFiles(from: served, to: copies + "/remote")
+        // The whole follow, counted: the switch is its last `replace`.
+        let counting = CutStorageFolder(try Storage.open(at: a.folder), cutAt: nil, countsFiles: true)
+        try a.sync(remote, storage: counting) { _ in }
+        try Self.checkCounts(counting, a)
+        let switchAt = try #require(counting.done.lastIndex(of: "replace"), "\(counting.done)")
+        try a.restore(from: copies + "/a")
+        try SyncDevice.copyFiles(from: copies + "/remote", to: served)
+        let cut = Cut.mutation(switchAt)
+        let done = try Self.sync(a, remote, cutAt: cut)
+        #expect(a.reopenFailure == nil, "\(cut): \(a.reopenFailure.map { "\($0)" } ?? ""), after \(done.suffix(6))")
+        #expect(try Shared.files(a.folder).count % Format.groupSize == 0, "\(cut): the count, after \(done.suffix(4))")
+        let readOnly = try Vault.open(storage: try Storage.open(at: a.folder), secrets: SyncDevice.secrets(0xA1),
+                                      options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
+        let report = try readOnly.check()
+        try readOnly.lock()
+        #expect(report.isClean, "\(cut): \(report.storageProblems) \(report.damagedItems)")
+        let mine = ["hello.txt": "hello from alice", "desktop.txt": "from the desktop"]
+        let all = mine.merging(["after.txt": "after yvonne"]) { a, _ in a }
+        let tree = try a.tree()
+        #expect(tree == mine || tree == all, "\(cut): \(tree)")
+        // The next syncs follow and complete.
+        try a.sync(remote)
+        try b.sync(remote)
+        try sharedX.sync(remote)
+        #expect(try a.tree() == all && b.tree() == all && sharedX.tree() == all, "\(cut)")
+        for device in [a, b] {
+            let check = try device.vault.check()
+            #expect(check.isClean, "\(cut), \(device.name): \(check.storageProblems) \(check.damagedItems)")
+            #expect(try Shared.files(device.folder).count % Format.groupSize == 0, "\(cut), \(device.name)")
+        }
+        #expect(Shared.refusal { try sharedY.sync(remote) } == SharingError.accessEnded.description, "\(cut)")
     }
 
     /// A's sync that moves the remote, cut at each step; B syncs right after the cut (it
