@@ -151,8 +151,14 @@ import Testing
         let line = try #require(MountHarness.mountLine(vault))
         #expect(line.contains(" fuse.dotsafe ") && line.contains("noexec") && line.contains("nosuid") && line.contains("nodev"), "\(line)")
         try "from fstab".write(toFile: vault + "/note.txt", atomically: false, encoding: .utf8)
-        // umount(8) locks it as well as 'dotsafe lock' does.
-        #expect(CommandResult.run("/usr/bin/umount", [vault]).status == 0)
+        // umount(8) locks it as well as 'dotsafe lock' does. Retried while the kernel says busy:
+        // a full suite run on a loaded machine once got status 32 here (cause not found; the message now shows).
+        var unmounted = CommandResult.run("/usr/bin/umount", [vault])
+        for _ in 0..<20 where unmounted.status == 32 && unmounted.error.contains("busy") {
+            usleep(250_000)
+            unmounted = CommandResult.run("/usr/bin/umount", [vault])
+        }
+        #expect(unmounted.status == 0, "\(unmounted)")
         #expect(waitFor(seconds: 10) { MountHarness.daemonPID(for: vault) == nil })
 
         let readOnly = CommandResult.run("/usr/bin/mount", ["-t", "fuse", "-o", "ro,pattern_command=cat \(file),keyring=\(keyring)",
