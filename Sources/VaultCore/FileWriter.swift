@@ -158,6 +158,44 @@ struct FileWriter {
         }
     }
 
+    /// Up to `count` files from `takeLendableFile`, for the slots of the owner's new root at a
+    /// withdrawal (docs/FORMAT.md §14.8, "The file count of a withdrawal").
+    mutating func takeLendableFiles(_ count: Int) throws -> [UInt64] {
+        var numbers: [UInt64] = []
+        while numbers.count < count, let number = try takeLendableFile() { numbers.append(number) }
+        return numbers
+    }
+
+    /// When the committed root has fewer than `count` free files to lend: a new group, whose
+    /// files are made now, and `count` of its numbers, taken out of the free files so that the
+    /// next commit (under the old keys: the vault's usual refill) owns the group and keeps it
+    /// (an unused new group would be dropped). Those files are free to that root, as lent files
+    /// must be (`takeLendableFile`).
+    mutating func makeGroupToLend(_ count: Int) throws -> [UInt64] {
+        guard count > 0 else { return [] }
+        let numbers = allocator.makeGroup()
+        do { try createGroupFiles(numbers) } catch {
+            try? dropUnusedNewGroups()
+            throw error
+        }
+        // A number something not ours holds (R-SEC-4) was not made: not one to lend.
+        let made = numbers.filter { $0 >= allocator.firstDataNumber && unsynced.contains($0) }.prefix(count)
+        for number in made { _ = allocator.reserve(number) }
+        return Array(made)
+    }
+
+    /// A missing slot of the root opened (a withdrawal cut between its two renames, §14.8) while
+    /// the storage's count is whole: a free file lent to it, renamed, instead of a file made
+    /// (which would leave the count one over). Its number is missing from then on, for an old
+    /// slot to fill (`takeMissingNumber`). False when no free file may be lent.
+    mutating func lendToMissingSlot(_ slotName: String) throws -> Bool {
+        guard try mayBeLent(), let number = try takeLendableFile() else { return false }
+        try storage.rename(try name(number), to: slotName)
+        absentFreeNumbers.append(number)
+        try storage.syncFolder()
+        return true
+    }
+
     /// Renames an existing free file of this device to `slotName` (a slot of a follow's new
     /// root, made without changing the file count) when `takeLendableFile` found none; may take
     /// one of a group made since the commit (a cut before the switch then leaves the count

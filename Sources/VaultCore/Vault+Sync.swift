@@ -13,6 +13,17 @@ extension Vault {
     /// vault's). Throws `SyncRefusal.otherLineage` for a vault of this pattern that is not this one.
     public func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault { try syncLocked { try $0.openRemote(unlockFile: unlockFile) } }
 
+    /// A sync that follows a withdrawal (FORMAT.md §14.8, "The file count of a follow"), before
+    /// anything comes down: the two free files its new slots take; with fewer than two, a group
+    /// is made and committed first, under the old keys.
+    public func prepareFollow(_ remote: RemoteVault) throws {
+        guard remote.follows else { return }
+        try afterWritesBehind { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            try state.prepareFollow()
+        }
+    }
+
     /// Reads the remote root from the files of `remote.rootSlotNames()` (nil where a slot has
     /// no file): the newest of the record's slots, or after a withdrawal of RL''s when newer.
     public func readRemoteRoot(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws {

@@ -8,17 +8,23 @@ import VaultStore
 /// state of the rotation, replaced atomically at each step, so that a rotation cut short is
 /// finished, or undone, by the next open that writes:
 ///
-///     (VK, RL) → (VK, RL, tag 1024 VK'‖RL') → roots at RL' → grants → (VK', RL', tag 1026 RL)
-///              → old slots removed → (VK', RL')
+///     (VK, RL) → (VK, RL, tag 1024 VK'‖RL') → roots at RL' (lent free files) → grants
+///              → (VK', RL') → old slots into the lent numbers (the writing open that follows)
 ///
 /// The owner's pattern opens the whole vault at each instant: the old root until the record
-/// holds VK', the new one (the same index) after.
+/// holds VK', the new one (the same index) after. The storage's file count does not change at
+/// any step (R-BLK-5, FORMAT.md §14.8, "The file count of a withdrawal"): the new root names
+/// the old slots (root extension tag 1024), which the open renames into the numbers lent.
 enum VaultRotation {
     /// Steps 1 and 2, on a vault whose session is committed: the record announces VK' and RL',
-    /// then root g+1 (`current` with the grant named `revoked` ended) is created in both slots
-    /// at RL''s names. Returns the record `resume` finishes.
+    /// then root g+1 (`current` with the grant named `revoked` ended, naming RL's slots to
+    /// retire) goes into both slots at RL''s names: each written over a free file of the vault
+    /// (`lent`, names of numbers the committed root counts free), synced, and renamed to its
+    /// slot name, so that the name never shows bytes that are not on disk and the storage's count
+    /// stays. A slot with no file lent is created (a count one over: the caller always lends two).
+    /// Returns the record `resume` finishes.
     static func start(storage: any StorageFolder, patternSecrets: VaultSecrets, owner: UnlockRecord, current: IndexRootV2,
-                      revoked: [UInt8], random: any RandomSource) throws -> UnlockRecord {
+                      revoked: [UInt8], lent: [String], random: any RandomSource) throws -> UnlockRecord {
         let vaultKey = try SecretBytes.random(count: Format.keySize, using: random)
         let rootLocator = try SecretBytes.random(count: Format.keySize, using: random)
         defer { vaultKey.wipe(); rootLocator.wipe() }
@@ -31,20 +37,35 @@ enum VaultRotation {
         for index in root.specialFiles.indices where root.specialFiles[index].role == .grant && root.specialFiles[index].name == revoked {
             root.specialFiles[index].role = .endedGrant
         }
+        // The old slots stay until the switch; the writing open after it moves them (§14.8).
+        root.extensions = (root.extensions.filter { $0.tag != IndexRootV2.retiringSlotsTag }
+            + [IndexRootV2.Extension(tag: IndexRootV2.retiringSlotsTag, value: owner.rootLocator.map { $0 })]).sorted { $0.tag < $1.tag }
         let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
         defer { rootKey.wipe() }
-        // The original slot first, as a commit writes it; both are new files, synced with the folder.
+        // The original slot first, as a commit writes it.
         let first = root.generation % Format.indexSlotCount
+        var lent = lent
         for slot in [first, 1 - first] {
             let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
-            if try storage.entryExists(name) { try storage.remove(name) }
-            try storage.create(name, contents: try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random), durable: true)
+            let file = try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random)
+            if try storage.entryExists(name) {
+                try storage.write(name, offset: 0, bytes: file)
+                try storage.sync([name])
+            } else if !lent.isEmpty {
+                let free = lent.removeFirst()
+                try storage.write(free, offset: 0, bytes: file)
+                try storage.sync([free])
+                try storage.rename(free, to: name)
+            } else {
+                try storage.create(name, contents: file, durable: true)
+            }
         }
         try storage.syncFolder()
         return pending
     }
 
-    /// Steps 3 to 6 for a record that holds tag 1024 or 1026 (any other comes back as it is).
+    /// Steps 3 and 4 for a record that holds tag 1024, and the removal of the old slots for one
+    /// that holds tag 1026 (a rotation an earlier release started; any other comes back as it is).
     /// Tag 1024 with no root at RL' is a rotation cut before its step 2 ended: its files go and
     /// the vault is as before. Read-only, nothing is written and the record to open with is
     /// returned: VK' and RL' once their root exists.
@@ -77,8 +98,12 @@ enum VaultRotation {
             record.vaultKey = vaultKey.copyBytes()
             record.rootLocator = rootLocator.copyBytes()
             if readOnly { return record }
-            // A cut step 2 may have left the copy's slot missing: sealed again, never a gap.
-            for slot in 0..<Format.indexSlotCount {
+            // A root that does not name the old slots (a rotation an earlier release started):
+            // a slot a cut step 2 left missing is sealed again, and the record names the old
+            // slots (tag 1026) for their removal below. Otherwise the open of the new root lends
+            // a free file to a missing slot and moves the old slots (§14.8).
+            let rootNamesOldSlots = root.extensions.contains { $0.tag == IndexRootV2.retiringSlotsTag }
+            for slot in 0..<Format.indexSlotCount where !rootNamesOldSlots {
                 let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
                 guard try !storage.entryExists(name) else { continue }
                 let file = try Committer.sealRootV2(root, slot: slot, rootKey: rootKey, random: random)
@@ -86,8 +111,8 @@ enum VaultRotation {
                 try storage.syncFolder()
             }
             try reissueGrants(root, owner: record, storage: storage, random: random)
-            // Step 4, the commit point: the record names the new root and the slots to retire.
-            record.optional = with(record.optional, tag: UnlockRecord.Tag.retiring, value: oldLocator)
+            // Step 4, the commit point: the record names the new root.
+            if !rootNamesOldSlots { record.optional = with(record.optional, tag: UnlockRecord.Tag.retiring, value: oldLocator) }
             // A synced vault's remote still holds the old keys: its next sync moves it (§14.8).
             // After an earlier withdrawal not yet synced, the remote holds the keys that tag names.
             if root.extensions.contains(where: { $0.tag == SyncBase.extensionTag }),

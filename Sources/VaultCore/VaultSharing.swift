@@ -20,6 +20,10 @@ struct VaultSharing {
     /// renamed to them just before its commit point), which the old slots fill.
     var following: (grant: [UInt8]?, formerLocator: SecretBytes, formerNames: [String], lent: [UInt64])?
 
+    /// A follow's two free files for the new slots, taken before its sync downloads anything
+    /// (`VaultState.prepareFollow`); `followRotation` takes them over.
+    var lendable: [UInt64]?
+
     struct Received {
         /// The identity of the vault that opened the grant (the recipient's own vault).
         let recipient: X25519.PrivateKey

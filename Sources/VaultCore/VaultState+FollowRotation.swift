@@ -24,8 +24,10 @@ extension VaultState {
         let former = secrets.locator.copyBytes()
         let formerNames = try movedDeviceNames(remote, formatTwo)
         sharing.following?.formerLocator.wipe()
-        // The free files the new slots take, chosen before the merge's commit hands any out.
-        var lendable: [UInt64] = []
+        // The free files the new slots take, chosen before the merge's commit hands any out:
+        // those `prepareFollow` took before the downloads, or (a sync that did not) taken now.
+        var lendable = sharing.lendable ?? []
+        sharing.lendable = nil
         while lendable.count < Int(Format.indexSlotCount), let number = try writer.takeLendableFile() { lendable.append(number) }
         sharing.following = (remote.grantFile, try SecretBytes(copying: former), formerNames, lendable)
         secrets.wipe()
@@ -40,6 +42,22 @@ extension VaultState {
         root.extensions = (formatTwo.extensions.filter { $0.tag != IndexRootV2.retiringSlotsTag }
             + [IndexRootV2.Extension(tag: IndexRootV2.retiringSlotsTag, value: former)]).sorted { $0.tag < $1.tag }
         return (root, try SecretBytes(copying: remote.vaultKey.copyBytes()))
+    }
+
+    /// Before a follow's downloads (FORMAT.md §14.8, "The file count of a follow"): the two free
+    /// files its slots take, of groups the committed root owns; when it has fewer, a group is
+    /// made and committed now, under the old keys (the vault's usual refill), and the rest are
+    /// taken from it, so that a cut before the switch leaves no slot file the old root does not
+    /// count.
+    mutating func prepareFollow() throws {
+        guard sharing.lendable == nil else { return }
+        let count = Int(Format.indexSlotCount)
+        var lent = try writer.takeLendableFiles(count)
+        if lent.count < count {
+            lent += try writer.makeGroupToLend(count - lent.count)
+            try commit()
+        }
+        sharing.lendable = lent
     }
 
     /// After the commit that wrote the root at RL''s slots (both: the original and its copy are
@@ -122,6 +140,17 @@ extension VaultState {
         // A group made for the lending: its files synced; the new names durable before the root.
         try writer.syncData()
         try storage.syncFolder()
+    }
+
+    /// A missing slot of the root opened: a free file lent to it while the storage's count is
+    /// whole (a withdrawal cut between its two renames, FORMAT.md §14.8), else a file made.
+    mutating func restoreMissingSlot() throws {
+        guard let slot = committer.missingSlot else { return }
+        if try writer.lendToMissingSlot(try name(slot)) {
+            committer.missingSlot = nil
+            return
+        }
+        try committer.restoreMissingSlot(writer: writer)
     }
 
     /// After the switch, the old slots go into numbers of this device whose files are missing

@@ -135,7 +135,11 @@ extension VaultState {
                                nextItemID: device.nextItemID,
                                committer: committer, contents: contents, arena: arena)
         // A move takes the old slots away one after the other: a missing one is no damage then.
-        state.notices.rollbackWarning = moveFiles.isEmpty || !slots.contains(where: { $0 == nil }) ? FormatTwoVault.rollbackWarning(slots) : nil
+        // Nor is a slot missing next to a root that names old slots to retire: a withdrawal or
+        // a follow cut between its two slots (§14.8), whose writing open lends a file to it.
+        let retiring = newest.extensions.contains { $0.tag == IndexRootV2.retiringSlotsTag }
+        state.notices.rollbackWarning = (moveFiles.isEmpty && !retiring) || !slots.contains(where: { $0 == nil })
+            ? FormatTwoVault.rollbackWarning(slots) : nil
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         state.packs.pinWhole(pinned)
@@ -152,7 +156,7 @@ extension VaultState {
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.forgetStagedDownloads(stagedFiles)
             try state.repairOtherDevicesFiles()
-            try state.committer.restoreMissingSlot(writer: state.writer)
+            try state.restoreMissingSlot()
             // Only the owner finishes a pattern change: its step 5a seals grants with the identity.
             if record.role == .owner { try state.finishPatternChange() }
             try state.retireFollowedSlots()

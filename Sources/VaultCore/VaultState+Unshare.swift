@@ -22,6 +22,11 @@ extension VaultState {
             throw SharingError.unknownRecipient
         }
 
+        // The two free files the new root's slots take (FORMAT.md §14.8, "The file count of a
+        // withdrawal"), chosen before the commit hands any out: free in the committed root, or,
+        // when it has fewer, of a group made now, which this commit (under the old keys) owns.
+        var lent = try writer.takeLendableFiles(Int(Format.indexSlotCount))
+        lent += try writer.makeGroupToLend(Int(Format.indexSlotCount) - lent.count)
         // What the session wrote goes into the root the rotation carries over.
         try commit()
         guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }),
@@ -33,7 +38,7 @@ extension VaultState {
         let owner = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: own.file,
                                  identityKey: identity.rawRepresentation.copyBytes(), optional: sharing.ownerOptional)
         let pending = try VaultRotation.start(storage: storage, patternSecrets: session.patternSecrets, owner: owner, current: current,
-                                              revoked: revoked, random: session.random)
+                                              revoked: revoked, lent: try lent.map(name), random: session.random)
         // `pending` shares the owner record's arrays: they are wiped once the rotation is done.
         let done = try VaultRotation.resume(pending, storage: storage, patternSecrets: session.patternSecrets, readOnly: false,
                                               random: session.random)
@@ -42,6 +47,7 @@ extension VaultState {
             record.rootLocator.wipeStorage()
             record.identityKey.wipeStorage()
         }
+        // The open moves the old slots into the numbers lent (the root names them).
         try reopen()
     }
 

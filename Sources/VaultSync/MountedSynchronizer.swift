@@ -76,6 +76,8 @@ public struct MountedSynchronizer: Sendable {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
+        // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
+        try vault.prepareFollow(remoteVault)
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
             // From here a file the last commit references comes down staged (FORMAT.md §13.11).

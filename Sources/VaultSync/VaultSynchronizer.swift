@@ -67,6 +67,8 @@ public struct VaultSynchronizer {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
+        // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
+        try vault.prepareFollow(remoteVault)
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {

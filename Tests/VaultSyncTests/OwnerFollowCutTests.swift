@@ -336,7 +336,16 @@ import VaultStore
         let cut = Cut.mutation(switchAt)
         let done = try Self.sync(a, remote, cutAt: cut)
         #expect(a.reopenFailure == nil, "\(cut): \(a.reopenFailure.map { "\($0)" } ?? ""), after \(done.suffix(6))")
-        #expect(try Shared.files(a.folder).count % Format.groupSize == 0, "\(cut): the count, after \(done.suffix(4))")
+        try Self.checkFirstDeviceAfterSwitchCut(a, b, sharedX, sharedY, remote, "\(cut), after \(done.suffix(4))")
+    }
+
+    /// Device 0 (A) after its follow of the laptop's (B's) withdrawal was cut just before its
+    /// switch (`cut` says where): the count is whole, a read-only check is clean, A holds what
+    /// it wrote (B's later file only if its sync got that far), the next syncs bring every file
+    /// everywhere, and Y, whose grant B withdrew, is told that access ended.
+    static func checkFirstDeviceAfterSwitchCut(_ a: SyncDevice, _ b: SyncDevice, _ sharedX: SyncDevice, _ sharedY: SyncDevice,
+                                               _ remote: TestRemote, _ cut: String) throws {
+        #expect(try Shared.files(a.folder).count % Format.groupSize == 0, "\(cut): the count")
         let readOnly = try Vault.open(storage: try Storage.open(at: a.folder), secrets: SyncDevice.secrets(0xA1),
                                       options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
         let report = try readOnly.check()
