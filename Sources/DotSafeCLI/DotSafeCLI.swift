@@ -53,6 +53,7 @@ public enum DotSafeCLI {
                             commands: [any Command.Type] = DotSafeCLI.commands,
                             standardInput: any LineInput = ProcessInput(),
                             patternFromArguments: SecretBytes? = nil) -> Int32 {
+        let commands = IndexThreeSwitch.commands(commands, environment)
         var commandName: String?
         if arguments.isEmpty {
             standardOutput.write(HelpFormatter.programHelp(commands: commands))

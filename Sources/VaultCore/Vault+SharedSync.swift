@@ -11,8 +11,10 @@ extension Vault {
                                    options: Options = Options(), random: any RandomSource = SystemRandom(),
                                    clock: any VaultClock = SystemClock()) throws -> Vault {
         do {
-            let state = try VaultState.openSharedForSync(storage: storage, secrets: secrets, sender: sender.publicKey, random: random,
-                                                         clock: clock, options: .init(cacheBytes: options.cacheBytes, owner: options.owner))
+            var state = try VaultState.openSharedForSync(storage: storage, secrets: secrets, sender: sender.publicKey, random: random,
+                                                         clock: clock, options: .init(cacheBytes: options.cacheBytes, owner: options.owner,
+                                                                                      indexThree: options.indexThree))
+            state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
             return Vault(state, storage: reading, writeBehind: options.writeBehind)

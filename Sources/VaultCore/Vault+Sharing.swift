@@ -11,8 +11,10 @@ extension Vault {
     public static func open(storage: any StorageFolder, secrets: VaultSecrets, sharedBy sender: ContactCode, options: Options = Options(),
                             random: any RandomSource = SystemRandom(), clock: any VaultClock = SystemClock()) throws -> Vault {
         do {
-            let state = try VaultState.openShared(storage: storage, secrets: secrets, sender: sender.publicKey, random: random, clock: clock,
-                                                  options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner))
+            var state = try VaultState.openShared(storage: storage, secrets: secrets, sender: sender.publicKey, random: random, clock: clock,
+                                                  options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
+                                                                 indexThree: options.indexThree))
+            state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
             return Vault(state, storage: reading, writeBehind: options.writeBehind)

@@ -34,8 +34,8 @@ extension Vault {
     /// none, read again just before a root goes up (another device may have written one
     /// meanwhile); a root found at the other keys' slots than the one read counts as changed.
     public func remoteGeneration(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws -> UInt64 {
-        try syncLocked { _ in
-            let (root, moved) = try VaultState.newestRemoteRoot(remote, files: slotFiles)
+        try syncLocked { state in
+            let (root, moved) = try VaultState.newestRemoteRoot(remote, files: slotFiles, readsIndexThree: state.readsIndexThree)
             defer { root?.wipeKeys() }
             guard moved == remote.readMoved else { return UInt64.max }
             return root?.generation ?? 0

@@ -24,9 +24,10 @@ public final class Vault: Sendable {
         /// The index's shape (`PageTable.FanOut`); small only in tests of its interior level.
         var indexFanOut = PageTable.FanOut.standard
         /// Index version 3 (docs/FORMAT.md §15): a vault this open creates is written as index 3,
-        /// and a root of version 3 opens. Tests only, until the conversion (§15.1) and `dotsafe
-        /// upgrade` land: without it a root of version 3 is refused as newer, as releases before.
-        var indexThree = false
+        /// a root of version 3 opens, and §15.1's conversion happens at the first commit that
+        /// writes. Tests only (and `dotsafe` with `DOTSAFE_INDEX_THREE=1`) until the sync and
+        /// share of index 3 land: without it a root of version 3 is refused as newer, as before.
+        public var indexThree = false
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -77,6 +78,7 @@ public final class Vault: Sendable {
                                                            newVaultFormat: options.newVaultFormat,
                                                            upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree))
             state.indexFanOut = options.indexFanOut
+            state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
             return Vault(state, storage: reading, writeBehind: options.writeBehind)

@@ -168,11 +168,8 @@ enum VaultRotation {
             // A slot torn by a crash (not of the storage's form) is one that does not open.
             let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
             guard let file = (try? storage.read(name)) ?? nil else { continue }
-            let version = StorageFormat.two.envelopeVersion
-            guard let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: version, key: .secret(rootKey),
-                                                      seal: .indexRootV2(slot: slot)) else { continue }
-            defer { body.wipeStorage() }
-            guard let root = try? IndexRootV2.decode(body[...]) else { continue }
+            // Index 3 too: a rotation seals the root again as it found it (EHK kept, §15.7).
+            guard let root = try? VaultState.openRoot(file, slot: slot, rootKey: rootKey, readsIndexThree: true) else { continue }
             if let older = newest, older.generation >= root.generation { root.wipeKeys(); continue }
             newest?.wipeKeys()
             newest = root

@@ -102,6 +102,13 @@ public final class VaultSecrets: Sendable {
         return "dotsafe-vault-" + digest.map { String($0, radix: 16).leftPadded(2) }.joined()
     }
 
+    /// The same pattern's secrets in memory of their own, for a second open (each open wipes
+    /// what it was given): one key derivation for both. Pattern secrets only (no other devices).
+    public func copy() throws -> VaultSecrets {
+        let copy = { (key: SecretBytes) in try key.withUnsafeBytes { try SecretBytes(copying: $0) } }
+        return VaultSecrets(rootLocator: try copy(locator), rootKey: try copy(indexKey), namesKey: try copy(namesKey), localDevice: localDevice)
+    }
+
     public func wipe() {
         locator.wipe()
         indexKey.wipe()

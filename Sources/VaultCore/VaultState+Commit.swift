@@ -33,14 +33,8 @@ extension VaultState {
                 tree.countVersions(device: formatTwo.localDevice)
             }
             committer.markChangedRecords(&tree)
-            if let three = committer.indexThree {
-                committer.useDerived(try derivedRecords(entryHash: three.hash), device: IndexRecordsV3.Numbers(writer.allocator).device)
-            }
-            let tree = self.tree, arena = session.arena, format = committer.format
-            let three = committer.indexThree, device = IndexRecordsV3.Numbers(writer.allocator).device
-            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena, fanOut: indexFanOut) { key in
-                if let value = three?.value(key, device: device) { return value }
-                return format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
+            try writeIndexPages { key, tree, arena, format in
+                format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
             if let generations = syncBases.pending { try writeSyncBase(generations) }
         }

@@ -8,17 +8,20 @@ extension VaultState {
     /// items the root records, its special files, a names move's slot files, and what the sync
     /// base pins; not the index's own files (pages at every level, sync-base pieces), which the
     /// root and its interior pages list, so that writing pages never changes a block.
+    /// The pins are those the root's sync base lists (`SyncBasePlans.recordedPins`), and the
+    /// index's files are left out even when pinned (a sync pins the pages it publishes).
     var mappedFiles: Set<UInt64> {
-        var held = writer.allocator.pinnedNumbers
+        var held = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
         for (id, item) in tree.items where tree.isRecorded(id) { held.formUnion(item.fileNumbers) }
-        guard let formatTwo = committer.formatTwo else { return held }
-        held.formUnion(formatTwo.specialFiles.map(\.file.raw))
-        if let value = formatTwo.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value,
-           let move = try? NamesMove.decode(value) {
-            held.formUnion(move.slotFiles.map(\.raw))
-            move.wipeKeys()
+        if let formatTwo = committer.formatTwo {
+            held.formUnion(formatTwo.specialFiles.map(\.file.raw))
+            if let value = formatTwo.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value,
+               let move = try? NamesMove.decode(value) {
+                held.formUnion(move.slotFiles.map(\.raw))
+                move.wipeKeys()
+            }
         }
-        return held
+        return held.subtracting(indexFiles)
     }
 
     /// The index's own files: its pages and interior pages, and its sync base's pieces.
@@ -42,6 +45,20 @@ extension VaultState {
         committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: session.random))
         committer.rewriteAllPages()
         committer.convertsToIndexThree = false
+        // Due until written: a failed commit whose pages went out leaves no page dirty, and an
+        // upgrade changes no record that would make the next commit write the root.
+        committer.formatTwo?.rootDue = true
+    }
+
+    /// `dotsafe upgrade` (§15.1): the conversion asked for whatever the policy says, written by
+    /// the next commit (every page again, then the root of version 3). A format-1 vault is
+    /// upgraded by the same commit; one that cannot be (`startUpgrade`) cannot convert either.
+    mutating func requestConversion() throws {
+        guard committer.formatTwo != nil || committer.upgrade != nil else {
+            throw VaultError.tooLarge("this format-1 vault cannot become format 2, so neither index version 3")
+        }
+        committer.convertsToIndexThree = true
+        committer.rewriteAllPages()
     }
 
     /// §15.3–§15.4's records of the state, under the entry hash `entryHash`.
@@ -52,5 +69,30 @@ extension VaultState {
     /// §15.6's rules of `records` against the state.
     func checkRecords(_ records: IndexRecordsV3, entryHash: IndexRecordsV3.EntryHash) throws {
         try records.check(against: tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)
+    }
+
+    /// Writes the changed pages (`encode` gives an item's or segment's record). Index 3: the
+    /// file blocks are derived before the pages are placed, so a pinned number that stops being
+    /// a page of the root (replaced by this commit) gets its bit only from a second pass, and a
+    /// sync's commit pins the pages it writes (§15.4): the blocks are derived again until they
+    /// hold what the root written holds, which the pages of a pass, new and unpinned, never change.
+    mutating func writeIndexPages(encode: @escaping (RecordKey, ItemTree, SecretArena, StorageFormat) -> [UInt8]) throws {
+        for pass in 1... {
+            // A sync's commit records these pins (`writeSyncBase`): its bits are theirs.
+            if let plan = syncBases.pending { syncBases.recordedPins = ownReferencedFiles.union(plan.pinned) }
+            let device = IndexRecordsV3.Numbers(writer.allocator).device
+            if let three = committer.indexThree {
+                let records = try derivedRecords(entryHash: three.hash)
+                guard pass == 1 || records != three.records else { return }
+                guard pass <= 4 else { throw VaultError.damagedIndex("index 3: the file blocks do not settle") }
+                committer.useDerived(records, device: device)
+            } else if pass > 1 {
+                return
+            }
+            let tree = self.tree, arena = session.arena, format = committer.format, three = committer.indexThree
+            statistics.pageWrites += try committer.writeDirtyPages(writer: &writer, arena: arena, fanOut: indexFanOut) { key in
+                three?.value(key, device: device) ?? encode(key, tree, arena, format)
+            }
+        }
     }
 }

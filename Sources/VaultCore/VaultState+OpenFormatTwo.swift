@@ -76,8 +76,7 @@ extension VaultState {
         var committer = try Committer(vaultKey: vaultKey, generation: newest.generation, formatTwo: formatTwo)
         if let entryHashKey { committer.indexThree = try IndexThree(entryHashKey: entryHashKey) }
         // §15.1: automatic only where no other device or grantee may run a release without index 3.
-        committer.convertsToIndexThree = options.indexThree && entryHashKey == nil && newest.devices.count == 1
-            && !newest.specialFiles.contains { $0.isGrantFile } && !newest.extensions.contains { $0.tag == SyncBase.extensionTag }
+        committer.convertsToIndexThree = options.indexThree && entryHashKey == nil && formatTwo.indexThreeHold.isEmpty
         let contents: IndexContents
         var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
         var openedThroughFormer = false

@@ -134,6 +134,7 @@ extension VaultState {
     mutating func writeSyncBase(_ plan: SyncBasePlan) throws {
         let pinned = ownReferencedFiles.union(plan.pinned)
         writer.allocator.pin(pinned)
+        syncBases.recordedPins = pinned
         let stream = SyncBase(items: plan.items ?? currentBaseItems, pinned: pinned.sorted()).encode()
         var pieces: [(file: FileRef, key: [UInt8])] = []
         defer { for piece in pieces { piece.key.wipeStorage() } }
@@ -179,6 +180,10 @@ struct SyncBasePlan {
 struct SyncBasePlans {
     var pending: SyncBasePlan?
     var publishing: SyncBasePlan?
+    /// The pins the committed root's sync base lists, once a commit of this session wrote one
+    /// (nil: the allocator's, as read at open). Index 3's file blocks hold these (§15.4); the
+    /// allocator may pin more while a sync's root is on its way up.
+    var recordedPins: Set<UInt64>?
 }
 
 /// A file a state references, with a digest of the key it is read with (no key) and, for a

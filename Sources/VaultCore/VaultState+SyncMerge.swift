@@ -43,8 +43,10 @@ extension VaultState {
                 : root.specialFiles.filter { $0.file.device != local } + old.specialFiles.filter { $0.file.device == local }
             formatTwo.rootDue = true
             var next = try Committer(vaultKey: moved?.vaultKey ?? committer.vaultKey, generation: committer.generation, formatTwo: formatTwo)
-            if moved != nil { committer.wipe() }
             next.useLoaded(PageTable(loaded: remoteContents))
+            try next.takeIndexVersion(of: root, contents: remoteContents, local: committer.indexThree, device: local,
+                                      converts: committer.convertsToIndexThree)
+            if moved != nil { committer.wipe() }
             committer = next
         }
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
@@ -169,11 +171,14 @@ extension VaultState {
                                 nextFileNumber: 0, coverCount: covers, ownedGroups: [], releasing: [], name: deviceName)
         var formatTwo = FormatTwoRoot(rootKey: try SecretBytes(copying: remote.rootKey.copyBytes()), deviceID: deviceID, itemPrefix: prefix,
                                       deviceName: deviceName, specialFiles: root.specialFiles,
-                                      extensions: root.extensions.filter { $0.tag != SyncBase.extensionTag }, localDevice: index)
+                                      extensions: root.extensions.filter { $0.tag != SyncBase.extensionTag && $0.tag != IndexRootV3.entryHashKeyTag },
+                                      localDevice: index)
         formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry } + [entry]
         formatTwo.rootDue = true
         var next = try Committer(vaultKey: try SecretBytes(copying: remote.vaultKey.copyBytes()), generation: 0, formatTwo: formatTwo)
         next.useLoaded(PageTable(loaded: remote.contents!))
+        // The remote's index version: a device that joins converts nothing (§15.1).
+        try next.takeIndexVersion(of: root, contents: remote.contents!, local: nil, device: index, converts: false)
         committer.wipe()
         secrets.wipe()
         committer = next

@@ -101,7 +101,7 @@ extension VaultState {
     /// The newest remote root (`files`: those of `remote.rootSlotNames()`, nil where a slot has
     /// no file).
     func readRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws {
-        let (root, moved) = try Self.newestRemoteRoot(remote, files: files)
+        let (root, moved) = try Self.newestRemoteRoot(remote, files: files, readsIndexThree: readsIndexThree)
         remote.root = root
         remote.readMoved = moved
         try checkGrantListed(remote)
@@ -123,11 +123,12 @@ extension VaultState {
     /// remote's state, which the next sync merges with instead of writing over it; one not
     /// newer is this device's own of a cut sync, which a grantee that has not followed yet
     /// wrote past at RL (its tree includes that own root's: this device committed it).
-    static func newestRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?]) throws -> (root: IndexRootV2?, moved: Bool) {
+    static func newestRemoteRoot(_ remote: RemoteVault, files: [[UInt8]?], readsIndexThree: Bool) throws -> (root: IndexRootV2?, moved: Bool) {
         let count = Int(Format.indexSlotCount)
-        let root = try newestRemoteRoot(rootKey: remote.rootKey, files: Array(files.prefix(count)))
+        let root = try newestRemoteRoot(rootKey: remote.rootKey, files: Array(files.prefix(count)), readsIndexThree: readsIndexThree)
         guard let moved = remote.moved, files.count > count,
-              let newer = try newestRemoteRoot(rootKey: moved.rootKey, files: Array(files.dropFirst(count))) else { return (root, false) }
+              let newer = try newestRemoteRoot(rootKey: moved.rootKey, files: Array(files.dropFirst(count)),
+                                               readsIndexThree: readsIndexThree) else { return (root, false) }
         guard newer.generation > root?.generation ?? 0 else {
             newer.wipeKeys()
             return (root, false)
@@ -140,22 +141,20 @@ extension VaultState {
     /// a slot that does not open, with nothing that does, is damage. A root of a newer version
     /// (index 3, FORMAT.md §15.1) stops the sync even beside an older one: a newer release
     /// converted the remote, and a merge with the older root would write over the newer.
-    static func newestRemoteRoot(rootKey: SecretBytes, files: [[UInt8]?]) throws -> IndexRootV2? {
+    /// `readsIndexThree`: a release that reads index 3 opens such a root (tag 5 among its extensions).
+    static func newestRemoteRoot(rootKey: SecretBytes, files: [[UInt8]?], readsIndexThree: Bool = false) throws -> IndexRootV2? {
         var roots: [IndexRootV2] = []
         for (slot, file) in files.enumerated() {
             guard let file else { continue }
-            let body: [UInt8]
+            let root: IndexRootV2
             do {
-                body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexRoot, version: StorageFormat.two.envelopeVersion,
-                                               key: .secret(rootKey), seal: .indexRootV2(slot: UInt64(slot)))
+                root = try openRoot(file, slot: UInt64(slot), rootKey: rootKey, readsIndexThree: readsIndexThree)
             } catch FormatError.newerVersion(let version) {
                 for root in roots { root.wipeKeys() }
                 throw VaultError.newerFormat(version)
             } catch {
                 continue
             }
-            defer { body.wipeStorage() }
-            guard let root = try? IndexRootV2.decode(body[...]) else { continue }
             roots.append(root)
         }
         guard let newest = roots.max(by: { $0.generation < $1.generation }) else {
@@ -199,7 +198,7 @@ extension VaultState {
                     // Held: read here under this key at this name, and not a fill of this sync (§13.11).
                     guard present.contains(use), try self.name(ref.file.raw) == name, try holds(name) else { wanted.append(name); continue }
                 }
-                if level > 0 { below += try interiorPage(ref, level: level, name: name) }
+                if level > 0 { below += try interiorPage(ref, level: level, name: name, version: root.envelopeVersion) }
             }
             read += below
             guard level > 0 else { return wanted }
@@ -209,14 +208,14 @@ extension VaultState {
     }
 
     /// The refs an interior page of the remote's index holds, read from the local storage.
-    private func interiorPage(_ ref: PageRef, level: UInt8, name: String) throws -> [PageRef] {
+    private func interiorPage(_ ref: PageRef, level: UInt8, name: String, version: UInt8) throws -> [PageRef] {
         var key = ref.pageKey
         let slot = try session.arena.allocate(copying: key)
         Sealer.wipe(&key)
         defer { session.arena.free(slot) }
         do {
             guard let file = try storage.read(name) else { throw SyncRefusal.damagedRemote("index page \(ref.file) is missing") }
-            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: StorageFormat.two.envelopeVersion,
+            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: version,
                                                key: .arena(slot, session.arena), seal: .indexPageV2(level: level))
             guard case .interior(let children) = try IndexPageV2.decode(body[...], level: level) else {
                 throw SyncRefusal.damagedRemote("index page \(ref.file) is not an interior page")
@@ -234,7 +233,10 @@ extension VaultState {
         defer { names.wipe() }
         let contents: IndexContents
         do {
-            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena, redirects: try stagedRedirects())
+            let three = try root.entryHashKey().map { try IndexThree(entryHashKey: $0) }
+            defer { three?.entryHashKey.wipe() }
+            contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena, redirects: try stagedRedirects(),
+                                               indexThree: three)
         } catch let error as VaultError {
             throw SyncRefusal.damagedRemote("\(error)")
         }

@@ -55,7 +55,7 @@ extension VaultState {
     /// pattern's secrets are the ones kept; everything else of the old state is wiped.
     private mutating func reopen() throws {
         var fresh = try VaultState.open(storage: storage, secrets: session.patternSecrets, random: session.random, clock: session.clock,
-                                        options: OpenOptions(readOnly: false, cacheBytes: chunks.cache.limit))
+                                        options: OpenOptions(readOnly: false, cacheBytes: chunks.cache.limit, indexThree: readsIndexThree))
         chunks.removeAll()
         packs.wipe()
         session.arena.wipeAll()  // not the pattern's secrets: the new state keeps them
@@ -63,6 +63,7 @@ extension VaultState {
         sharing.wipe()
         secrets.wipe()
         fresh.indexFanOut = indexFanOut
+        fresh.readsIndexThree = readsIndexThree
         self = fresh
     }
 }

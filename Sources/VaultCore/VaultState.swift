@@ -37,6 +37,9 @@ struct VaultState {
     /// How many refs a root and an interior page take before the index grows a level (small in
     /// tests, so that a few hundred items make one).
     var indexFanOut = PageTable.FanOut.standard
+    /// This open reads index version 3 (`Vault.Options.indexThree`): a sync takes a remote root of
+    /// version 3 and writes the local index as version 3 (docs/FORMAT.md §15.1).
+    var readsIndexThree = false
     var isLocked = false
     /// What the open found that the user is told (`OpenNotices`).
     var notices = OpenNotices()

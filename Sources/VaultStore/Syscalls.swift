@@ -94,6 +94,13 @@ enum Syscalls {
         return (UInt64(info.f_blocks) * UInt64(info.f_frsize), UInt64(info.f_bavail) * UInt64(info.f_frsize))
     }
 
+    /// Whether the file system holding `fd` is mounted read-only (ST_RDONLY): no write can succeed.
+    static func isReadOnlyFileSystem(_ fd: Int32) throws -> Bool {
+        var info = statvfs()
+        _ = try retrying("statvfs") { fstatvfs(fd, &info) }
+        return info.f_flag & UInt(ST_RDONLY) != 0
+    }
+
     /// Names in the folder (without "." and "..").
     static func listNames(_ folder: Int32) throws -> [String] {
         let copy = try retrying("dup") { dup(folder) }

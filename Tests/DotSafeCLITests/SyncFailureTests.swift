@@ -85,8 +85,12 @@ import VaultStore
             case "$1:$last" in copy::webdav*) : > '\(started)' ;; esac
             exec /usr/bin/rclone "$@" --bwlimit 4M
 
-            """.write(toFile: bin + "/rclone", atomically: false, encoding: .utf8)
-        chmod(bin + "/rclone", 0o755)
+            """.write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
+        // Installed by another process: a descriptor of this one open for writing on the file
+        // that is run, inherited by a child another test spawns meanwhile, made its exec fail
+        // with "Text file busy" (exit 126) once under load.
+        let installed = CommandResult.run("/usr/bin/install", ["-m", "755", bin + "/rclone.sh", bin + "/rclone"])
+        try #require(installed.status == 0, "\(installed)")
         return (bin + ":/usr/bin:/bin", started)
     }
 

@@ -22,30 +22,35 @@ final class SyncDevice {
     let recreation: RecreationBudget
     /// The index's shape (small: an interior level from a few thousand files).
     let fanOut: PageTable.FanOut
+    /// Opens with `Vault.Options.indexThree` (docs/FORMAT.md §15): a new vault is index 3.
+    var indexThree: Bool
 
     init(_ name: String, seed: UInt8 = SyncDevice.seed, recreation: RecreationBudget = .standard,
-         fanOut: PageTable.FanOut = .standard) throws {
+         fanOut: PageTable.FanOut = .standard, indexThree: Bool = false) throws {
         self.name = name
         self.seed = seed
         self.recreation = recreation
         self.fanOut = fanOut
+        self.indexThree = indexThree
         sharedBy = nil
         folder = try TestFolder.make("sync-\(name)") + "/storage"
         try Storage.initialize(at: folder, random: SystemRandom())
-        vault = try Self.open(folder, seed: seed, recreation: recreation, fanOut: fanOut)
+        vault = try Self.open(folder, seed: seed, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
     }
 
     /// The vault that `code` shared with `owner`'s vault, in `owner`'s storage: new until its
     /// first sync brings it down.
-    init(_ name: String, sharedWith owner: SyncDevice, by code: ContactCode) throws {
+    init(_ name: String, sharedWith owner: SyncDevice, by code: ContactCode, indexThree: Bool = false) throws {
         self.name = name
         seed = owner.seed
         fanOut = .standard
+        self.indexThree = indexThree
         sharedBy = code
         recreation = .standard
         folder = owner.folder
-        vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code,
-                                      options: Vault.Options(cacheBytes: 8 << 20))
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.indexThree = indexThree
+        vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code, options: options)
     }
 
     static func secrets(_ seed: UInt8) throws -> VaultSecrets {
@@ -53,10 +58,11 @@ final class SyncDevice {
     }
 
     static func open(_ folder: String, seed: UInt8 = seed, sharedBy: ContactCode? = nil,
-                     recreation: RecreationBudget = .standard, fanOut: PageTable.FanOut = .standard) throws -> Vault {
+                     recreation: RecreationBudget = .standard, fanOut: PageTable.FanOut = .standard, indexThree: Bool = false) throws -> Vault {
         let storage = try Storage.open(at: folder, recreation: recreation)
         var options = Vault.Options(cacheBytes: 8 << 20)
         options.indexFanOut = fanOut
+        options.indexThree = indexThree
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -64,7 +70,7 @@ final class SyncDevice {
     /// Locks and opens the vault again from the disk: what a sync left is what counts.
     func reopen() throws {
         try vault.lock()
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
     }
 
     /// Gives the vault the pattern of `newSeed` (FORMAT.md §13.12) and opens it with that.
@@ -98,11 +104,12 @@ final class SyncDevice {
             vault.discard()
             var options = Vault.Options(cacheBytes: 8 << 20)
             options.indexFanOut = fanOut
+            options.indexThree = indexThree
             do {
                 vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
                     ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
             } catch {
-                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
+                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
                 throw error
             }
         }
@@ -273,7 +280,7 @@ final class SyncDevice {
     func reopenAfterCrash() {
         vault.discard()
         do {
-            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
             reopenFailure = nil
         } catch {
             reopenFailure = error
@@ -285,7 +292,7 @@ final class SyncDevice {
     func restore(from snapshot: String) throws {
         vault.discard()
         try Self.copyFiles(from: snapshot, to: folder)
-        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut)
+        vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
     }
 
     /// `target` made to hold exactly the files of `source`.

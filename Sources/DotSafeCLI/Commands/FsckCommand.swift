@@ -70,7 +70,7 @@ struct FsckCommand: Command {
         defer { vaultLock.release() }
         let vault: Vault
         do {
-            let options = Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20)
+            let options = IndexThreeSwitch.options(Vault.Options(readOnly: !repairs, cacheBytes: 4 << 20), context.environment)
             vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets, sharedBy: $0, options: options) }
                 ?? Vault.open(storage: storage, secrets: secrets, options: options)
         } catch {

@@ -52,8 +52,9 @@ struct MountDaemon {
         let vault: Vault
         do {
             channel = try LockChannel.open(in: folder)
-            let vaultOptions = Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
-                                             owner: (getuid(), getgid()), writeBehind: .background(limit: 4))
+            let vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
+                                                                      owner: (getuid(), getgid()), writeBehind: .background(limit: 4)),
+                                                        context.environment)
             if let sharedBy {
                 vault = try Vault.open(storage: storage, secrets: secrets, sharedBy: sharedBy, options: vaultOptions)
             } else {

@@ -17,6 +17,7 @@ enum MountGuard {
         case fsck
         case sync
         case repattern
+        case upgrade
 
         var note: String {
             switch self {
@@ -24,6 +25,7 @@ enum MountGuard {
             case .fsck: "being checked by dotsafe fsck"
             case .sync: "being synced by dotsafe sync"
             case .repattern: "getting a new pattern from dotsafe repattern"
+            case .upgrade: "being upgraded by dotsafe upgrade"
             }
         }
     }
