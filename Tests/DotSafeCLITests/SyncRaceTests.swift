@@ -115,8 +115,8 @@ import VaultStore
         try Self.put("desktop.txt", "from the desktop", into: desktop, environment)
 
         let held = base + "/rcat-held", released = base + "/rcat-released"
-        var racing = environment
-        racing["PATH"] = try Failure.rclone(base, script: """
+        var withScript = environment
+        withScript["PATH"] = try Failure.rclone(base, script: """
             if [ "$1" = rcat ] && [ ! -e '\(held)' ]; then
                 cat > /dev/null
                 : > '\(held)'
@@ -126,6 +126,7 @@ import VaultStore
             fi
             exec /usr/bin/rclone "$@"
             """)
+        let racing = withScript
 
         let results = ResultBox(count: 1)
         let done = DispatchSemaphore(value: 0)
