@@ -149,12 +149,12 @@ public struct MountedSynchronizer: Sendable {
         let record = movesRemote ? nil : committed.unlockFile
         if let record, change.recordFirst {
             try beforeChange?("record")
-            try remote.write(unlockName, contents: record)
+            try remote.writeContended(unlockName, contents: record)
             summary.filesUp += 1
         }
         for (name, file) in committed.rootFiles {
             try beforeChange?("root")
-            try remote.write(name, contents: file)
+            try remote.writeContended(name, contents: file)
             summary.filesUp += 1
         }
         // Another device's root written over this one (`stillHolds`): not up; `run` goes again.
@@ -162,7 +162,7 @@ public struct MountedSynchronizer: Sendable {
         if !change.recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
         if let record, !change.recordFirst {
             try beforeChange?("record")
-            try remote.write(unlockName, contents: record)
+            try remote.writeContended(unlockName, contents: record)
             summary.filesUp += 1
         }
         if movesRemote, let unlock = committed.unlockFile {

@@ -40,6 +40,12 @@ extension RemoteError: CustomStringConvertible {
 }
 
 extension RemoteError {
+    /// rclone's hash check found the file other than what it wrote or read: something else
+    /// wrote it meanwhile (or the transfer really was corrupted).
+    var changedInTransfer: Bool {
+        if case .failed(_, _, let detail) = self { detail.contains("corrupted on transfer") } else { false }
+    }
+
     /// What an operation that rclone ended with a non-zero status means, from its last error
     /// line. Network trouble is checked first: a write that cannot connect is unreachable, not
     /// refused. A client error (4xx) or "permission denied" while writing is a refusal; rclone's

@@ -123,12 +123,12 @@ public struct VaultSynchronizer {
             let recordFirst = change.recordFirst
             if let record, recordFirst {
                 try beforeChange?("record")
-                try remote.write(unlockName, contents: record)
+                try remote.writeContended(unlockName, contents: record)
                 summary.filesUp += 1
             }
             for (name, file) in roots {
                 try beforeChange?("root")
-                try remote.write(name, contents: file)
+                try remote.writeContended(name, contents: file)
                 summary.filesUp += 1
             }
             // A device that checked the slots just before these writes may write its root over
@@ -138,7 +138,7 @@ public struct VaultSynchronizer {
             if !recordFirst && !movesRemote { try transfer.uploadGrants(to: remote, from: storageFolder, beforeChange: beforeChange) }
             if let record, !recordFirst {
                 try beforeChange?("record")
-                try remote.write(unlockName, contents: record)
+                try remote.writeContended(unlockName, contents: record)
                 summary.filesUp += 1
             }
             if movesRemote {

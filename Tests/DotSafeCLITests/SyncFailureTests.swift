@@ -77,21 +77,26 @@ import VaultStore
     /// An rclone for the sync (first on PATH) that runs the real one slowed to 4 MiB/s and
     /// creates `started` when an upload begins.
     static func slowRclone(_ base: String) throws -> (path: String, started: String) {
-        let bin = base + "/bin", started = base + "/upload-started"
-        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        try """
-            #!/bin/sh
+        let started = base + "/upload-started"
+        let path = try rclone(base, script: """
             for last; do :; done
             case "$1:$last" in copy::webdav*) : > '\(started)' ;; esac
             exec /usr/bin/rclone "$@" --bwlimit 4M
+            """)
+        return (path, started)
+    }
 
-            """.write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
+    /// A PATH whose first `rclone` is this shell script.
+    static func rclone(_ base: String, script: String) throws -> String {
+        let bin = base + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try ("#!/bin/sh\n" + script + "\n").write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
         // Installed by another process: a descriptor of this one open for writing on the file
         // that is run, inherited by a child another test spawns meanwhile, made its exec fail
         // with "Text file busy" (exit 126) once under load.
         let installed = CommandResult.run("/usr/bin/install", ["-m", "755", bin + "/rclone.sh", bin + "/rclone"])
         try #require(installed.status == 0, "\(installed)")
-        return (bin + ":/usr/bin:/bin", started)
+        return bin + ":/usr/bin:/bin"
     }
 
     @Test func theServerStoppedInTheMiddleOfALargeFirstSync() throws {

@@ -94,6 +94,67 @@ import VaultStore
         }
         for device in devices { Failure.expectClean(device.storage, environment) }
     }
+
+    /// A root slot that another device writes at the same instant as this device's (a remote that
+    /// writes in place: rclone's local backend, its WebDAV server): rclone's hash check after
+    /// `rcat` fails, "corrupted on transfer" (seen once in a full run of the test above). The
+    /// slot then holds the other device's root, so this is the race of FORMAT.md §13.11, told as
+    /// such; the next syncs merge. Played by an rclone whose first `rcat` (the desktop's root)
+    /// waits while the laptop syncs, then fails as the real one did.
+    @Test func aRootWriteThatRcloneSawChangeIsARace() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let laptop = base + "/laptop", desktop = base + "/desktop"
+        #expect(CLIRun(["init", laptop], environment: environment).status == 0)
+        try Self.put("shared.txt", "from the start", into: laptop, environment)
+        try #require(Sync.sync(laptop, remote.path, environment, device: "laptop").status == 0)
+        try #require(Sync.sync(desktop, remote.path, environment, device: "desktop").status == 0)
+        try Self.put("laptop.txt", "from the laptop", into: laptop, environment)
+        try Self.put("desktop.txt", "from the desktop", into: desktop, environment)
+
+        let held = base + "/rcat-held", released = base + "/rcat-released"
+        var withScript = environment
+        withScript["PATH"] = try Failure.rclone(base, script: """
+            if [ "$1" = rcat ] && [ ! -e '\(held)' ]; then
+                cat > /dev/null
+                : > '\(held)'
+                while [ ! -e '\(released)' ]; do sleep 0.05; done
+                echo '2026/12/03 12:00:00 ERROR : slot: corrupted on transfer: md5 hash differ "368151b85989527150198cae424f8e0c" vs "4aac24cb0b004640698b4e89078d4982"' >&2
+                exit 1
+            fi
+            exec /usr/bin/rclone "$@"
+            """)
+        let racing = withScript
+
+        let results = ResultBox(count: 1)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            results.set(0, Sync.sync(desktop, remote.path, racing, device: "desktop"))
+            done.signal()
+        }
+        let reached = waitFor(seconds: 120) { FileManager.default.fileExists(atPath: held) }
+        let other = Sync.sync(laptop, remote.path, environment, device: "laptop")
+        FileManager.default.createFile(atPath: released, contents: nil)
+        done.wait()
+        try #require(reached, "the desktop's sync never wrote its root: \(results.values)")
+        #expect(other.status == 0, "\(other)")
+        let raced = results.values[0]
+        #expect(raced.status == 1 && raced.standardError == Self.raced && raced.standardOutput.isEmpty, "\(raced)")
+
+        // Nothing lost: each syncs again as the line says, and both hold every change.
+        for (storage, device) in [(desktop, "desktop"), (laptop, "laptop")] {
+            let again = Sync.sync(storage, remote.path, racing, device: device)
+            #expect(again.status == 0, "\(device) again: \(again)")
+        }
+        let expected = ["shared.txt": "from the start", "laptop.txt": "from the laptop", "desktop.txt": "from the desktop"]
+        for storage in [laptop, desktop] {
+            let files = try Failure.files(storage, environment).mapValues { String(decoding: $0, as: UTF8.self) }
+            #expect(files == expected, "\(storage)")
+            Failure.expectClean(storage, environment)
+        }
+    }
 }
 
 /// Results that threads hand back, one place each.
