@@ -1,11 +1,12 @@
 import VaultCore
 
 /// Index version 3 (docs/FORMAT.md §15) is a switch of the tests until its sync and share land
-/// (issue 17, step 3): with `DOTSAFE_INDEX_THREE=1` in the environment, `mount` and `fsck` open
-/// vaults with `Vault.Options.indexThree` (a root of version 3 opens, §15.1's conversion
-/// happens), and `upgrade` is a command. Without it `dotsafe` is what users have: index 2, a
-/// root of version 3 refused as newer, no `upgrade` in the help, the man page or completions.
-/// Kept out of users' reach because a vault converted now could no longer sync.
+/// (issue 17, step 3): with `DOTSAFE_INDEX_THREE=1` in the environment, every command that opens
+/// a vault (`mount`, and through its daemon `share`, `unshare` and `mount --sync`; `fsck`, `sync`,
+/// `repattern`) opens it with `Vault.Options.indexThree` (a root of version 3 opens, §15.1's
+/// conversion happens), and `upgrade` is a command. Without it `dotsafe` is what users have:
+/// index 2, a root of version 3 refused as newer before anything is written, no `upgrade` in
+/// the help, the man page or completions. Kept out of users' reach until index 3 is the default.
 enum IndexThreeSwitch {
     static let variable = "DOTSAFE_INDEX_THREE"
 

@@ -69,8 +69,11 @@ enum VaultRotation {
     /// Tag 1024 with no root at RL' is a rotation cut before its step 2 ended: its files go and
     /// the vault is as before. Read-only, nothing is written and the record to open with is
     /// returned: VK' and RL' once their root exists.
+    /// `readsIndexThree`: whether this open reads index 3 (§15.1); without it, a vault whose
+    /// roots are of version 3 is refused as newer before anything is written (its record, its
+    /// grants, the new slots), as the open of its root would refuse it right after.
     static func resume(_ owner: UnlockRecord, storage: any StorageFolder, patternSecrets: VaultSecrets, readOnly: Bool,
-                       random: any RandomSource) throws -> UnlockRecord {
+                       readsIndexThree: Bool, random: any RandomSource) throws -> UnlockRecord {
         var record = owner
         if let value = record.optional.first(where: { $0.tag == UnlockRecord.Tag.rotation })?.value {
             guard value.count == 2 * Format.keySize else { throw VaultError.damagedIndex("the owner's record holds a damaged rotation") }
@@ -79,8 +82,10 @@ enum VaultRotation {
             let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
             defer { vaultKey.wipe(); rootLocator.wipe(); rootKey.wipe() }
             record.optional = without(record.optional, tag: UnlockRecord.Tag.rotation)
-            guard let root = try newestRoot(storage: storage, rootLocator: rootLocator, rootKey: rootKey) else {
+            guard let root = try newestRoot(storage: storage, rootLocator: rootLocator, rootKey: rootKey, readsIndexThree: readsIndexThree) else {
                 if readOnly { return record }
+                // Undone below: the old root is the vault's, and must be one this release reads.
+                try refuseNewer(storage: storage, owner: owner, readsIndexThree: readsIndexThree)
                 for slot in 0..<UInt8(Format.indexSlotCount) {
                     let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: slot)
                     if try storage.entryExists(name) { try storage.remove(name) }
@@ -123,6 +128,7 @@ enum VaultRotation {
         }
         guard let retiring = record.optional.first(where: { $0.tag == UnlockRecord.Tag.retiring })?.value, !readOnly else { return record }
         guard retiring.count == Format.keySize else { throw VaultError.damagedIndex("the owner's record holds a damaged rotation") }
+        try refuseNewer(storage: storage, owner: record, readsIndexThree: readsIndexThree)
         let oldLocator = try SecretBytes(copying: retiring)
         defer { oldLocator.wipe() }
         for slot in 0..<UInt8(Format.indexSlotCount) {
@@ -162,19 +168,40 @@ enum VaultRotation {
     }
 
     /// The newest root that opens in the two slots named from `rootLocator`; nil when none does.
-    static func newestRoot(storage: any StorageFolder, rootLocator: SecretBytes, rootKey: SecretBytes) throws -> IndexRootV2? {
+    /// A root of a version this release does not read (version 3 without `readsIndexThree`) is
+    /// no torn slot: it is refused as newer (`VaultError.newerFormat`), as the open refuses it.
+    static func newestRoot(storage: any StorageFolder, rootLocator: SecretBytes, rootKey: SecretBytes,
+                           readsIndexThree: Bool) throws -> IndexRootV2? {
         var newest: IndexRootV2?
         for slot in 0..<Format.indexSlotCount {
             // A slot torn by a crash (not of the storage's form) is one that does not open.
             let name = try FormatTwoKeys.slotName(rootLocator: rootLocator, slot: UInt8(slot))
             guard let file = (try? storage.read(name)) ?? nil else { continue }
-            // Index 3 too: a rotation seals the root again as it found it (EHK kept, §15.7).
-            guard let root = try? VaultState.openRoot(file, slot: slot, rootKey: rootKey, readsIndexThree: true) else { continue }
+            // Index 3 too when read: a rotation seals the root again as it found it (EHK kept, §15.7).
+            let root: IndexRootV2
+            do {
+                root = try VaultState.openRoot(file, slot: slot, rootKey: rootKey, readsIndexThree: readsIndexThree)
+            } catch FormatError.newerVersion(let version) {
+                newest?.wipeKeys()
+                throw VaultError.newerFormat(version)
+            } catch {
+                continue
+            }
             if let older = newest, older.generation >= root.generation { root.wipeKeys(); continue }
             newest?.wipeKeys()
             newest = root
         }
         return newest
+    }
+
+    /// Throws `VaultError.newerFormat` when the root `owner`'s VK and RL name is of a version
+    /// this release does not read: checked before a step of `resume` writes without having read it.
+    private static func refuseNewer(storage: any StorageFolder, owner: UnlockRecord, readsIndexThree: Bool) throws {
+        guard !readsIndexThree else { return }
+        let vaultKey = try SecretBytes(copying: owner.vaultKey), rootLocator = try SecretBytes(copying: owner.rootLocator)
+        let rootKey = try FormatTwoKeys.rootKey(vaultKey: vaultKey)
+        defer { vaultKey.wipe(); rootLocator.wipe(); rootKey.wipe() }
+        try newestRoot(storage: storage, rootLocator: rootLocator, rootKey: rootKey, readsIndexThree: false)?.wipeKeys()
     }
 
     /// The public keys of the codes the vault was shared with (tag 1025, 32 bytes each).

@@ -27,7 +27,7 @@ extension VaultState {
         if let unlock = try FormatTwoVault.readUnlock(storage: storage, patternSecrets: secrets) {
             // A withdrawal cut short is finished (or undone) first (§14.8).
             let record = try VaultRotation.resume(unlock.record, storage: storage, patternSecrets: secrets, readOnly: options.readOnly,
-                                                  random: random)
+                                                  readsIndexThree: options.indexThree, random: random)
             return try openFormatTwo((unlock.name, record), storage: storage, secrets: secrets, random: random, clock: clock, options: options)
         }
         return try openFormatOne(storage: storage, secrets: secrets, random: random, clock: clock, options: options)

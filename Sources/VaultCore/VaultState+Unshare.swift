@@ -30,7 +30,8 @@ extension VaultState {
         // What the session wrote goes into the root the rotation carries over.
         try commit()
         guard let own = committer.formatTwo?.specialFiles.first(where: { $0.role == .ownerUnlock }),
-              let current = try VaultRotation.newestRoot(storage: storage, rootLocator: secrets.locator, rootKey: root.rootKey),
+              let current = try VaultRotation.newestRoot(storage: storage, rootLocator: secrets.locator, rootKey: root.rootKey,
+                                                              readsIndexThree: readsIndexThree),
               current.generation == committer.generation else {
             throw VaultError.damagedIndex("the vault's root is not the one it committed")
         }
@@ -41,7 +42,7 @@ extension VaultState {
                                               revoked: revoked, lent: try lent.map(name), random: session.random)
         // `pending` shares the owner record's arrays: they are wiped once the rotation is done.
         let done = try VaultRotation.resume(pending, storage: storage, patternSecrets: session.patternSecrets, readOnly: false,
-                                              random: session.random)
+                                              readsIndexThree: readsIndexThree, random: session.random)
         for record in [owner, done] {
             record.vaultKey.wipeStorage()
             record.rootLocator.wipeStorage()

@@ -75,7 +75,8 @@ import VaultStore
         guard let value = record.optional.first(where: { $0.tag == UnlockRecord.Tag.rotation })?.value else { return (record.vaultKey, false) }
         let vaultKey = try SecretBytes(copying: Array(value[..<Format.keySize]))
         let locator = try SecretBytes(copying: Array(value[Format.keySize...]))
-        let root = try VaultRotation.newestRoot(storage: storage, rootLocator: locator, rootKey: try FormatTwoKeys.rootKey(vaultKey: vaultKey))
+        let root = try VaultRotation.newestRoot(storage: storage, rootLocator: locator, rootKey: try FormatTwoKeys.rootKey(vaultKey: vaultKey),
+                                                   readsIndexThree: false)
         return (record.vaultKey, root != nil)
     }
 

@@ -14,6 +14,9 @@ struct CutSyncRun {
     let remote: TestRemote
     let before: [String: String]
     let expected: [String: String]
+    /// More checks of the device after each cut and after the sync that follows it (index 3's
+    /// records), told where: they record their own issues.
+    var inspect: ((_ place: String) throws -> Void)?
     private let victim: String, remoteCopy: String
 
     /// Takes the device's storage and the remote as they are now, the start of every cut.
@@ -32,15 +35,22 @@ struct CutSyncRun {
     /// The sync stopped before mutation `cut` (0: the first); returns what went wrong, empty
     /// when nothing did. `seeing`: a read-only open right after the cut must find the storage
     /// clean too (`dotsafe fsck` before any writing open).
-    func cut(at cut: Int, seeing: Bool = false) throws -> [String] {
+    func cut(at cut: Int, seeing: Bool = false) throws -> [String] { try run(cutAt: cut, before: nil, seeing: seeing) }
+
+    /// The sync stopped before its change of the remote named `label` ("upload", "root#2": the
+    /// names of `SyncDevice.StopAt`), as a process that died there.
+    func cut(before label: String, seeing: Bool = false) throws -> [String] { try run(cutAt: nil, before: label, seeing: seeing) }
+
+    private func run(cutAt cut: Int?, before label: String?, seeing: Bool) throws -> [String] {
         try device.restore(from: victim)
         try SyncDevice.copyFiles(from: remoteCopy, to: remote.path)
         let storage = CutStorageFolder(try Storage.open(at: device.folder), cutAt: cut)
+        let stop = label.map(SyncDevice.StopAt.init)
         var failures: [String] = []
         // (A cut past the mutations of this run, whose commits refresh covers at random, lets
         // it complete: what follows holds for that too.)
-        do { try device.sync(remote, storage: storage, seeing: seeing) { _ in } } catch {}
-        let place = "cut before mutation \(cut) (after \(storage.done.suffix(2)))"
+        do { try device.sync(remote, storage: storage, seeing: seeing) { try stop?.check($0) } } catch {}
+        let place = label.map { "cut before the remote's change \($0)" } ?? "cut before mutation \(cut ?? 0) (after \(storage.done.suffix(2)))"
         if seeing && !device.seenAfterCut.isEmpty { failures.append("\(place), read-only: \(device.seenAfterCut)") }
         let report = try device.vault.check()
         let tree = try? device.tree()
@@ -48,8 +58,10 @@ struct CutSyncRun {
             let reads = tree == before ? "before" : tree == expected ? "merged" : "neither"
             return failures + ["\(place): \(report.damagedItems) \(report.storageProblems), reads: \(reads)"]
         }
+        try inspect?(place)
         let next = try device.sync(remote), merged = try device.tree()
         if next.conflicts != 0 || merged != expected { failures.append("\(place): the next sync gave \(next.actions)") }
+        try inspect?(place + ", then a sync")
         return failures
     }
 

@@ -120,7 +120,7 @@ final class SyncDevice {
         do { _ = try synchronizer.run() } catch {
             if seeing {
                 vault.discard()
-                seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+                seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy, indexThree: indexThree)
             }
             throw error
         }
@@ -148,7 +148,7 @@ final class SyncDevice {
             }
         } catch {
             vault.discard()
-            seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy)
+            seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy, indexThree: indexThree)
             leftAfterCut = try otherEntries()
             reopenAfterCrash()
             throw error
@@ -165,8 +165,10 @@ final class SyncDevice {
     private(set) var leftAfterCut: [String] = []
 
     /// A read-only open's check of the storage at `folder`, and its entries of the wrong form.
-    static func readOnlyView(_ folder: String, seed: UInt8, sharedBy: ContactCode?) throws -> [String] {
-        let options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
+    /// `indexThree`: the open reads index 3, as `dotsafe fsck` does under the switch.
+    static func readOnlyView(_ folder: String, seed: UInt8, sharedBy: ContactCode?, indexThree: Bool = false) throws -> [String] {
+        var options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
+        options.indexThree = indexThree
         let storage = try Storage.open(at: folder)
         let vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: $0, options: options) }
             ?? Vault.open(storage: storage, secrets: secrets(seed), options: options)

@@ -85,7 +85,7 @@ struct RepatternCommand: Command {
         defer { newLock.release() }
 
         let vault: Vault
-        do { vault = try Vault.open(storage: storage, secrets: currentSecrets, options: Vault.Options(cacheBytes: 4 << 20)) } catch {
+        do { vault = try Vault.open(storage: storage, secrets: currentSecrets, options: IndexThreeSwitch.options(Vault.Options(cacheBytes: 4 << 20), context.environment)) } catch {
             currentSecrets.wipe()
             throw error
         }

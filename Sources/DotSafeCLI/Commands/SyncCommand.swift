@@ -99,7 +99,7 @@ struct SyncCommand: Command {
         defer { guardLock.release() }
         let vault: Vault
         do {
-            let options = Vault.Options(cacheBytes: 16 << 20)
+            let options = IndexThreeSwitch.options(Vault.Options(cacheBytes: 16 << 20), context.environment)
             vault = try sharedBy.map { try Vault.openForSync(storage: storage, secrets: secrets, sharedBy: $0, options: options) }
                 ?? Vault.open(storage: storage, secrets: secrets, options: options)
         } catch {
