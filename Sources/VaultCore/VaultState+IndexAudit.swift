@@ -10,8 +10,7 @@ extension VaultState {
     /// that is not index 3 (or has no root yet).
     mutating func auditIndexThree() throws -> (findings: [String], unreachedFolders: [UInt64])? {
         guard let three = committer.indexThree, !committer.isNew else { return nil }
-        guard let root = try VaultRotation.newestRoot(storage: storage, rootLocator: secrets.locator, rootKey: secrets.indexKey),
-              root.generation == committer.generation else {
+        guard let root = try committedRoot() else {
             throw VaultError.damagedIndex("index 3: the root of generation \(committer.generation) no longer opens")
         }
         defer { root.wipeKeys() }
@@ -43,6 +42,19 @@ extension VaultState {
         }
         let findings = audit.finish(rootHeld: rootHeldFiles.subtracting(indexFiles))
         return (findings, audit.unreached.filter(\.isFolder).map(\.id))
+    }
+
+    /// The root of the state's generation, read again from its slot (the page keys are in the
+    /// arena already; the root gives the device table the records are checked against).
+    private func committedRoot() throws -> IndexRootV2? {
+        for slot in 0..<Format.indexSlotCount {
+            let name = try FormatTwoKeys.slotName(rootLocator: secrets.locator, slot: UInt8(slot))
+            guard let file = (try? storage.read(name)) ?? nil,
+                  let root = try? Self.openRoot(file, slot: slot, rootKey: secrets.indexKey, readsIndexThree: true) else { continue }
+            if root.generation == committer.generation { return root }
+            root.wipeKeys()
+        }
+        return nil
     }
 
     private static func wipeKeys(of record: IndexPageV3.Record) {
