@@ -39,10 +39,13 @@ import VaultStore
         return (storage, vault, known)
     }
 
-    /// The vault's one leaf sealed again with its key, `change` made to its records (kept in key order).
-    static func rewriteLeaf(_ vault: Vault, _ storage: any StorageFolder, _ change: (inout Records) throws -> Void) throws {
+    /// The vault's leaf that holds `key` (its first leaf for nil) sealed again with its key,
+    /// `change` made to its records (kept in key order).
+    static func rewriteLeaf(_ vault: Vault, _ storage: any StorageFolder, holding key: RecordKey? = nil,
+                            _ change: (inout Records) throws -> Void) throws {
         try vault.state.withLock { state in
-            let ref = try #require(state.committer.pageTable.pages.first?.ref)
+            let pages = state.committer.pageTable.pages
+            let ref = try #require((key.map { key in pages.first { $0.keys.contains(key) } } ?? pages.first)?.ref)
             let name = try state.name(ref.fileNumber), arena = state.session.arena, version = IndexRootV3.envelopeVersion
             let body = try Sealer.openEnvelope(try #require(try storage.read(name)), expectedNonce: nil, kind: .indexPage, version: version,
                                                key: .arena(ref.key!, arena), seal: .indexPageV2(level: 0))
@@ -212,5 +215,58 @@ import VaultStore
         #expect(report.isClean && report.indexProblems.isEmpty && report.unreachedFolders.isEmpty, "\(report)")
         try looking.lock()
         expectUnchanged(storage, since: locked, "fsck of a clean vault")
+    }
+
+    /// Leaves read one after the other: a folder whose entries span leaves keeps its summary
+    /// check (the summary on one leaf, its entries on the next ones), and a name missing from
+    /// an entry record of a later leaf is found with its summary, each line naming its page.
+    @Test func aFolderOverSeveralLeavesIsCheckedPageByPage() throws {
+        let storage = try TestVaults.storage()
+        let vault = try TestVaults.open(storage, indexThree: true)
+        let many = try vault.create(.folder, in: Vault.rootID, named: Array("many".utf8), mode: 0o755)
+        let long = String(repeating: "n", count: 200)
+        for i in 0..<3_000 { try vault.makeFile("\(long)-\(i)", [], in: many) }
+        try vault.commit()
+        let before = try vault.tree()
+        let (summaryPage, leaves) = try vault.state.withLock { state in
+            let pages = state.committer.pageTable.pages
+            let summary = try #require(pages.first { $0.keys.contains(IndexKeyV3.folderSummary(many).recordKey) }?.ref)
+            return (FileRef(raw: summary.fileNumber), pages.count)
+        }
+        try #require(leaves >= 3, "\(leaves) leaves")
+        let clean = try vault.check()
+        #expect(clean.isClean, "\(clean.indexProblems.prefix(3))")
+        // An entry record of `many` on its last leaf loses a name.
+        var removed: (item: UInt64, hash: UInt32)?
+        func isEntries(_ key: RecordKey) -> Bool { key.itemID == many && key.sub >= IndexKeyV3.firstEntriesSub }
+        let (entriesKey, entriesPage) = try vault.state.withLock { state in
+            let page = try #require(state.committer.pageTable.pages.last { $0.keys.contains(where: isEntries) })
+            return (try #require(page.keys.last(where: isEntries)), FileRef(raw: try #require(page.ref).fileNumber))
+        }
+        #expect(entriesPage != summaryPage, "the entries span leaves")
+        let known = try vault.state.withLock { state in try #require(state.committer.indexThree) }
+        try Self.rewriteLeaf(vault, storage, holding: entriesKey) { records in
+            let i = try Self.index(records, entriesKey), hash = entriesKey.sub - IndexKeyV3.firstEntriesSub
+            var entries = try FolderEntries.decode(records[i].value, hash: hash, entryHash: known.hash)
+            removed = (entries.entries.removeLast().itemID, hash)
+            if entries.entries.isEmpty { records.remove(at: i) } else { records[i].value = entries.encode() }
+        }
+        let itemPage = try vault.state.withLock { state in
+            FileRef(raw: try #require(state.committer.pageTable.pages.first { $0.keys.contains(IndexKeyV3.item(removed!.item).recordKey) }?.ref).fileNumber)
+        }
+        try vault.lock()
+        let looking = try Self.openForFsck(storage, readOnly: true)
+        #expect(try looking.check().indexProblems == [
+            "index 3, summary: folder \(many) counts 3000 entries, 0 folders; its entries are 2999, 0 (page \(summaryPage))",
+            "index 3, link without entry: item \(removed!.item)'s link in folder \(many), hash \(removed!.hash), has no entry (page \(itemPage))",
+        ])
+        try looking.lock()
+        let repairing = try Self.openForFsck(storage, readOnly: false)
+        try repairing.repair(try repairing.check())
+        #expect(try repairing.check().isClean)
+        try repairing.lock()
+        let reopened = try TestVaults.open(storage, indexThree: true)
+        defer { try? reopened.lock() }
+        expectSame(try reopened.tree(), before, "after the repair")
     }
 }
