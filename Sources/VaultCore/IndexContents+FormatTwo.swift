@@ -8,7 +8,8 @@ extension IndexContents {
     /// `keepKey` moves a key (page, chunk, member, format-1 item key) into locked memory and
     /// wipes the array.
     /// `indexThree`: the root as version 3 and its entry hash; its leaves hold §15.2's records.
-    init(rootV2 root: IndexRootV2, indexThree: (root: IndexRootV3, hash: EntryHash)? = nil, pageBody: (StoredRef, UInt8) throws -> [UInt8],
+    /// `keepsUnreached`: items nothing reaches stay, for fsck to report (`buildFolders`).
+    init(rootV2 root: IndexRootV2, indexThree: (root: IndexRootV3, hash: EntryHash)? = nil, keepsUnreached: Bool = false, pageBody: (StoredRef, UInt8) throws -> [UInt8],
          keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
         // Each device hands out IDs under its own prefix, below its counter (§13.4).
         let nextIDs = Dictionary(root.devices.map { (UInt64($0.itemPrefix), $0.nextItemID) }, uniquingKeysWith: max)
@@ -47,7 +48,7 @@ extension IndexContents {
         }
         try visit(root.top, level: root.topLevel, upper: nil)
         try addSegments(segments, format: .two)
-        try buildFolders()
+        try buildFolders(keepsUnreached: keepsUnreached)
         try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: root.specialFiles.map(\.file.raw),
                              isOwned: { root.fileIsValid(FileRef(raw: $0)) })
     }

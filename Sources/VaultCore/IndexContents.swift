@@ -113,7 +113,9 @@ struct IndexContents {
 
     /// Folder contents from the links, rejecting duplicate names, non-folder parents, folders with
     /// other than one link, and items not reachable from the root folder (R-SEC-3).
-    mutating func buildFolders() throws {
+    /// `keepsUnreached`: items nothing reaches from the root folder (a cycle of folders) are
+    /// kept rather than refused: fsck's open of index 3, which reports them (§15.6's last row).
+    mutating func buildFolders(keepsUnreached: Bool = false) throws {
         guard let root = items[Format.rootItemID], root.isFolder, root.record.links.isEmpty else {
             throw VaultError.damagedIndex("the root folder is missing or malformed")
         }
@@ -143,7 +145,7 @@ struct IndexContents {
                 if items[child]!.isFolder { queue.append(child) }
             }
         }
-        guard reached.count == items.count else { throw VaultError.damagedIndex("items not reachable from the root folder") }
+        guard keepsUnreached || reached.count == items.count else { throw VaultError.damagedIndex("items not reachable from the root folder") }
     }
 
     /// Every file number used once, owned, and not a slot or cover; members of a pack disjoint.

@@ -22,12 +22,18 @@ public struct VaultCheckReport: Sendable {
     public var missingFileNumbers: [UInt64] = []
     /// Files named by this vault's key outside its groups: a repair removes them.
     public var strayFileNumbers: [UInt64] = []
+    /// Index version 3: §15.6's rules across records that the index breaks, one line each
+    /// ("index 3, RULE: …", numbers only), from `VaultState.auditIndexThree`.
+    public var indexProblems: [String] = []
+    /// Index version 3: folders nothing reaches from the root folder; a repair moves them into
+    /// lost+found.
+    public var unreachedFolders: [UInt64] = []
     public var items = 0
     public var chunksChecked = 0
     public var membersChecked = 0
     public var storageFiles = 0
 
-    public var isClean: Bool { damagedItems.isEmpty && storageProblems.isEmpty }
+    public var isClean: Bool { damagedItems.isEmpty && storageProblems.isEmpty && indexProblems.isEmpty }
 }
 
 extension Vault {
@@ -44,7 +50,9 @@ extension Vault {
     /// Drops what `report` found unreadable, after the caller has said so: an unreadable chunk
     /// becomes a hole (reads as zeros; the file keeps its size and its other chunks), an
     /// unreadable pack member leaves its file empty of stored data (zeros, size kept). Missing
-    /// files of the vault's groups are made again and its stray files removed. Then commits.
+    /// files of the vault's groups are made again and its stray files removed. Index 3 with
+    /// `indexProblems`: the folders nothing reaches go into lost+found, and the commit writes
+    /// the derived records again from the item records. Then commits.
     public func repair(_ report: VaultCheckReport) throws {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
@@ -70,6 +78,7 @@ extension VaultState {
         let all = Set(try storage.listAllNames())
         report.storageFiles = good.count
         report.items = tree.items.count
+        if let audit = try auditIndexThree() { (report.indexProblems, report.unreachedFolders) = audit }
         for id in tree.items.keys.sorted() {
             guard let item = tree.items[id], item.isFile else { continue }
             var problems: [String] = []
@@ -204,6 +213,7 @@ extension VaultState {
             chunks.removeChunks(of: damaged.id, from: 0)
             tree.dirtyItems.insert(damaged.id)
         }
+        if !report.indexProblems.isEmpty { try repairIndexThree(unreachedFolders: report.unreachedFolders) }
         try commit()
     }
 }

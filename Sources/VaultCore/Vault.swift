@@ -28,6 +28,11 @@ public final class Vault: Sendable {
         /// writes. Tests only (and `dotsafe` with `DOTSAFE_INDEX_THREE=1`) until the sync and
         /// share of index 3 land: without it a root of version 3 is refused as newer, as before.
         public var indexThree = false
+        /// fsck's open only: an index-3 vault opens although its derived records (§15.3–§15.4)
+        /// break §15.6's rules across records, or items nothing reaches are in it; `check()`
+        /// reports each and `repair` fixes them. Any other open refuses such a vault, naming
+        /// the first broken record ("index 3: …"), or "items not reachable from the root folder".
+        public var defersIndexChecks = false
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -76,7 +81,8 @@ public final class Vault: Sendable {
             var state = try VaultState.open(storage: storage, secrets: secrets, random: random, clock: clock,
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
                                                            newVaultFormat: options.newVaultFormat,
-                                                           upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree))
+                                                           upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree,
+                                                           defersIndexChecks: options.defersIndexChecks))
             state.indexFanOut = options.indexFanOut
             state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.

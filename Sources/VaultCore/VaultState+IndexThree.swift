@@ -11,8 +11,15 @@ extension VaultState {
     /// The pins are those the root's sync base lists (`SyncBasePlans.recordedPins`), and the
     /// index's files are left out even when pinned (a sync pins the pages it publishes).
     var mappedFiles: Set<UInt64> {
-        var held = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
+        var held = rootHeldFiles
         for (id, item) in tree.items where tree.isRecorded(id) { held.formUnion(item.fileNumbers) }
+        return held.subtracting(indexFiles)
+    }
+
+    /// What the root holds itself, besides its items' chunks and members (§15.4): the sync
+    /// base's pins, the special files, a names move's slot files; the index's files among them.
+    var rootHeldFiles: Set<UInt64> {
+        var held = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
         if let formatTwo = committer.formatTwo {
             held.formUnion(formatTwo.specialFiles.map(\.file.raw))
             if let value = formatTwo.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value,
@@ -21,7 +28,7 @@ extension VaultState {
                 move.wipeKeys()
             }
         }
-        return held.subtracting(indexFiles)
+        return held
     }
 
     /// The index's own files: its pages and interior pages, and its sync base's pieces.

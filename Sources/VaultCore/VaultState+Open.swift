@@ -15,6 +15,8 @@ extension VaultState {
         var upgradesFormatOne = true
         /// Index version 3 written for a new vault and read (`Vault.Options.indexThree`).
         var indexThree = false
+        /// fsck's open (`Vault.Options.defersIndexChecks`).
+        var defersIndexChecks = false
     }
 
     /// Opens the vault that these secrets find (docs/FORMAT.md §9.1): its newest root and every

@@ -107,7 +107,8 @@ extension VaultState {
             } else {
                 stagedFiles = try finishStagedAtOpen(newest, storage: storage, secrets: stateSecrets, random: random)
             }
-            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree)
+            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree,
+                                          keepsUnreached: options.defersIndexChecks)
             if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                 baseFiles = Set(base.files)
                 pinned = Set(base.base.pinned)
@@ -143,8 +144,9 @@ extension VaultState {
         state.notices.openedThroughFormerPattern = openedThroughFormer
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         state.packs.pinWhole(pinned)
-        if let three = state.committer.indexThree {
-            // Read whole for now: every rule of §15.6 across records, before anything is written.
+        if let three = state.committer.indexThree, !options.defersIndexChecks {
+            // Read whole for now: every rule of §15.6 across records, before anything is written
+            // (fsck's open defers them to its own check, which reports each and can repair them).
             do {
                 try state.checkRecords(three.records, entryHash: three.hash)
             } catch {
@@ -194,10 +196,11 @@ extension VaultState {
     /// the root and pages record (kept in `arena`).
     /// `redirects`: names whose bytes lie at another name (a sync's staged downloads, §13.11).
     static func loadContentsV2(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets,
-                               arena: SecretArena, redirects: [String: String] = [:], indexThree: IndexThree? = nil) throws -> IndexContents {
+                               arena: SecretArena, redirects: [String: String] = [:], indexThree: IndexThree? = nil,
+                               keepsUnreached: Bool = false) throws -> IndexContents {
         let three = try indexThree.map { (root: try IndexRootV3(root), hash: $0.entryHash) }
         let version = three == nil ? StorageFormat.two.envelopeVersion : IndexRootV3.envelopeVersion
-        return try IndexContents(rootV2: root, indexThree: three, pageBody: { ref, level in
+        return try IndexContents(rootV2: root, indexThree: three, keepsUnreached: keepsUnreached && three != nil, pageBody: { ref, level in
             let name = try secrets.fileName(ref.fileNumber)
             guard let file = try storage.read(redirects[name] ?? name) else {
                 throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) is missing")
