@@ -60,6 +60,15 @@ struct FileAllocator {
     /// What the sync base pins: held by the root though nothing in it references them (§15.4).
     var pinnedNumbers: Set<UInt64> { pinned }
 
+    /// The pins of an open that read them only later (index 3, `VaultState.readPinsIfUnread`):
+    /// its free files came from the file blocks, which hold the pins, so only a pinned file
+    /// released since waits on them, and stays unfreed.
+    mutating func learnPins(_ numbers: Set<UInt64>) {
+        pinned = numbers
+        pinsToPublish = numbers
+        pendingFree.removeAll { numbers.contains($0) }
+    }
+
     /// A sync's commit: the files of the remote root it will publish are pinned too.
     mutating func pin(_ numbers: Set<UInt64>) {
         pinned.formUnion(numbers)

@@ -16,6 +16,8 @@ extension VaultState {
         if sharing.received != nil, !isNew, sharing.following == nil, try !storage.entryExists(name(0)) && !storage.entryExists(name(1)) {
             throw SharingError.accessEnded
         }
+        // What this commit frees or places depends on the sync base's pins (index 3 reads them late).
+        if hasChanges || syncBases.pending != nil { try readPinsIfUnread() }
         try normalizeLayouts()
         try flushDirtyChunks()
         // Housekeeping rides on a commit that writes anyway: a session that changed nothing

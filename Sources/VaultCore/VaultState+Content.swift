@@ -190,6 +190,8 @@ extension VaultState {
     }
 
     private mutating func storePacked(_ id: UInt64, _ data: [UInt8]) throws {
+        // A pinned pack takes no member below its pinned end (`PackStore.pinWhole`).
+        try readPinsIfUnread()
         chunks.dropFlights(id)
         for ref in tree.removeAllChunks(id).values { release(ref) }
         if let member = tree.items[id]!.packedMember { releaseMember(id, member) }

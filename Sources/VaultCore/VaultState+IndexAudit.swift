@@ -10,6 +10,8 @@ extension VaultState {
     /// that is not index 3 (or has no root yet).
     mutating func auditIndexThree() throws -> (findings: [String], unreachedFolders: [UInt64])? {
         guard let three = committer.indexThree, !committer.isNew else { return nil }
+        // The bits are checked against the held set, pins included (an open may not have read them).
+        try readPinsIfUnread()
         guard let root = try committedRoot() else {
             throw VaultError.damagedIndex("index 3: the root of generation \(committer.generation) no longer opens")
         }

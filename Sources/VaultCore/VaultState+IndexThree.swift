@@ -20,6 +20,12 @@ extension VaultState {
     /// base's pins, the special files, a names move's slot files; the index's files among them.
     var rootHeldFiles: Set<UInt64> {
         var held = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
+        // Pins not read yet (an open's check): the set bits stand for them, so every referenced
+        // file still needs its bit, and a set bit nothing references may be a pin. No commit
+        // derives blocks from this (`writeIndexPages` reads the pins first).
+        if syncBases.pinsUnread, let three = committer.indexThree {
+            held.formUnion(three.records.heldFiles(device: FileRef(raw: writer.allocator.base).device))
+        }
         if let formatTwo = committer.formatTwo {
             held.formUnion(formatTwo.specialFiles.map(\.file.raw))
             if let value = formatTwo.extensions.first(where: { $0.tag == NamesMove.extensionTag })?.value,
@@ -84,6 +90,7 @@ extension VaultState {
     /// sync's commit pins the pages it writes (§15.4): the blocks are derived again until they
     /// hold what the root written holds, which the pages of a pass, new and unpinned, never change.
     mutating func writeIndexPages(encode: @escaping (RecordKey, ItemTree, SecretArena, StorageFormat) -> [UInt8]) throws {
+        try readPinsIfUnread()
         for pass in 1... {
             // A sync's commit records these pins (`writeSyncBase`): its bits are theirs.
             if let plan = syncBases.pending { syncBases.recordedPins = ownReferencedFiles.union(plan.pinned) }

@@ -78,6 +78,10 @@ extension VaultState {
         // §15.1: automatic only where no other device or grantee may run a release without index 3.
         committer.convertsToIndexThree = options.indexThree && entryHashKey == nil && formatTwo.indexThreeHold.isEmpty
         let contents: IndexContents
+        // Index 3 (§15.4): free files and packs from the file blocks, and the sync base, whose
+        // pins the blocks hold, not read until something depends on them (`readPinsIfUnread`).
+        // fsck's open takes them from the references, which its audit holds the records against.
+        let readsReferences = entryHashKey == nil || options.defersIndexChecks
         var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
         var openedThroughFormer = false
         // An upgraded vault's pattern change moving its names (§13.12): its new slots' files are
@@ -109,9 +113,13 @@ extension VaultState {
             }
             contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree,
                                           keepsUnreached: options.defersIndexChecks)
-            if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
-                baseFiles = Set(base.files)
-                pinned = Set(base.base.pinned)
+            if readsReferences {
+                if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
+                    baseFiles = Set(base.files)
+                    pinned = Set(base.base.pinned)
+                }
+            } else {
+                baseFiles = Set(try syncBasePieceFiles(newest))
             }
         } catch {
             arena.wipeAll()
@@ -129,12 +137,29 @@ extension VaultState {
         committer.indexThree?.records = contents.derived
         committer.indexThree?.foreign = contents.foreignRecords
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
+        var used = baseFiles.union(moveFiles).union(stagedFiles), packs: [UInt64: PackInfo]?
+        if readsReferences {
+            used.formUnion(contents.usedFiles)
+        } else {
+            do {
+                used.formUnion(contents.derived.heldFiles(device: local))
+                used.formUnion(committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber))
+                // Another device's packs are its own to describe (§15.4): from the references.
+                packs = try contents.derived.packs(device: local).merging(contents.packs.filter { FileRef(raw: $0.key).device != local }) { own, _ in own }
+            } catch {
+                arena.wipeAll()
+                committer.wipe()
+                stateSecrets.wipe()
+                patternSecrets.wipe()
+                throw error
+            }
+        }
         var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
-                               allocator: FileAllocator(device: device, index: local, used: contents.usedFiles.union(baseFiles).union(moveFiles).union(stagedFiles),
-                                                      pinned: pinned),
+                               allocator: FileAllocator(device: device, index: local, used: used, pinned: pinned),
                                nextItemID: device.nextItemID,
-                               committer: committer, contents: contents, arena: arena)
+                               committer: committer, contents: contents, packs: packs, arena: arena)
+        state.syncBases.pinsUnread = !readsReferences && !baseFiles.isEmpty
         // A move takes the old slots away one after the other: a missing one is no damage then.
         // Nor is a slot missing next to a root that names old slots to retire: a withdrawal or
         // a follow cut between its two slots (§14.8), whose writing open lends a file to it.
@@ -215,6 +240,14 @@ extension VaultState {
             defer { Sealer.wipe(&key) }
             return try arena.allocate(copying: key)
         })
+    }
+
+    /// The files of the pieces of the sync base a root records, without reading them.
+    static func syncBasePieceFiles(_ root: IndexRootV2) throws -> [UInt64] {
+        guard let value = root.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return [] }
+        let header = try SyncBase.Header.decode(value)
+        for piece in header.pieces { piece.key.wipeStorage() }
+        return header.pieces.map(\.file.raw)
     }
 
     /// The sync base a root records (extension tag 1, §13.11) and the files of its pieces; nil

@@ -105,6 +105,20 @@ extension VaultState {
         packs.publishedPins()
     }
 
+    /// Reads the committed root's sync base for its pins, once, where an open of index 3 did not:
+    /// before a commit that writes, a pack's placement, or new file blocks. What was released
+    /// meanwhile waited for the commit (`FileAllocator.release`), so a pinned file is not freed.
+    mutating func readPinsIfUnread() throws {
+        guard syncBases.pinsUnread, let formatTwo = committer.formatTwo else { return }
+        let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],
+                                        nextItemID: tree.nextItemID, writer: writer, arena: session.arena)
+        defer { root.wipeKeys() }
+        let pins = Set(try VaultState.readSyncBase(root, storage: storage, secrets: secrets)?.base.pinned ?? [])
+        writer.allocator.learnPins(pins)
+        packs.pinWhole(pins)
+        syncBases.pinsUnread = false
+    }
+
     /// Every own file the committed root needs: what it references, its special files, and the
     /// base's pieces (a pinned number of a remote root may be one of these here by now).
     var filesInUse: Set<UInt64> {
@@ -184,6 +198,9 @@ struct SyncBasePlans {
     /// (nil: the allocator's, as read at open). Index 3's file blocks hold these (§15.4); the
     /// allocator may pin more while a sync's root is on its way up.
     var recordedPins: Set<UInt64>?
+    /// An open of index 3 left the base's pieces unread (§15.4): the allocator and the packs
+    /// learn its pins before anything depends on them (`VaultState.readPinsIfUnread`).
+    var pinsUnread = false
 }
 
 /// A file a state references, with a digest of the key it is read with (no key) and, for a

@@ -94,13 +94,13 @@ struct VaultState {
     /// A vault read from its root and index (`IndexContents` has checked them).
     init(storage: any StorageFolder, secrets: VaultSecrets, patternSecrets: VaultSecrets, random: any RandomSource,
          clock: any VaultClock, readOnly: Bool, cacheBytes: Int, allocator: FileAllocator, nextItemID: UInt64,
-         committer: Committer, contents: IndexContents, arena: SecretArena) {
+         committer: Committer, contents: IndexContents, packs: [UInt64: PackInfo]? = nil, arena: SecretArena) {
         self.secrets = secrets
         session = VaultSession(patternSecrets: patternSecrets, arena: arena, random: random, clock: clock, readOnly: readOnly)
         self.committer = committer
         writer = FileWriter(storage: storage, secrets: secrets, random: random, allocator: allocator)
         writer.lendsFreeFiles = committer.format == .two && committer.upgrade == nil
-        packs = PackStore(packs: contents.packs)
+        self.packs = PackStore(packs: packs ?? contents.packs)
         chunks = ChunkStore(cacheBytes: cacheBytes)
         tree = ItemTree(items: contents.items, children: contents.children, nextItemID: nextItemID)
     }

@@ -22,6 +22,7 @@ import VaultStore
     static func expectRecordsExact(_ vault: Vault, _ context: String) throws {
         try vault.state.withLock { state in
             let three = try #require(state.committer.indexThree, "\(context): index 3")
+            try state.readPinsIfUnread()
             #expect(try state.derivedRecords(entryHash: three.hash) == three.records, "\(context): the records written")
             try state.checkRecords(three.records, entryHash: three.hash)
             let keys = Set(state.committer.pageTable.pages.flatMap(\.keys))

@@ -23,6 +23,8 @@ enum IndexThreeSync {
     static func expectExact(_ device: SyncDevice, _ context: String) throws {
         try device.vault.state.withLock { state in
             let three = try #require(state.committer.indexThree, "\(context): \(device.name) is index 3")
+            // The bits against the pins themselves, not against the bits that stand for them.
+            try state.readPinsIfUnread()
             let derived = try state.derivedRecords(entryHash: three.hash)
             try state.checkRecords(derived, entryHash: three.hash)
             #expect(derived == three.records, "\(context): \(device.name)'s pages hold the derived records")

@@ -1,0 +1,177 @@
+import DotSafeTestSupport
+import Foundation
+import Testing
+@testable import VaultCore
+import VaultCrypto
+import VaultFormat
+import VaultStore
+@testable import VaultSync
+
+/// Index 3's open takes its free files from the file blocks and its packs from the pack
+/// entries and member lists, and reads no sync-base piece (docs/FORMAT.md §15.4, issue 17 step
+/// 4); the pins, which the blocks hold, are read when a commit or a placement needs them. The
+/// oracle is fsck's open, which takes both from the references and reads the base at once.
+@Suite(.serialized) struct IndexThreeAllocationTests {
+    /// What an open knows of free files and packs, before anything changes.
+    struct Allocation: Equatable, CustomStringConvertible {
+        var free: [UInt64]
+        var pinned: Set<UInt64>
+        var packs: [UInt64: [Int]]
+        var members: [UInt64: Set<UInt64>]
+        var description: String { "free \(free.count) \(free.prefix(8))…, pinned \(pinned.sorted()), packs \(packs)" }
+    }
+
+    /// The storage opened as a mount opens it (`references: false`) or as fsck does.
+    static func allocation(_ device: SyncDevice, references: Bool) throws -> (Allocation, pinsUnread: Bool) {
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.indexThree = true
+        options.defersIndexChecks = references
+        let vault = try Vault.open(storage: try Storage.open(at: device.folder), secrets: SyncDevice.secrets(SyncDevice.seed), options: options)
+        defer { try? vault.lock() }
+        return try vault.state.withLock { state in
+            let unread = state.syncBases.pinsUnread
+            try state.readPinsIfUnread()
+            let packs = state.packs.packs
+            return (Allocation(free: state.writer.allocator.freeNumbers, pinned: state.writer.allocator.pinnedNumbers,
+                               packs: packs.mapValues { [$0.liveBytes, $0.reservedEnd] }, members: packs.mapValues(\.members)), unread)
+        }
+    }
+
+    /// The two opens agree; the mount's left the pins unread when the vault has a sync base.
+    static func expectSameAllocation(_ device: SyncDevice, synced: Bool, _ context: String) throws {
+        try device.vault.lock()
+        let (fromRecords, unread) = try allocation(device, references: false)
+        let (fromReferences, _) = try allocation(device, references: true)
+        #expect(fromRecords == fromReferences, "\(context): from the records \(fromRecords); from the references \(fromReferences)")
+        #expect(unread == synced, "\(context): the open left the pins unread: \(unread)")
+        try device.reopen()
+    }
+
+    @Test func theOpenTakesFreeFilesAndPacksFromTheRecords() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-alloc", indexThree: true)
+        defer { a.finish() }
+        var generator = TreeMergePropertyTests.Generator(state: 17)
+        var names: [String] = []
+        var synced = false
+        for round in 0..<8 {
+            for step in 0..<6 {
+                switch Int.random(in: 0..<5, using: &generator) {
+                case 0...2:
+                    let name = "f\(round)-\(step)"
+                    // Mostly pack members; now and then a chunked file.
+                    let size = Int.random(in: 0..<6, using: &generator) == 0 ? 300_000 : Int.random(in: 1..<9_000, using: &generator)
+                    try a.write(name, String(repeating: "x", count: size))
+                    names.append(name)
+                case 3 where !names.isEmpty:
+                    let name = names.remove(at: Int.random(in: 0..<names.count, using: &generator))
+                    try a.vault.remove(Array(name.utf8), from: Vault.rootID)
+                    try a.vault.commit()
+                case 4 where !names.isEmpty:
+                    let name = names[Int.random(in: 0..<names.count, using: &generator)]
+                    try a.write(name, bytes: Array("changed".utf8), at: 10)
+                default: continue
+                }
+            }
+            if round % 3 == 1 {
+                try a.sync(remote)
+                synced = true
+            }
+            try Self.expectSameAllocation(a, synced: synced, "round \(round)")
+        }
+        #expect(synced)
+        try IndexThreeSync.expectExact(a, "the end")
+    }
+
+    /// The names of the pieces of the committed root's sync base, in `device`'s storage.
+    static func pieceNames(_ device: SyncDevice) throws -> [String] {
+        try device.vault.state.withLock { state in
+            let value = try #require(state.committer.formatTwo?.extensions.first { $0.tag == SyncBase.extensionTag }?.value)
+            let header = try SyncBase.Header.decode(value)
+            defer { for piece in header.pieces { piece.key.wipeStorage() } }
+            return try header.pieces.map { try state.name($0.file.raw) }
+        }
+    }
+
+    /// The pieces gone from the storage: the vault opens and reads; the first commit that writes
+    /// says which piece is missing and writes nothing; with the pieces back it commits.
+    @Test func theOpenReadsNoSyncBasePiece() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-nobase", indexThree: true)
+        defer { a.finish() }
+        try a.makeFolder("docs")
+        try a.write("docs/a.txt", "packed")
+        try a.write("big", String(repeating: "b", count: 600_000))
+        try a.sync(remote)
+        let tree = try a.tree()
+        let pieces = try Self.pieceNames(a)
+        try #require(!pieces.isEmpty)
+        try a.vault.lock()
+        var saved: [String: Data] = [:]
+        for name in pieces {
+            saved[name] = try #require(FileManager.default.contents(atPath: a.folder + "/" + name))
+            try FileManager.default.removeItem(atPath: a.folder + "/" + name)
+        }
+
+        try a.reopen()
+        #expect(try a.tree() == tree, "every file reads without the base")
+        let before = try SharedSyncTests.files(a.folder)
+        do {
+            try a.write("docs/new.txt", "written")
+            Issue.record("a commit without the base's pieces")
+        } catch {
+            #expect("\(error)".contains("the sync base's piece") && "\(error)".contains("is missing"), "\(error)")
+        }
+        #expect(try SharedSyncTests.files(a.folder) == before, "the failed commit wrote nothing")
+        // The lock's own commit fails the same way; the keys go all the same.
+        #expect(throws: (any Error).self) { try a.vault.lock() }
+
+        for (name, bytes) in saved { try bytes.write(to: URL(fileURLWithPath: a.folder + "/" + name)) }
+        try a.reopen()
+        try a.write("docs/new.txt", "written")
+        #expect(try a.read("docs/new.txt") == "written")
+        try IndexThreeSync.expectExact(a, "with the pieces back")
+    }
+
+    /// A file the remote root references, removed before the pins are read: the commit reads
+    /// them and keeps the file's numbers (its chunks there, unchanged) until a sync publishes a
+    /// root without them.
+    @Test func aPinnedFileRemovedBeforeThePinsAreReadStaysUntilTheNextSync() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-pinned", indexThree: true)
+        defer { a.finish() }
+        try a.write("keep", "kept")
+        try a.write("big", String(repeating: "b", count: 600_000))
+        try a.sync(remote)
+        let big = try a.id("big")
+        let chunks = Set(try a.vault.state.withLock { state in try state.tree.item(big).fileNumbers })
+        let names = try chunks.map { number in try a.vault.state.withLock { try $0.name(number) } }
+        let bytes = try names.map { try #require(FileManager.default.contents(atPath: a.folder + "/" + $0)) }
+        #expect(a.vault.state.withLock { $0.syncBases.pinsUnread }, "reopened after the sync: pins unread")
+
+        try a.vault.remove(Array("big".utf8), from: Vault.rootID)
+        #expect(a.vault.state.withLock { $0.syncBases.pinsUnread }, "a remove reads no pin")
+        try a.vault.commit()
+        try a.vault.state.withLock { state in
+            #expect(!state.syncBases.pinsUnread)
+            #expect(chunks.isSubset(of: state.writer.allocator.pinnedNumbers), "the big file's chunks are pinned")
+            #expect(Set(state.writer.allocator.freeNumbers).isDisjoint(with: chunks), "and not free")
+        }
+        try a.write("other", String(repeating: "o", count: 700_000))
+        try a.reopen()
+        for (name, old) in zip(names, bytes) {
+            #expect(FileManager.default.contents(atPath: a.folder + "/" + name) == old, "pinned chunk \(name) unchanged")
+        }
+        try Self.expectSameAllocation(a, synced: true, "after the remove")
+
+        try a.sync(remote)
+        let free = a.vault.state.withLock { Set($0.writer.allocator.freeNumbers) }
+        let otherID = try a.id("other")
+        let other = Set(try a.vault.state.withLock { state in try state.tree.item(otherID).fileNumbers })
+        #expect(chunks.subtracting(other).isSubset(of: free), "free once the remote root no longer references them")
+        try IndexThreeSync.expectExact(a, "after the second sync")
+    }
+}
