@@ -36,7 +36,10 @@ extension Vault {
     public func changePattern(to newPattern: VaultSecrets, progress: (Int) -> Void = { _ in }) throws {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { try state.changePattern(to: newPattern, progress: progress) } catch let error as PatternChangeError {
+            do {
+                try state.readPinsIfUnread()
+                try state.changePattern(to: newPattern, progress: progress)
+            } catch let error as PatternChangeError {
                 throw error
             } catch {
                 throw VaultError.wrap(error)

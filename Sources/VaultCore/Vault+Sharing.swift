@@ -54,7 +54,8 @@ extension Vault {
             try state.withLock { state in
                 guard !state.isLocked else { throw VaultError.locked }
                 guard !state.writingBehind else { return }
-                do { result = try body(&state) } catch { throw Self.sharingFailure(error) }
+                // A withdrawal moves the names and seals the root again: the pins first.
+                do { try state.readPinsIfUnread(); result = try body(&state) } catch { throw Self.sharingFailure(error) }
             }
             if let result { return result }
         }

@@ -201,7 +201,8 @@ extension Vault {
     private func syncLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+            // A sync pins and merges: the pins of the base as committed, before anything changes.
+            do { try state.readPinsIfUnread(); return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
                 switch error {
                 case is SharingError, is GrantSeal.Failure: throw error
                 default: throw VaultError.wrap(error)

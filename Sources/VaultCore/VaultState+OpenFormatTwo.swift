@@ -180,6 +180,11 @@ extension VaultState {
             }
         }
         if !options.readOnly {
+            // A step left in flight is finished here, changing names, slots and extensions: the
+            // pins of the base as committed first. A plain open reads none (§15.4).
+            let inFlight = !moveFiles.isEmpty || !stagedFiles.isEmpty || retiring || state.committer.missingSlot != nil
+                || !device.releasing.isEmpty || newest.specialFiles.contains { $0.role == .retiredOwner }
+            if inFlight { try state.readPinsIfUnread() }
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.forgetStagedDownloads(stagedFiles)
             try state.repairOtherDevicesFiles()

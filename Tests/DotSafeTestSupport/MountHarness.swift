@@ -26,7 +26,8 @@ public final class MountHarness: Sendable {
     public let environment: [String: String]
     let mounted = Mutex<Set<String>>([])
 
-    public init(_ mode: Mode = .binary, initialise: Bool = true) throws {
+    /// `extra`: more of `dotsafe`'s environment (the tests' switch `DOTSAFE_INDEX_THREE`, say).
+    public init(_ mode: Mode = .binary, initialise: Bool = true, environment extra: [String: String] = [:]) throws {
         self.mode = mode
         base = try TestFolder.make("mount")
         // Searchable by others (not listable): tests run tools on the mount as another user.
@@ -36,6 +37,7 @@ public final class MountHarness: Sendable {
         environment["DOTSAFE_KEYRING"] = base + "/keyring"
         environment["DOTSAFE_ALLOW_WEAK_KDF"] = "1"
         environment["DOTSAFE_KDF_ROUNDS"] = "1000"
+        environment.merge(extra) { $1 }
         self.environment = environment
         if initialise {
             do { try initialiseStorage() } catch { TestFolder.remove(base); throw error }
