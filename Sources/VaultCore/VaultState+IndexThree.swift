@@ -39,15 +39,9 @@ extension VaultState {
 
     /// The index's own files: its pages and interior pages, and its sync base's pieces.
     var indexFiles: Set<UInt64> {
-        var files = Set(committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber))
-        if let value = committer.formatTwo?.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value,
-           let header = try? SyncBase.Header.decode(value) {
-            for piece in header.pieces {
-                files.insert(piece.file.raw)
-                piece.key.wipeStorage()
-            }
-        }
-        return files
+        let files = committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber)
+        let pieces = (try? VaultState.syncBasePieceFiles(committer.formatTwo?.extensions ?? [])) ?? []
+        return Set(files + pieces)
     }
 
     /// §15.1's conversion, in a commit that writes anyway (opening changes nothing, R-VLT-2):

@@ -82,7 +82,7 @@ extension VaultState {
         // pins the blocks hold, not read until something depends on them (`readPinsIfUnread`).
         // fsck's open takes them from the references, which its audit holds the records against.
         let readsReferences = entryHashKey == nil || options.defersIndexChecks
-        var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = []
+        var baseFiles: Set<UInt64> = [], pinned: Set<UInt64> = [], packs: [UInt64: PackInfo]?
         var openedThroughFormer = false
         // An upgraded vault's pattern change moving its names (§13.12): its new slots' files are
         // not free, and a slot missing at its old name is not made again.
@@ -119,7 +119,9 @@ extension VaultState {
                     pinned = Set(base.base.pinned)
                 }
             } else {
-                baseFiles = Set(try syncBasePieceFiles(newest))
+                baseFiles = Set(try syncBasePieceFiles(newest.extensions))
+                // Another device's packs are its own to describe (§15.4): from the references.
+                packs = try contents.derived.packs(device: local).merging(contents.packs.filter { FileRef(raw: $0.key).device != local }) { own, _ in own }
             }
         } catch {
             arena.wipeAll()
@@ -137,22 +139,12 @@ extension VaultState {
         committer.indexThree?.records = contents.derived
         committer.indexThree?.foreign = contents.foreignRecords
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
-        var used = baseFiles.union(moveFiles).union(stagedFiles), packs: [UInt64: PackInfo]?
+        var used = baseFiles.union(moveFiles).union(stagedFiles)
         if readsReferences {
             used.formUnion(contents.usedFiles)
         } else {
-            do {
-                used.formUnion(contents.derived.heldFiles(device: local))
-                used.formUnion(committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber))
-                // Another device's packs are its own to describe (§15.4): from the references.
-                packs = try contents.derived.packs(device: local).merging(contents.packs.filter { FileRef(raw: $0.key).device != local }) { own, _ in own }
-            } catch {
-                arena.wipeAll()
-                committer.wipe()
-                stateSecrets.wipe()
-                patternSecrets.wipe()
-                throw error
-            }
+            used.formUnion(contents.derived.heldFiles(device: local))
+            used.formUnion(committer.pageTable.pages.compactMap { $0.ref?.fileNumber } + committer.pageTable.parentRefs.map(\.fileNumber))
         }
         var state = VaultState(storage: reading, secrets: stateSecrets, patternSecrets: patternSecrets, random: random, clock: clock,
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
@@ -247,9 +239,9 @@ extension VaultState {
         })
     }
 
-    /// The files of the pieces of the sync base a root records, without reading them.
-    static func syncBasePieceFiles(_ root: IndexRootV2) throws -> [UInt64] {
-        guard let value = root.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return [] }
+    /// The files of the pieces of the sync base that a root's extensions record, without reading them.
+    static func syncBasePieceFiles(_ extensions: [IndexRootV2.Extension]) throws -> [UInt64] {
+        guard let value = extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return [] }
         let header = try SyncBase.Header.decode(value)
         for piece in header.pieces { piece.key.wipeStorage() }
         return header.pieces.map(\.file.raw)

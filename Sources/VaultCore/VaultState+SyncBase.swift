@@ -125,13 +125,7 @@ extension VaultState {
         var used = Set(referencedFiles().map(\.file))
         guard let formatTwo = committer.formatTwo else { return used }
         used.formUnion(formatTwo.specialFiles.map(\.file.raw))
-        if let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value,
-           let header = try? SyncBase.Header.decode(value) {
-            for piece in header.pieces {
-                used.insert(piece.file.raw)
-                piece.key.wipeStorage()
-            }
-        }
+        used.formUnion((try? VaultState.syncBasePieceFiles(formatTwo.extensions)) ?? [])
         return used
     }
 
