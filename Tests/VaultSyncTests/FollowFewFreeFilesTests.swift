@@ -46,6 +46,11 @@ import VaultStore
             remote.finish()
         }
         try a.write("desktop.txt", "from the desktop")
+        // Free files whatever the random cover count left: a chunked file's, written and
+        // removed (`holding` keeps `free` of them; the full run once found none).
+        try a.write("gone", String(repeating: "g", count: 600_000))
+        try a.vault.remove(Array("gone".utf8), from: Vault.rootID)
+        try a.vault.commit()
         try a.reopen()
         try b.vault.unshare(with: shared.codeY)
         try b.reopen()
