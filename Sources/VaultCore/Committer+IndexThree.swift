@@ -10,6 +10,9 @@ struct IndexThree {
     let entryHash: EntryHash
     var records = IndexRecordsV3()
     var foreign: [RecordKey: [UInt8]] = [:]
+    /// Drawn each time the folder entries follow a tree: a names journal started then applies
+    /// to these records and no others (a merge, a restored state, another committer).
+    var namesToken: UInt64?
 
     init(entryHashKey: SecretBytes) throws {
         self.entryHashKey = entryHashKey
@@ -17,6 +20,13 @@ struct IndexThree {
     }
 
     func hash(_ name: [UInt8]) throws -> UInt32 { try entryHash(name) }
+
+    /// A journal for a tree whose names these records hold.
+    mutating func startNamesJournal() -> ItemTree.NamesJournal {
+        let token = UInt64.random(in: 0 ... .max)
+        namesToken = token
+        return ItemTree.NamesJournal(base: token)
+    }
 
     /// A derived or foreign record's value, in storage of its own (the writer wipes what it encodes).
     func value(_ key: RecordKey, device: UInt16) -> [UInt8]? {

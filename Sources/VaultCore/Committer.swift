@@ -48,15 +48,47 @@ struct Committer {
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
 
-    /// Takes `records` as the derived records the next pages hold (index 3): the pages of the
-    /// keys that changed are written again, the keys they lost removed.
-    mutating func useDerived(_ records: IndexRecordsV3, device: UInt16) {
-        guard var three = indexThree else { return }
-        let (changed, removed) = records.changes(from: three.records, device: device)
+    /// Brings index 3's folder entries and summaries to `tree`'s names: from its names journal,
+    /// or, for a tree without one of these records (an open, a merge), derived again from every
+    /// item. The pages of the keys that changed are written again, the keys they lost removed.
+    /// Returns the journal the tree keeps from now on, and how many names it hashed.
+    mutating func updateNameRecords(_ tree: ItemTree) throws -> (journal: ItemTree.NamesJournal?, hashes: Int) {
+        guard var three = indexThree else { return (nil, 0) }
+        // Taken out while it changes, so that its records are not copied whole.
+        indexThree = nil
+        defer { indexThree = three }
+        var hashes = 0
+        let entryHash = three.entryHash
+        func hash(_ name: [UInt8]) throws -> UInt32 {
+            hashes += 1
+            return try entryHash(name)
+        }
+        let (changed, removed): ([RecordKey], [RecordKey])
+        if let journal = tree.namesJournal, journal.base == three.namesToken {
+            (changed, removed) = try three.records.updateNames(tree, journal: journal, entryHash: hash)
+        } else {
+            let old = three.records
+            try three.records.deriveNames(tree, entryHash: hash)
+            (changed, removed) = three.records.nameChanges(from: old)
+        }
         for key in removed { pageTable.remove(key) }
         for key in changed { pageTable.touch(key) }
-        three.records = records
-        indexThree = three
+        return (three.startNamesJournal(), hashes)
+    }
+
+    /// Takes `blocks` and `lists` as the file blocks and member lists the next pages hold
+    /// (index 3); false when they are those it has.
+    mutating func useFileRecords(_ blocks: [UInt32: FileBlock], _ lists: [UInt64: PackMembers], device: UInt16) -> Bool {
+        guard var three = indexThree, blocks != three.records.blocks || lists != three.records.lists else { return false }
+        indexThree = nil
+        defer { indexThree = three }
+        var files = IndexRecordsV3()
+        (files.blocks, files.lists) = (blocks, lists)
+        let (changed, removed) = files.fileChanges(from: three.records, device: device)
+        for key in removed { pageTable.remove(key) }
+        for key in changed { pageTable.touch(key) }
+        (three.records.blocks, three.records.lists) = (blocks, lists)
+        return true
     }
 
     /// Every page is written again at the next commit.

@@ -24,17 +24,29 @@ extension IndexRecordsV3 {
         }
     }
 
-    /// The keys whose records differ from `old`'s (added or changed), and those it no longer has.
-    func changes(from old: IndexRecordsV3, device: UInt16) -> (changed: [RecordKey], removed: [RecordKey]) {
-        var changed: [RecordKey] = []
+    /// The keys of folder entries and summaries that differ from `old`'s (added or changed),
+    /// and those it no longer has.
+    func nameChanges(from old: IndexRecordsV3) -> (changed: [RecordKey], removed: [RecordKey]) {
+        var changed: [RecordKey] = [], removed: [RecordKey] = []
         for (folder, hashes) in entries {
             for (hash, record) in hashes where old.entries[folder]?[hash] != record { changed.append(IndexKeyV3.folderEntries(folder, hash: hash).recordKey) }
         }
+        for (folder, hashes) in old.entries {
+            for hash in hashes.keys where entries[folder]?[hash] == nil { removed.append(IndexKeyV3.folderEntries(folder, hash: hash).recordKey) }
+        }
         for (folder, summary) in summaries where old.summaries[folder] != summary { changed.append(IndexKeyV3.folderSummary(folder).recordKey) }
+        for folder in old.summaries.keys where summaries[folder] == nil { removed.append(IndexKeyV3.folderSummary(folder).recordKey) }
+        return (changed, removed)
+    }
+
+    /// The same for the file blocks and member lists of `device`.
+    func fileChanges(from old: IndexRecordsV3, device: UInt16) -> (changed: [RecordKey], removed: [RecordKey]) {
+        var changed: [RecordKey] = [], removed: [RecordKey] = []
         for (block, record) in blocks where old.blocks[block] != record { changed.append(IndexKeyV3.fileBlock(device: device, block: block).recordKey) }
+        for block in old.blocks.keys where blocks[block] == nil { removed.append(IndexKeyV3.fileBlock(device: device, block: block).recordKey) }
         for (pack, list) in lists where old.lists[pack] != list { changed.append(IndexKeyV3.packMembers(device: device, pack: pack).recordKey) }
-        let removed = old.keys(device: device).subtracting(keys(device: device))
-        return (changed.sorted(), removed.sorted())
+        for pack in old.lists.keys where lists[pack] == nil { removed.append(IndexKeyV3.packMembers(device: device, pack: pack).recordKey) }
+        return (changed, removed)
     }
 
     /// Adds one record read from a page of the writer device's root (`IndexPageV3.decodeRecord`

@@ -54,8 +54,11 @@ struct IndexRecordsV3: Equatable {
         }
     }
 
-    /// What the packs of the device hold by the tree: per pack, its members' items, live bytes and end.
-    private static func packContents(_ tree: ItemTree, _ numbers: Numbers) -> [UInt64: (items: [UInt64], live: Int, end: Int)] {
+    /// Per pack of the device, by number: its members' items, live bytes and end.
+    typealias PackContents = [UInt64: (items: [UInt64], live: Int, end: Int)]
+
+    /// What the packs of the device hold by the tree.
+    static func packContents(_ tree: ItemTree, _ numbers: Numbers) -> PackContents {
         var packs: [UInt64: (items: [UInt64], live: Int, end: Int)] = [:]
         for (id, item) in tree.items where tree.isRecorded(id) {
             guard let member = item.packedMember else { continue }
@@ -74,38 +77,103 @@ struct IndexRecordsV3: Equatable {
     /// and what its sync base pins). A 17th name of one hash in a folder is refused (`ENOSPC`).
     static func derive(_ tree: ItemTree, numbers: Numbers, held: Set<UInt64>, entryHash: EntryHash) throws -> IndexRecordsV3 {
         var records = IndexRecordsV3()
+        try records.deriveNames(tree, entryHash: entryHash)
+        (records.blocks, records.lists) = try fileRecords(packContents(tree, numbers), numbers: numbers, held: held)
+        return records
+    }
+
+    /// Every folder's entries and summary from the items' links; unchanged if it throws.
+    mutating func deriveNames(_ tree: ItemTree, entryHash: EntryHash) throws {
+        var derived = IndexRecordsV3()
         var byHash: [UInt64: [UInt32: [FolderEntries.Entry]]] = [:]
         for (id, item) in tree.items where tree.isRecorded(id) {
-            if item.isFolder { records.summaries[id] = FolderSummary(entryCount: 0, subfolderCount: 0) }
+            if item.isFolder { derived.summaries[id] = FolderSummary(entryCount: 0, subfolderCount: 0) }
             for link in item.record.links {
                 byHash[link.parentID, default: [:]][try entryHash(link.name), default: []]
                     .append(FolderEntries.Entry(name: link.name, itemID: id, type: item.record.type))
             }
         }
         for (folder, hashes) in byHash {
-            var count: UInt64 = 0, subfolders: UInt64 = 0
             for (hash, list) in hashes {
                 guard list.count <= FolderEntries.maxCount else { throw VaultError.store(.noSpace) }
-                records.entries[folder, default: [:]][hash] = FolderEntries(list.sorted { $0.name.lexicographicallyPrecedes($1.name) })
-                count += UInt64(list.count)
-                subfolders += UInt64(list.filter { $0.type == .folder }.count)
+                derived.entries[folder, default: [:]][hash] = FolderEntries(list.sorted { $0.name.lexicographicallyPrecedes($1.name) })
             }
-            records.summaries[folder] = FolderSummary(entryCount: count, subfolderCount: subfolders)
+            derived.summaries[folder] = derived.summary(of: folder)
         }
-        for block in numbers.blocks { records.blocks[block] = FileBlock(held: [UInt8](repeating: 0, count: FileBlock.heldSize), packs: []) }
+        entries = derived.entries
+        summaries = derived.summaries
+    }
+
+    /// The folder entries and summaries after the names and items of `journal` changed, the
+    /// others kept: each journalled name's list takes the name's item now, if any, and each
+    /// folder that gained or lost a name, or was made or unnamed, is counted again. Unchanged
+    /// if it throws; applying a journal twice gives the same records. Returns the keys to write
+    /// again and those to remove.
+    mutating func updateNames(_ tree: ItemTree, journal: ItemTree.NamesJournal,
+                              entryHash: EntryHash) throws -> (changed: [RecordKey], removed: [RecordKey]) {
+        struct Bucket: Hashable { let folder: UInt64, hash: UInt32 }
+        var lists: [Bucket: [FolderEntries.Entry]] = [:]
+        for link in journal.links {
+            let bucket = Bucket(folder: link.parentID, hash: try entryHash(link.name))
+            var list = lists[bucket] ?? entries[bucket.folder]?[bucket.hash]?.entries ?? []
+            list.removeAll { $0.name == link.name }
+            if tree.isRecorded(link.parentID), let id = tree.children[link.parentID]?[link.name], let item = tree.items[id] {
+                let at = list.firstIndex { link.name.lexicographicallyPrecedes($0.name) } ?? list.count
+                list.insert(FolderEntries.Entry(name: link.name, itemID: id, type: item.record.type), at: at)
+            }
+            guard list.count <= FolderEntries.maxCount else { throw VaultError.store(.noSpace) }
+            lists[bucket] = list
+        }
+        var changed = Set<RecordKey>(), removed = Set<RecordKey>()
+        var folders = journal.items
+        for (bucket, list) in lists {
+            folders.insert(bucket.folder)
+            let record = list.isEmpty ? nil : FolderEntries(list)
+            guard record != entries[bucket.folder]?[bucket.hash] else { continue }
+            entries[bucket.folder, default: [:]][bucket.hash] = record
+            if entries[bucket.folder]?.isEmpty == true { entries[bucket.folder] = nil }
+            let key = IndexKeyV3.folderEntries(bucket.folder, hash: bucket.hash).recordKey
+            if record == nil { removed.insert(key) } else { changed.insert(key) }
+        }
+        for folder in folders {
+            let isFolder = tree.isRecorded(folder) && tree.items[folder]?.isFolder == true
+            let record = isFolder ? summary(of: folder) : nil
+            guard record != summaries[folder] else { continue }
+            summaries[folder] = record
+            let key = IndexKeyV3.folderSummary(folder).recordKey
+            if record == nil { removed.insert(key) } else { changed.insert(key) }
+        }
+        return (changed.sorted(), removed.sorted())
+    }
+
+    /// A folder's counts from its entries.
+    private func summary(of folder: UInt64) -> FolderSummary {
+        var count: UInt64 = 0, subfolders: UInt64 = 0
+        for record in (entries[folder] ?? [:]).values {
+            count += UInt64(record.entries.count)
+            subfolders += UInt64(record.entries.lazy.filter { $0.type == .folder }.count)
+        }
+        return FolderSummary(entryCount: count, subfolderCount: subfolders)
+    }
+
+    /// The writer device's file blocks and pack member lists for a root that holds `held`.
+    static func fileRecords(_ packs: PackContents, numbers: Numbers,
+                            held: Set<UInt64>) throws -> (blocks: [UInt32: FileBlock], lists: [UInt64: PackMembers]) {
+        var blocks: [UInt32: FileBlock] = [:], lists: [UInt64: PackMembers] = [:]
+        for block in numbers.blocks { blocks[block] = FileBlock(held: [UInt8](repeating: 0, count: FileBlock.heldSize), packs: []) }
         for number in numbers.own(held) where numbers.isData(number) {
             let (block, index) = (UInt32(number / IndexKeyV3.numbersPerBlock), Int(number % IndexKeyV3.numbersPerBlock))
-            records.blocks[block]!.held[index >> 3] |= 1 << (index & 7)
+            blocks[block]!.held[index >> 3] |= 1 << (index & 7)
         }
-        for (number, pack) in packContents(tree, numbers).sorted(by: { $0.key < $1.key }) {
+        for (number, pack) in packs.sorted(by: { $0.key < $1.key }) {
             let (block, index) = (UInt32(number / IndexKeyV3.numbersPerBlock), Int(number % IndexKeyV3.numbersPerBlock))
-            guard records.blocks[block]?.isHeld(index) == true else {
+            guard blocks[block]?.isHeld(index) == true else {
                 throw VaultError.damagedIndex("pack \(FileRef(device: numbers.device, number: number)) holds members but is not held")
             }
-            records.blocks[block]!.packs.append(FileBlock.Pack(index: UInt16(index), liveBytes: UInt32(pack.live), reservedEnd: UInt32(pack.end)))
-            records.lists[number] = PackMembers(pack.items)
+            blocks[block]!.packs.append(FileBlock.Pack(index: UInt16(index), liveBytes: UInt32(pack.live), reservedEnd: UInt32(pack.end)))
+            lists[number] = PackMembers(pack.items)
         }
-        return records
+        return (blocks, lists)
     }
 
     /// §15.6's rules of these records against the tree whose root holds `held`: every entry a

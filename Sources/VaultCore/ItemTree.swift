@@ -18,7 +18,21 @@ struct ItemTree {
     var dirtySegments: [UInt64: Set<Int>] = [:]
     /// Record keys of items that are gone.
     var removedKeys: [RecordKey] = []
+    /// Names added or removed and items made or unnamed since index 3's folder entries last
+    /// followed the tree; nil for a tree built whole (an open, a merge), whose entries are
+    /// derived again from every item.
+    var namesJournal: NamesJournal?
     private(set) var nextItemID: UInt64
+
+    struct NamesJournal: Equatable {
+        /// The records it applies to (`IndexThree.namesToken`): any other are derived whole.
+        let base: UInt64
+        var links: Set<ItemRecord.Link> = []
+        /// Items made, and items that lost their last name: a folder's summary comes or goes.
+        var items: Set<UInt64> = []
+
+        init(base: UInt64) { self.base = base }
+    }
 
     static let maximumLinks = 1000
     static let maximumAttributeBytes = 32 << 10
@@ -93,6 +107,8 @@ struct ItemTree {
         if type == .folder { children[id] = [:] }
         touchFolder(parent, now)
         dirtyItems.insert(id)
+        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
+        namesJournal?.items.insert(id)
         return id
     }
 
@@ -111,6 +127,7 @@ struct ItemTree {
         children[parent]![name] = id
         touchFolder(parent, now)
         dirtyItems.insert(id)
+        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
     }
 
     /// Removes a name. A folder must be empty. Returns the item if it went with its last name
@@ -167,6 +184,7 @@ struct ItemTree {
         touchFolder(parent, now)
         touchFolder(newParent, now)
         dirtyItems.insert(id)
+        namesJournal?.links.formUnion([ItemRecord.Link(parentID: parent, name: name), ItemRecord.Link(parentID: newParent, name: newName)])
         return deleted
     }
 
@@ -287,6 +305,7 @@ struct ItemTree {
     mutating func removeAll() {
         items = [:]
         children = [:]
+        namesJournal = nil
     }
 
     // MARK: Rules
@@ -319,6 +338,8 @@ struct ItemTree {
         items[id]!.record.links.removeAll { $0.parentID == parent && $0.name == name }
         children[parent]![name] = nil
         dirtyItems.insert(id)
+        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
+        if items[id]!.record.links.isEmpty { namesJournal?.items.insert(id) }
         return deleteIfUnused(id)
     }
 

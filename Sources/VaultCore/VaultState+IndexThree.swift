@@ -10,10 +10,16 @@ extension VaultState {
     /// root and its interior pages list, so that writing pages never changes a block.
     /// The pins are those the root's sync base lists (`SyncBasePlans.recordedPins`), and the
     /// index's files are left out even when pinned (a sync pins the pages it publishes).
-    var mappedFiles: Set<UInt64> {
-        var held = rootHeldFiles
-        for (id, item) in tree.items where tree.isRecorded(id) { held.formUnion(item.fileNumbers) }
-        return held.subtracting(indexFiles)
+    var mappedFiles: Set<UInt64> { mappedFiles(itemFiles: recordedItemFiles) }
+
+    /// `mappedFiles` with the items' files given (they stay while a commit places its pages).
+    func mappedFiles(itemFiles: Set<UInt64>) -> Set<UInt64> { rootHeldFiles.union(itemFiles).subtracting(indexFiles) }
+
+    /// The chunks and members of the items the root records.
+    var recordedItemFiles: Set<UInt64> {
+        var files = Set<UInt64>()
+        for (id, item) in tree.items where tree.isRecorded(id) { files.formUnion(item.fileNumbers) }
+        return files
     }
 
     /// What the root holds itself, besides its items' chunks and members (§15.4): the sync
@@ -85,15 +91,24 @@ extension VaultState {
     /// hold what the root written holds, which the pages of a pass, new and unpinned, never change.
     mutating func writeIndexPages(encode: @escaping (RecordKey, ItemTree, SecretArena, StorageFormat) -> [UInt8]) throws {
         try readPinsIfUnread()
+        // The tree stays as it is while the pages are placed: its files and packs once.
+        var itemFiles = Set<UInt64>(), packContents = IndexRecordsV3.PackContents()
         for pass in 1... {
             // A sync's commit records these pins (`writeSyncBase`): its bits are theirs.
             if let plan = syncBases.pending { syncBases.recordedPins = ownReferencedFiles.union(plan.pinned) }
-            let device = IndexRecordsV3.Numbers(writer.allocator).device
-            if let three = committer.indexThree {
-                let records = try derivedRecords(entryHash: three.hash)
-                guard pass == 1 || records != three.records else { return }
+            let numbers = IndexRecordsV3.Numbers(writer.allocator), device = numbers.device
+            if committer.indexThree != nil {
+                // The names do not depend on where pages go: once, from the tree's journal.
+                if pass == 1 {
+                    let names = try committer.updateNameRecords(tree)
+                    tree.namesJournal = names.journal
+                    statistics.entryHashes += names.hashes
+                    itemFiles = recordedItemFiles
+                    packContents = IndexRecordsV3.packContents(tree, numbers)
+                }
+                let (blocks, lists) = try IndexRecordsV3.fileRecords(packContents, numbers: numbers, held: mappedFiles(itemFiles: itemFiles))
+                guard committer.useFileRecords(blocks, lists, device: device) || pass == 1 else { return }
                 guard pass <= 4 else { throw VaultError.damagedIndex("index 3: the file blocks do not settle") }
-                committer.useDerived(records, device: device)
             } else if pass > 1 {
                 return
             }

@@ -166,6 +166,7 @@ extension VaultState {
             // (fsck's open defers them to its own check, which reports each and can repair them).
             do {
                 try state.checkRecords(three.records, entryHash: three.hash)
+                state.tree.namesJournal = state.committer.indexThree?.startNamesJournal()
             } catch {
                 state.wipe()
                 throw error

@@ -13,6 +13,8 @@ public struct VaultStatistics: Equatable, Sendable {
     public var coverRefreshes = 0
     /// Freed files written over with random bytes (docs/FORMAT.md §9.2 step 6).
     public var refilledFiles = 0
+    /// Names hashed for index 3's folder entries at commits: the names changed, not every name.
+    public var entryHashes = 0
     public init() {}
 }
 

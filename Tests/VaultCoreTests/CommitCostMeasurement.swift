@@ -1,0 +1,36 @@
+@testable import VaultCore
+import Foundation
+import Testing
+
+/// What a commit costs in a vault of many small files, index 2 against index 3 (issue 17):
+/// printed, not asserted (timings on a shared machine say nothing in a test; `IndexThreeNamesJournalTests`
+/// asserts the counts). Run by `tools/commit-cost`; skipped in every other run.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["DOTSAFE_COMMIT_COST"] != nil))
+struct CommitCostMeasurement {
+    static let environment = ProcessInfo.processInfo.environment
+
+    @Test(arguments: [false, true]) func oneFileCommit(indexThree: Bool) throws {
+        let count = Int(Self.environment["DOTSAFE_COMMIT_COST"] ?? "") ?? 100_000
+        let rounds = Int(Self.environment["DOTSAFE_COMMIT_COST_ROUNDS"] ?? "") ?? 5
+        let label = "index \(indexThree ? 3 : 2), \(count) files"
+        let vault = try TestVaults.open(try TestVaults.storage(), indexThree: indexThree)
+        defer { try? vault.lock() }
+        var folder = Vault.rootID
+        for i in 0..<count {
+            if i % 1000 == 0 { folder = try vault.create(.folder, in: Vault.rootID, named: Array("d\(i)".utf8), mode: 0o755) }
+            _ = try vault.makeFile("file-\(i)", TestVaults.content(100, seed: UInt64(i)), in: folder)
+        }
+        var start = Date()
+        try vault.commit()
+        print("commit-cost: \(label): first commit \(String(format: "%.3f", Date().timeIntervalSince(start))) s")
+        var times: [Double] = []
+        for round in 0..<rounds {
+            _ = try vault.makeFile("x-\(round)", TestVaults.content(100, seed: 7))
+            start = Date()
+            try vault.commit()
+            times.append(Date().timeIntervalSince(start))
+        }
+        let median = times.sorted()[times.count / 2]
+        print("commit-cost: \(label): one-file commit, median of \(rounds): \(String(format: "%.1f", median * 1000)) ms")
+    }
+}
