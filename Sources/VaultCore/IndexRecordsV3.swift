@@ -58,19 +58,27 @@ struct IndexRecordsV3: Equatable {
     typealias PackContents = [UInt64: (items: [UInt64], live: Int, end: Int)]
 
     /// What the packs of the device hold by the tree.
-    static func packContents(_ tree: ItemTree, _ numbers: Numbers) -> PackContents {
-        var packs: [UInt64: (items: [UInt64], live: Int, end: Int)] = [:]
+    static func packContents(_ tree: ItemTree, _ numbers: Numbers) -> PackContents { itemFilesAndPacks(tree, numbers).packs }
+
+    /// The chunks and members of the items the root records, and what the device's packs hold
+    /// by them: one pass over the items, which a commit makes once.
+    static func itemFilesAndPacks(_ tree: ItemTree, _ numbers: Numbers) -> (files: Set<UInt64>, packs: PackContents) {
+        var files = Set<UInt64>(), packs = PackContents()
         for (id, item) in tree.items where tree.isRecorded(id) {
+            for ref in item.chunks.values { files.insert(ref.fileNumber) }
             guard let member = item.packedMember else { continue }
+            files.insert(member.fileNumber)
             let file = FileRef(raw: member.fileNumber)
             guard file.device == numbers.device else { continue }
-            var pack = packs[file.number] ?? ([], 0, 0)
-            pack.items.append(id)
-            pack.live += Int(member.sealedLength)
-            pack.end = max(pack.end, Int(member.offset) + Int(member.sealedLength))
-            packs[file.number] = pack
+            // In place: a copy taken out and put back would copy the pack's item list each time.
+            func add(_ pack: inout (items: [UInt64], live: Int, end: Int)) {
+                pack.items.append(id)
+                pack.live += Int(member.sealedLength)
+                pack.end = max(pack.end, Int(member.offset) + Int(member.sealedLength))
+            }
+            add(&packs[file.number, default: ([], 0, 0)])
         }
-        return packs.mapValues { ($0.items.sorted(), $0.live, $0.end) }
+        return (files, packs.mapValues { ($0.items.sorted(), $0.live, $0.end) })
     }
 
     /// The records of a tree whose root holds the raw FileRefs `held` (§15.4: what it references

@@ -176,11 +176,13 @@ struct IndexThreeAudit {
             if i > 0, members[i - 1].pack == member.pack, UInt64(members[i - 1].offset) + UInt64(members[i - 1].length) > UInt64(member.offset) {
                 report("members overlap", "pack \(member.pack): items \(members[i - 1].item) and \(member.item)")
             }
-            var pack = byPack[member.pack] ?? ([], 0, 0)
-            pack.items.append(member.item)
-            pack.live += UInt64(member.length)
-            pack.end = max(pack.end, UInt64(member.offset) + UInt64(member.length))
-            byPack[member.pack] = pack
+            // In place, as in `IndexRecordsV3.itemFilesAndPacks`.
+            func add(_ pack: inout (items: [UInt64], live: UInt64, end: UInt64)) {
+                pack.items.append(member.item)
+                pack.live += UInt64(member.length)
+                pack.end = max(pack.end, UInt64(member.offset) + UInt64(member.length))
+            }
+            add(&byPack[member.pack, default: ([], 0, 0)])
         }
         for number in Set(byPack.keys).union(packEntries.keys).sorted() {
             switch (byPack[number], packEntries[number]) {

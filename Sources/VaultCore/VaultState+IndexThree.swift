@@ -10,17 +10,12 @@ extension VaultState {
     /// root and its interior pages list, so that writing pages never changes a block.
     /// The pins are those the root's sync base lists (`SyncBasePlans.recordedPins`), and the
     /// index's files are left out even when pinned (a sync pins the pages it publishes).
-    var mappedFiles: Set<UInt64> { mappedFiles(itemFiles: recordedItemFiles) }
+    var mappedFiles: Set<UInt64> {
+        mappedFiles(itemFiles: IndexRecordsV3.itemFilesAndPacks(tree, IndexRecordsV3.Numbers(writer.allocator)).files)
+    }
 
     /// `mappedFiles` with the items' files given (they stay while a commit places its pages).
     func mappedFiles(itemFiles: Set<UInt64>) -> Set<UInt64> { rootHeldFiles.union(itemFiles).subtracting(indexFiles) }
-
-    /// The chunks and members of the items the root records.
-    var recordedItemFiles: Set<UInt64> {
-        var files = Set<UInt64>()
-        for (id, item) in tree.items where tree.isRecorded(id) { files.formUnion(item.fileNumbers) }
-        return files
-    }
 
     /// What the root holds itself, besides its items' chunks and members (§15.4): the sync
     /// base's pins, the special files, a names move's slot files; the index's files among them.
@@ -103,8 +98,7 @@ extension VaultState {
                     let names = try committer.updateNameRecords(tree)
                     tree.namesJournal = names.journal
                     statistics.entryHashes += names.hashes
-                    itemFiles = recordedItemFiles
-                    packContents = IndexRecordsV3.packContents(tree, numbers)
+                    (itemFiles, packContents) = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
                 }
                 let (blocks, lists) = try IndexRecordsV3.fileRecords(packContents, numbers: numbers, held: mappedFiles(itemFiles: itemFiles))
                 guard committer.useFileRecords(blocks, lists, device: device) || pass == 1 else { return }
