@@ -24,6 +24,13 @@ import VaultFormat
         return (path, files, time)
     }
 
+    /// Writes the complement of the byte at `offset`: a change whatever the random byte was (a
+    /// fixed byte equals it one time in 256, and a copy then sees no change).
+    static func change(_ storage: any StorageFolder, _ name: String, at offset: Int) throws {
+        let byte = try storage.read(name, offset: offset, count: 1)[0]
+        try storage.write(name, offset: offset, bytes: [~byte])
+    }
+
     /// The lock's least time: the second after each time a file had before a change (before
     /// 1970 too), never earlier than a time a re-created file holds.
     @Test func theLeastTimeIsTheSecondAfterEveryChangeAndNoEarlierThanAnyFileHolds() {
@@ -53,13 +60,13 @@ import VaultFormat
         // A name removed and made again in one session: the copy saw other bytes at it.
         try a.remove(files[2])
         try a.create(files[2], contents: try SystemRandom().bytes(Format.fileSize), durable: false)
-        try b.write(files[3], offset: 9, bytes: [4])
+        try Self.change(b, files[3], at: 9)
         try a.recreateAtLock(random: SystemRandom())
         let between = try CopiedFile.snapshot(path)
         #expect(CopiedFile.expectChangesSeen(since: first, now: between, "after A's lock") == 4)
         // B writes again a file A's lock re-created, and one it had not written yet.
-        try b.write(files[3], offset: 10, bytes: [5])
-        try b.write(files[4], offset: 10, bytes: [5])
+        try Self.change(b, files[3], at: 10)
+        try Self.change(b, files[4], at: 10)
         try b.recreateAtLock(random: SystemRandom())
         let last = try CopiedFile.snapshot(path)
         #expect(CopiedFile.expectChangesSeen(since: first, now: last, "after B's lock") == 5)
@@ -123,7 +130,7 @@ import VaultFormat
         defer { try? FileManager.default.removeItem(atPath: path) }
         let copy = try CopiedFile.snapshot(path)
         let a = try Storage.open(at: path, recreation: RecreationBudget(share: 0, secondsPerGiB: 3600))
-        try a.write(files[0], offset: 0, bytes: [1])
+        try Self.change(a, files[0], at: 0)
         #expect(link(path + "/" + files[0], path + "/second-link") == 0)
         try a.recreateAtLock(random: SystemRandom())
         #expect(a.lastRecreation?.recreated == 0)
