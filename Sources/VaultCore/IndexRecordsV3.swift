@@ -2,8 +2,9 @@ import VaultFormat
 
 /// The records of index version 3 that follow from the item tree (docs/FORMAT.md §15.3–§15.4):
 /// each folder's entries by name hash and its summary, and the writer device's file blocks
-/// (held bits, pack entries) and pack member lists. Derived whole from the tree (issue 17, step
-/// 3: the index is still read whole); `check` holds records read or derived against the tree by
+/// (held bits, pack entries) and pack member lists. The entries and summaries follow the names
+/// a commit changed (`updateNames`), or are derived whole; the file records are derived from
+/// every item at each commit (issue 17, step 6 has the rest); `check` holds records read or derived against the tree by
 /// §15.6's rules, both directions, so that records that drifted from the links or the references
 /// never go unnoticed.
 struct IndexRecordsV3: Equatable {
@@ -57,9 +58,6 @@ struct IndexRecordsV3: Equatable {
     /// Per pack of the device, by number: its members' items, live bytes and end.
     typealias PackContents = [UInt64: (items: [UInt64], live: Int, end: Int)]
 
-    /// What the packs of the device hold by the tree.
-    static func packContents(_ tree: ItemTree, _ numbers: Numbers) -> PackContents { itemFilesAndPacks(tree, numbers).packs }
-
     /// The chunks and members of the items the root records, and what the device's packs hold
     /// by them: one pass over the items, which a commit makes once.
     static func itemFilesAndPacks(_ tree: ItemTree, _ numbers: Numbers) -> (files: Set<UInt64>, packs: PackContents) {
@@ -83,10 +81,12 @@ struct IndexRecordsV3: Equatable {
 
     /// The records of a tree whose root holds the raw FileRefs `held` (§15.4: what it references
     /// and what its sync base pins). A 17th name of one hash in a folder is refused (`ENOSPC`).
-    static func derive(_ tree: ItemTree, numbers: Numbers, held: Set<UInt64>, entryHash: EntryHash) throws -> IndexRecordsV3 {
+    /// `packs`: what the device's packs hold (`itemFilesAndPacks`).
+    static func derive(_ tree: ItemTree, numbers: Numbers, held: Set<UInt64>, packs: PackContents,
+                       entryHash: EntryHash) throws -> IndexRecordsV3 {
         var records = IndexRecordsV3()
         try records.deriveNames(tree, entryHash: entryHash)
-        (records.blocks, records.lists) = try fileRecords(packContents(tree, numbers), numbers: numbers, held: held)
+        (records.blocks, records.lists) = try fileRecords(packs, numbers: numbers, held: held)
         return records
     }
 
@@ -188,7 +188,7 @@ struct IndexRecordsV3: Equatable {
     /// link of its item with its type and every link an entry, each folder's summary its counts,
     /// the bits the held set, the pack entries and lists the members. Throws `damagedIndex`
     /// naming the first record that breaks one.
-    func check(against tree: ItemTree, numbers: Numbers, held: Set<UInt64>, entryHash: EntryHash) throws {
+    func check(against tree: ItemTree, numbers: Numbers, held: Set<UInt64>, packs: PackContents, entryHash: EntryHash) throws {
         func fail(_ message: String) -> VaultError { .damagedIndex("index 3: \(message)") }
         for (folder, hashes) in entries {
             guard tree.isRecorded(folder), tree.items[folder]?.isFolder == true else { throw fail("entries under item \(folder), which is not a folder") }
@@ -223,10 +223,10 @@ struct IndexRecordsV3: Equatable {
                 throw fail("the summary of folder \(folder) counts \(summary.entryCount) entries, \(summary.subfolderCount) folders; it has \(counted.entryCount), \(counted.subfolderCount)")
             }
         }
-        try checkFiles(tree, numbers, held)
+        try checkFiles(numbers, held, packs)
     }
 
-    private func checkFiles(_ tree: ItemTree, _ numbers: Numbers, _ held: Set<UInt64>) throws {
+    private func checkFiles(_ numbers: Numbers, _ held: Set<UInt64>, _ packs: PackContents) throws {
         func fail(_ message: String) -> VaultError { .damagedIndex("index 3: \(message)") }
         let own = numbers.own(held)
         guard Set(blocks.keys) == numbers.blocks else {
@@ -237,7 +237,6 @@ struct IndexRecordsV3: Equatable {
                 throw fail("file \(number) is held but its bit is clear")
             }
         }
-        let packs = Self.packContents(tree, numbers)
         var entered = Set<UInt64>()
         for (block, record) in blocks {
             let first = UInt64(block) * IndexKeyV3.numbersPerBlock

@@ -10,8 +10,13 @@ extension VaultState {
     /// root and its interior pages list, so that writing pages never changes a block.
     /// The pins are those the root's sync base lists (`SyncBasePlans.recordedPins`), and the
     /// index's files are left out even when pinned (a sync pins the pages it publishes).
-    var mappedFiles: Set<UInt64> {
-        mappedFiles(itemFiles: IndexRecordsV3.itemFilesAndPacks(tree, IndexRecordsV3.Numbers(writer.allocator)).files)
+    var mappedFiles: Set<UInt64> { gathered.held }
+
+    /// `mappedFiles` and what the device's packs hold, from one pass over the items.
+    private var gathered: (numbers: IndexRecordsV3.Numbers, held: Set<UInt64>, packs: IndexRecordsV3.PackContents) {
+        let numbers = IndexRecordsV3.Numbers(writer.allocator)
+        let (files, packs) = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
+        return (numbers, mappedFiles(itemFiles: files), packs)
     }
 
     /// `mappedFiles` with the items' files given (they stay while a commit places its pages).
@@ -71,12 +76,14 @@ extension VaultState {
 
     /// §15.3–§15.4's records of the state, under the entry hash `entryHash`.
     func derivedRecords(entryHash: IndexRecordsV3.EntryHash) throws -> IndexRecordsV3 {
-        try IndexRecordsV3.derive(tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)
+        let (numbers, held, packs) = gathered
+        return try IndexRecordsV3.derive(tree, numbers: numbers, held: held, packs: packs, entryHash: entryHash)
     }
 
     /// §15.6's rules of `records` against the state.
     func checkRecords(_ records: IndexRecordsV3, entryHash: IndexRecordsV3.EntryHash) throws {
-        try records.check(against: tree, numbers: IndexRecordsV3.Numbers(writer.allocator), held: mappedFiles, entryHash: entryHash)
+        let (numbers, held, packs) = gathered
+        try records.check(against: tree, numbers: numbers, held: held, packs: packs, entryHash: entryHash)
     }
 
     /// Writes the changed pages (`encode` gives an item's or segment's record). Index 3: the

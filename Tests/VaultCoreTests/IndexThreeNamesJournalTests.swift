@@ -116,4 +116,24 @@ import VaultStore
         }
         #expect(cuts >= 4, "a commit of data, pages and a root: cut at \(cuts) changes")
     }
+
+    /// A 17th name of one hash is refused (`ENOSPC`) by the journal's update as by a whole
+    /// derivation, and leaves the records as they were (a later commit applies the journal again).
+    @Test func aSeventeenthNameLeavesTheRecordsAsTheyWere() throws {
+        let vault = try TestVaults.open(try TestVaults.storage(), indexThree: true)
+        defer { try? vault.lock() }
+        for i in 0..<17 { _ = try vault.create(.file, in: Vault.rootID, named: Array("n\(i)".utf8), mode: 0o644) }
+        try vault.state.withLock { state in
+            var records = IndexRecordsV3()
+            var journal = ItemTree.NamesJournal(base: 0)
+            for i in 0..<16 { journal.links.insert(ItemRecord.Link(parentID: Vault.rootID, name: Array("n\(i)".utf8))) }
+            journal.items.insert(Vault.rootID)
+            _ = try records.updateNames(state.tree, journal: journal, entryHash: { _ in 7 })
+            #expect(records.entries[Vault.rootID]?[7]?.entries.count == 16)
+            let before = records
+            journal.links.insert(ItemRecord.Link(parentID: Vault.rootID, name: Array("n16".utf8)))
+            #expect(throws: VaultError.store(.noSpace)) { try records.updateNames(state.tree, journal: journal, entryHash: { _ in 7 }) }
+            #expect(records == before, "nothing of the refused update kept")
+        }
+    }
 }
