@@ -10,9 +10,12 @@ struct IndexThree {
     let entryHash: EntryHash
     var records = IndexRecordsV3()
     var foreign: [RecordKey: [UInt8]] = [:]
-    /// Drawn each time the folder entries follow a tree: a names journal started then applies
-    /// to these records and no others (a merge, a restored state, another committer).
-    var namesToken: UInt64?
+    /// Drawn each time the derived records follow a tree: a journal started then applies to
+    /// these records and no others (a merge, a restored state, another committer).
+    var journalToken: UInt64?
+    /// What the file blocks were last derived with besides the items; nil until a commit
+    /// derives them, or an open has checked them against every item and pin.
+    var filesBasis: IndexRecordsV3.FilesBasis?
 
     init(entryHashKey: SecretBytes) throws {
         self.entryHashKey = entryHashKey
@@ -21,11 +24,17 @@ struct IndexThree {
 
     func hash(_ name: [UInt8]) throws -> UInt32 { try entryHash(name) }
 
-    /// A journal for a tree whose names these records hold.
-    mutating func startNamesJournal() -> ItemTree.NamesJournal {
+    /// `journal` if it applies to these records.
+    func applicable(_ journal: ItemTree.RecordsJournal?) -> ItemTree.RecordsJournal? {
+        guard let journal, journal.base == journalToken else { return nil }
+        return journal
+    }
+
+    /// A journal for a tree whose names and files these records hold.
+    mutating func startJournal() -> ItemTree.RecordsJournal {
         let token = UInt64.random(in: 0 ... .max)
-        namesToken = token
-        return ItemTree.NamesJournal(base: token)
+        journalToken = token
+        return ItemTree.RecordsJournal(base: token)
     }
 
     /// A derived or foreign record's value, in storage of its own (the writer wipes what it encodes).

@@ -48,12 +48,12 @@ struct Committer {
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
 
-    /// Brings index 3's folder entries and summaries to `tree`'s names: from its names journal,
-    /// or, for a tree without one of these records (an open, a merge), derived again from every
-    /// item. The pages of the keys that changed are written again, the keys they lost removed.
-    /// Returns the journal the tree keeps from now on, and how many names it hashed.
-    mutating func updateNameRecords(_ tree: ItemTree) throws -> (journal: ItemTree.NamesJournal?, hashes: Int) {
-        guard var three = indexThree else { return (nil, 0) }
+    /// Brings index 3's folder entries and summaries to `tree`'s names: from `journal` (one
+    /// that applies to these records), or, without one (an open, a merge), derived again from
+    /// every item. The pages of the keys that changed are written again, the keys they lost
+    /// removed. Returns how many names it hashed.
+    mutating func updateNameRecords(_ tree: ItemTree, journal: ItemTree.RecordsJournal?) throws -> Int {
+        guard var three = indexThree else { return 0 }
         // Taken out while it changes, so that its records are not copied whole.
         indexThree = nil
         defer { indexThree = three }
@@ -64,7 +64,7 @@ struct Committer {
             return try entryHash(name)
         }
         let (changed, removed): ([RecordKey], [RecordKey])
-        if let journal = tree.namesJournal, journal.base == three.namesToken {
+        if let journal {
             (changed, removed) = try three.records.updateNames(tree, journal: journal, entryHash: hash)
         } else {
             let old = three.records
@@ -73,15 +73,18 @@ struct Committer {
         }
         for key in removed { pageTable.remove(key) }
         for key in changed { pageTable.touch(key) }
-        return (three.startNamesJournal(), hashes)
+        return hashes
     }
 
     /// Takes `blocks` and `lists` as the file blocks and member lists the next pages hold
-    /// (index 3); false when they are those it has.
-    mutating func useFileRecords(_ blocks: [UInt32: FileBlock], _ lists: [UInt64: PackMembers], device: UInt16) -> Bool {
-        guard var three = indexThree, blocks != three.records.blocks || lists != three.records.lists else { return false }
+    /// (index 3), derived with `basis`; false when they are those it has.
+    mutating func useFileRecords(_ blocks: [UInt32: FileBlock], _ lists: [UInt64: PackMembers], device: UInt16,
+                                 basis: IndexRecordsV3.FilesBasis) -> Bool {
+        guard var three = indexThree else { return false }
         indexThree = nil
         defer { indexThree = three }
+        three.filesBasis = basis
+        guard blocks != three.records.blocks || lists != three.records.lists else { return false }
         var files = IndexRecordsV3()
         (files.blocks, files.lists) = (blocks, lists)
         let (changed, removed) = files.fileChanges(from: three.records, device: device)

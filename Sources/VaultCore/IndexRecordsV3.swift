@@ -3,8 +3,8 @@ import VaultFormat
 /// The records of index version 3 that follow from the item tree (docs/FORMAT.md §15.3–§15.4):
 /// each folder's entries by name hash and its summary, and the writer device's file blocks
 /// (held bits, pack entries) and pack member lists. The entries and summaries follow the names
-/// a commit changed (`updateNames`), or are derived whole; the file records are derived from
-/// every item at each commit (issue 17, step 6 has the rest); `check` holds records read or derived against the tree by
+/// a commit changed (`updateNames`), the file records the files of the items it changed
+/// (`followingFiles`), or both are derived whole; `check` holds records read or derived against the tree by
 /// §15.6's rules, both directions, so that records that drifted from the links or the references
 /// never go unnoticed.
 struct IndexRecordsV3: Equatable {
@@ -117,7 +117,7 @@ struct IndexRecordsV3: Equatable {
     /// folder that gained or lost a name, or was made or unnamed, is counted again. Unchanged
     /// if it throws; applying a journal twice gives the same records. Returns the keys to write
     /// again and those to remove.
-    mutating func updateNames(_ tree: ItemTree, journal: ItemTree.NamesJournal,
+    mutating func updateNames(_ tree: ItemTree, journal: ItemTree.RecordsJournal,
                               entryHash: EntryHash) throws -> (changed: [RecordKey], removed: [RecordKey]) {
         struct Bucket: Hashable { let folder: UInt64, hash: UInt32 }
         var lists: [Bucket: [FolderEntries.Entry]] = [:]

@@ -18,20 +18,35 @@ struct ItemTree {
     var dirtySegments: [UInt64: Set<Int>] = [:]
     /// Record keys of items that are gone.
     var removedKeys: [RecordKey] = []
-    /// Names added or removed and items made or unnamed since index 3's folder entries last
-    /// followed the tree; nil for a tree built whole (an open, a merge), whose entries are
-    /// derived again from every item.
-    var namesJournal: NamesJournal?
+    /// What changed since index 3's derived records last followed the tree: names added or
+    /// removed and items made or unnamed (folder entries and summaries), and the files each
+    /// changed item held then (file blocks and member lists); nil for a tree built whole (an
+    /// open, a merge), whose records are derived again from every item.
+    var recordsJournal: RecordsJournal?
     private(set) var nextItemID: UInt64
 
-    struct NamesJournal: Equatable {
-        /// The records it applies to (`IndexThree.namesToken`): any other are derived whole.
+    struct RecordsJournal: Equatable {
+        /// The records it applies to (`IndexThree.journalToken`): any other are derived whole.
         let base: UInt64
         var links: Set<ItemRecord.Link> = []
         /// Items made, and items that lost their last name: a folder's summary comes or goes.
         var items: Set<UInt64> = []
+        /// Each item whose files or recorded state changed: the files the records held for it.
+        var files: [UInt64: ItemFiles] = [:]
 
         init(base: UInt64) { self.base = base }
+    }
+
+    /// The raw FileRefs a root holds for an item: its chunks' and its pack's (none for an item
+    /// the root does not record).
+    struct ItemFiles: Equatable {
+        var chunks: [UInt64] = []
+        var pack: UInt64?
+    }
+
+    func recordedFiles(_ id: UInt64) -> ItemFiles {
+        guard isRecorded(id), let item = items[id] else { return ItemFiles() }
+        return ItemFiles(chunks: item.chunks.values.map(\.fileNumber), pack: item.packedMember?.fileNumber)
     }
 
     static let maximumLinks = 1000
@@ -97,6 +112,7 @@ struct ItemTree {
         guard nextItemID & 0xffff_ffff != 0xffff_ffff else { throw VaultError.tooLarge("item count") }
         let id = nextItemID
         nextItemID += 1
+        noteFiles(id)
         let record = ItemRecord(type: type, mode: mode & 0o7777, uid: uid, gid: gid, rdev: rdev, atime: now, mtime: now, ctime: now,
                                 size: type == .symlink ? UInt64(target.count) : 0,
                                 links: [ItemRecord.Link(parentID: parent, name: name)], target: type == .symlink ? target : [])
@@ -107,8 +123,8 @@ struct ItemTree {
         if type == .folder { children[id] = [:] }
         touchFolder(parent, now)
         dirtyItems.insert(id)
-        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
-        namesJournal?.items.insert(id)
+        recordsJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
+        recordsJournal?.items.insert(id)
         return id
     }
 
@@ -122,12 +138,13 @@ struct ItemTree {
         var grown = item.record
         grown.links.append(ItemRecord.Link(parentID: parent, name: name))
         try Self.checkRecordSize(grown)
+        noteFiles(id)
         items[id]!.record.links.append(ItemRecord.Link(parentID: parent, name: name))
         items[id]!.record.ctime = now
         children[parent]![name] = id
         touchFolder(parent, now)
         dirtyItems.insert(id)
-        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
+        recordsJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
     }
 
     /// Removes a name. A folder must be empty. Returns the item if it went with its last name
@@ -184,7 +201,7 @@ struct ItemTree {
         touchFolder(parent, now)
         touchFolder(newParent, now)
         dirtyItems.insert(id)
-        namesJournal?.links.formUnion([ItemRecord.Link(parentID: parent, name: name), ItemRecord.Link(parentID: newParent, name: newName)])
+        recordsJournal?.links.formUnion([ItemRecord.Link(parentID: parent, name: name), ItemRecord.Link(parentID: newParent, name: newName)])
         return deleted
     }
 
@@ -246,6 +263,7 @@ struct ItemTree {
 
     /// Changes a file's size or layout; the record is written at the next commit.
     mutating func update(_ id: UInt64, _ body: (inout ItemRecord) -> Void) {
+        noteFiles(id)
         body(&items[id]!.record)
         dirtyItems.insert(id)
     }
@@ -253,6 +271,7 @@ struct ItemTree {
     /// Sets (or with nil removes) where chunk `index` of `id` is stored; returns where it was.
     @discardableResult
     mutating func setChunk(_ id: UInt64, _ index: Int, _ ref: StoredRef?) -> StoredRef? {
+        noteFiles(id)
         let old = items[id]!.chunks[index]
         items[id]!.chunks[index] = ref
         dirtySegments[id, default: []].insert(ChunkOffsets.segment(ofChunk: index))
@@ -262,6 +281,7 @@ struct ItemTree {
 
     /// Forgets every chunk of `id`; returns them.
     mutating func removeAllChunks(_ id: UInt64) -> [Int: StoredRef] {
+        noteFiles(id)
         let chunks = items[id]!.chunks
         for index in chunks.keys { dirtySegments[id, default: []].insert(ChunkOffsets.segment(ofChunk: index)) }
         items[id]!.chunks = [:]
@@ -305,7 +325,7 @@ struct ItemTree {
     mutating func removeAll() {
         items = [:]
         children = [:]
-        namesJournal = nil
+        recordsJournal = nil
     }
 
     // MARK: Rules
@@ -328,6 +348,12 @@ struct ItemTree {
         do { try ItemRecord.validateName(name) } catch { throw VaultError.invalidMove }
     }
 
+    /// Before an item's files or names change: what the records hold for it, once per journal.
+    private mutating func noteFiles(_ id: UInt64) {
+        guard recordsJournal != nil, recordsJournal!.files[id] == nil else { return }
+        recordsJournal!.files[id] = recordedFiles(id)
+    }
+
     private mutating func touchFolder(_ id: UInt64, _ now: Int64) {
         items[id]?.record.mtime = now
         items[id]?.record.ctime = now
@@ -335,17 +361,19 @@ struct ItemTree {
     }
 
     private mutating func removeLink(_ id: UInt64, _ parent: UInt64, _ name: [UInt8]) -> Deleted? {
+        noteFiles(id)
         items[id]!.record.links.removeAll { $0.parentID == parent && $0.name == name }
         children[parent]![name] = nil
         dirtyItems.insert(id)
-        namesJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
-        if items[id]!.record.links.isEmpty { namesJournal?.items.insert(id) }
+        recordsJournal?.links.insert(ItemRecord.Link(parentID: parent, name: name))
+        if items[id]!.record.links.isEmpty { recordsJournal?.items.insert(id) }
         return deleteIfUnused(id)
     }
 
     /// Drops an item with no names and no holds, with its records.
     private mutating func deleteIfUnused(_ id: UInt64) -> Deleted? {
         guard let item = items[id], item.record.links.isEmpty, item.holds <= 0, id != Format.rootItemID else { return nil }
+        noteFiles(id)
         for segment in item.segmentIndexes { removedKeys.append(.segment(id, segment)) }
         removedKeys.append(.item(id))
         items[id] = nil

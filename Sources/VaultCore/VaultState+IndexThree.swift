@@ -16,11 +16,8 @@ extension VaultState {
     private var gathered: (numbers: IndexRecordsV3.Numbers, held: Set<UInt64>, packs: IndexRecordsV3.PackContents) {
         let numbers = IndexRecordsV3.Numbers(writer.allocator)
         let (files, packs) = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
-        return (numbers, mappedFiles(itemFiles: files), packs)
+        return (numbers, rootHeldFiles.union(files).subtracting(indexFiles), packs)
     }
-
-    /// `mappedFiles` with the items' files given (they stay while a commit places its pages).
-    func mappedFiles(itemFiles: Set<UInt64>) -> Set<UInt64> { rootHeldFiles.union(itemFiles).subtracting(indexFiles) }
 
     /// What the root holds itself, besides its items' chunks and members (§15.4): the sync
     /// base's pins, the special files, a names move's slot files; the index's files among them.
@@ -91,24 +88,42 @@ extension VaultState {
     /// a page of the root (replaced by this commit) gets its bit only from a second pass, and a
     /// sync's commit pins the pages it writes (§15.4): the blocks are derived again until they
     /// hold what the root written holds, which the pages of a pass, new and unpinned, never change.
+    /// The records follow the tree's journal when it applies to them (the items it changed),
+    /// else every item once.
     mutating func writeIndexPages(encode: @escaping (RecordKey, ItemTree, SecretArena, StorageFormat) -> [UInt8]) throws {
         try readPinsIfUnread()
-        // The tree stays as it is while the pages are placed: its files and packs once.
-        var itemFiles = Set<UInt64>(), packContents = IndexRecordsV3.PackContents()
+        // The tree stays as it is while the pages are placed: what its items hold, at most once.
+        var journal: ItemTree.RecordsJournal?, whole: (files: Set<UInt64>, packs: IndexRecordsV3.PackContents)?
         for pass in 1... {
             // A sync's commit records these pins (`writeSyncBase`): its bits are theirs.
             if let plan = syncBases.pending { syncBases.recordedPins = ownReferencedFiles.union(plan.pinned) }
             let numbers = IndexRecordsV3.Numbers(writer.allocator), device = numbers.device
-            if committer.indexThree != nil {
-                // The names do not depend on where pages go: once, from the tree's journal.
+            if let three = committer.indexThree {
+                // The names do not depend on where pages go: once.
                 if pass == 1 {
-                    let names = try committer.updateNameRecords(tree)
-                    tree.namesJournal = names.journal
-                    statistics.entryHashes += names.hashes
-                    (itemFiles, packContents) = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
+                    journal = three.applicable(tree.recordsJournal)
+                    statistics.entryHashes += try committer.updateNameRecords(tree, journal: journal)
                 }
-                let (blocks, lists) = try IndexRecordsV3.fileRecords(packContents, numbers: numbers, held: mappedFiles(itemFiles: itemFiles))
-                guard committer.useFileRecords(blocks, lists, device: device) || pass == 1 else { return }
+                let basis = IndexRecordsV3.FilesBasis(indexFiles: indexFiles, rootHeld: rootHeldFiles)
+                // Later passes only moved pages: no item changed since the first.
+                let changed = pass == 1 ? journal?.files : [:]
+                var files: (blocks: [UInt32: FileBlock], lists: [UInt64: PackMembers])?
+                if let changed, let before = three.filesBasis, before.rootHeld == basis.rootHeld {
+                    files = try three.records.followingFiles(tree, changed: changed, numbers: numbers, before: before, now: basis)
+                    if files != nil { statistics.fileRecordItems += changed.count }
+                }
+                if files == nil {
+                    if whole == nil {
+                        whole = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
+                        statistics.fileRecordItems += tree.items.count
+                    }
+                    files = try IndexRecordsV3.fileRecords(whole!.packs, numbers: numbers,
+                                                           held: basis.rootHeld.union(whole!.files).subtracting(basis.indexFiles))
+                }
+                let wrote = committer.useFileRecords(files!.blocks, files!.lists, device: device, basis: basis)
+                // The records follow the tree now: what changes from here goes in a new journal.
+                if pass == 1 { tree.recordsJournal = committer.indexThree?.startJournal() }
+                guard wrote || pass == 1 else { return }
                 guard pass <= 4 else { throw VaultError.damagedIndex("index 3: the file blocks do not settle") }
             } else if pass > 1 {
                 return

@@ -166,7 +166,12 @@ extension VaultState {
             // (fsck's open defers them to its own check, which reports each and can repair them).
             do {
                 try state.checkRecords(three.records, entryHash: three.hash)
-                state.tree.namesJournal = state.committer.indexThree?.startNamesJournal()
+                state.tree.recordsJournal = state.committer.indexThree?.startJournal()
+                // Checked bit by bit against what they hold, unless set bits stood in for the pins.
+                if !state.syncBases.pinsUnread {
+                    let basis = IndexRecordsV3.FilesBasis(indexFiles: state.indexFiles, rootHeld: state.rootHeldFiles)
+                    state.committer.indexThree?.filesBasis = basis
+                }
             } catch {
                 state.wipe()
                 throw error

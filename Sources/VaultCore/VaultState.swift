@@ -15,6 +15,8 @@ public struct VaultStatistics: Equatable, Sendable {
     public var refilledFiles = 0
     /// Names hashed for index 3's folder entries at commits: the names changed, not every name.
     public var entryHashes = 0
+    /// Items whose files commits looked at for index 3's file blocks: those changed, not all.
+    public var fileRecordItems = 0
     public init() {}
 }
 

@@ -125,7 +125,7 @@ import VaultStore
         for i in 0..<17 { _ = try vault.create(.file, in: Vault.rootID, named: Array("n\(i)".utf8), mode: 0o644) }
         try vault.state.withLock { state in
             var records = IndexRecordsV3()
-            var journal = ItemTree.NamesJournal(base: 0)
+            var journal = ItemTree.RecordsJournal(base: 0)
             for i in 0..<16 { journal.links.insert(ItemRecord.Link(parentID: Vault.rootID, name: Array("n\(i)".utf8))) }
             journal.items.insert(Vault.rootID)
             _ = try records.updateNames(state.tree, journal: journal, entryHash: { _ in 7 })

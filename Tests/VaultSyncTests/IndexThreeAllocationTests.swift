@@ -94,6 +94,39 @@ import VaultStore
         }
     }
 
+    /// The file blocks follow the changed items on a synced vault too: the first commit of an
+    /// open, whose pins were read late, looks at every item (as a sync's commit, whose pins
+    /// change); the commits after, at the items they changed; the records exact throughout.
+    @Test func aSyncedVaultsCommitsFollowTheChangedItems() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-files", indexThree: true)
+        defer { a.finish() }
+        try a.makeFolder("docs")
+        for i in 0..<30 { try a.write("docs/f\(i)", "small \(i)") }
+        try a.write("big", String(repeating: "b", count: 600_000))
+        try a.sync(remote)
+        func items(_ change: () throws -> Void) rethrows -> Int {
+            let before = a.vault.statistics.fileRecordItems
+            try change()
+            return a.vault.statistics.fileRecordItems - before
+        }
+        // A sync leaves the device reopened: its first commit reads the pins and derives the blocks.
+        let counts = try [items { try a.write("docs/f1", "changed once") }, items { try a.write("docs/f1", "changed twice") }]
+        #expect(counts[0] >= 32 && counts[1] == 1, "commits after the sync: \(counts)")
+        try IndexThreeSync.expectExact(a, "commits after the sync")
+        try a.reopen()
+        let reopened = try [items { try a.write("docs/f2", "changed twice") }, items { try a.write("big", bytes: [1, 2], at: 300_000) }]
+        #expect(reopened[0] >= 32 && reopened[1] == 1, "commits after a reopen: \(reopened)")
+        try IndexThreeSync.expectExact(a, "after the reopen")
+        try a.sync(remote)
+        let after = try [items { try a.write("docs/f3", "changed once") }, items { try a.write("docs/f3", "changed thrice") }]
+        #expect(after[0] >= 32 && after[1] == 1, "commits after the second sync: \(after)")
+        try IndexThreeSync.expectExact(a, "after the second sync")
+        try a.reopen()
+        #expect(try a.read("docs/f3") == "changed thrice" && a.read("docs/f2") == "changed twice")
+    }
+
     /// The pieces gone from the storage: the vault opens and reads; the first commit that writes
     /// says which piece is missing and writes nothing; with the pieces back it commits.
     @Test func theOpenReadsNoSyncBasePiece() throws {
