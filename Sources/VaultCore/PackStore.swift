@@ -15,19 +15,26 @@ struct PackStore {
     private var pinnedEnds: [UInt64: Int] = [:]
     /// Those of the remote root a sync is about to publish, which replace them once it is up.
     private var publishingEnds: [UInt64: Int] = [:]
+    /// Packs whose members or reserved end changed since the last commit: only their ends move
+    /// at the next (every pack's at the first, whatever the ends were read as).
+    private var changedSinceCommit: Set<UInt64>
 
     /// Packs holding less than this are emptied into the open pack at a commit.
     static let compactionThreshold = Format.fileSize / 4
     /// Packs emptied at one commit, at most.
     static let compactionsPerCommit = 8
 
-    init(packs: [UInt64: PackInfo] = [:]) { self.packs = packs }
+    init(packs: [UInt64: PackInfo] = [:]) {
+        self.packs = packs
+        changedSinceCommit = Set(packs.keys)
+    }
 
     mutating func addMember(_ id: UInt64, _ member: ItemRecord.Member) {
         let end = Int(member.offset) + Int(member.sealedLength)
         packs[member.fileNumber, default: PackInfo()].liveBytes += Int(member.sealedLength)
         packs[member.fileNumber]!.members.insert(id)
         packs[member.fileNumber]!.reservedEnd = max(packs[member.fileNumber]!.reservedEnd, end)
+        changedSinceCommit.insert(member.fileNumber)
     }
 
     /// Keeps the bytes of a member that the committed root references (sync's merged state may
@@ -35,6 +42,7 @@ struct PackStore {
     mutating func reserve(_ member: ItemRecord.Member) {
         guard let info = packs[member.fileNumber] else { return }
         packs[member.fileNumber]!.reservedEnd = max(info.reservedEnd, Int(member.offset) + Int(member.sealedLength))
+        changedSinceCommit.insert(member.fileNumber)
     }
 
     /// Where new members of a pack may start: after what the local roots and the state reserve,
@@ -73,6 +81,7 @@ struct PackStore {
         guard packs[member.fileNumber] != nil else { return nil }
         packs[member.fileNumber]!.liveBytes -= Int(member.sealedLength)
         packs[member.fileNumber]!.members.remove(id)
+        changedSinceCommit.insert(member.fileNumber)
         guard packs[member.fileNumber]!.members.isEmpty && openPack?.fileNumber != member.fileNumber else { return nil }
         packs[member.fileNumber] = nil
         return member.fileNumber
@@ -166,14 +175,17 @@ struct PackStore {
     func isOpen(_ number: UInt64) -> Bool { openPack?.fileNumber == number }
 
     /// After a commit: each pack reserves only what the new root references (`member` gives an
-    /// item's member), and the open pack continues on disk.
+    /// item's member), and the open pack continues on disk. A pack no member left or joined
+    /// since the last commit reserves what it did.
     mutating func didCommit(member: (UInt64) -> ItemRecord.Member?) {
-        for (number, info) in packs {
+        for number in changedSinceCommit {
+            guard let info = packs[number] else { continue }
             packs[number]!.reservedEnd = info.members.reduce(0) { end, id in
                 guard let member = member(id) else { return end }
                 return max(end, Int(member.offset) + Int(member.sealedLength))
             }
         }
+        changedSinceCommit = []
         if let pack = openPack { openPack = OpenPack(existing: pack.fileNumber, reservedEnd: placementEnd(pack.fileNumber)) }
     }
 

@@ -97,6 +97,35 @@ import VaultStore
         #expect(packs.sparsePacks(own: Self.anyDevice).isEmpty)
     }
 
+    /// A commit moves the reserved end of the packs that gained or lost a member (or reserved
+    /// one, after a merge) since the last, asking for their members only; the others keep theirs.
+    @Test func aCommitMovesTheEndsOfThePacksThatChanged() throws {
+        let member = { (pack: UInt64, offset: Int) in Self.member((pack, offset), [UInt8](repeating: 1, count: 1000)) }
+        var packs = PackStore(packs: [4: PackInfo(liveBytes: 2000, members: [1, 2], reservedEnd: 9000),
+                                      5: PackInfo(liveBytes: 1000, members: [3], reservedEnd: 1000)])
+        var now: [UInt64: ItemRecord.Member] = [1: member(4, 0), 2: member(4, 1000), 3: member(5, 0)]
+        var asked: [UInt64] = []
+        func commit() {
+            asked = []
+            packs.didCommit { id in asked.append(id); return now[id] }
+        }
+        commit()
+        #expect(asked.sorted() == [1, 2, 3], "the first commit asks for every member: ends read from records")
+        #expect(packs.packs[4]?.reservedEnd == 2000 && packs.packs[5]?.reservedEnd == 1000)
+        commit()
+        #expect(asked.isEmpty, "no pack changed")
+        _ = packs.releaseMember(2, member(4, 1000))
+        now[2] = nil
+        commit()
+        #expect(asked == [1] && packs.packs[4]?.reservedEnd == 1000, "pack 4 lost its member at 1000: \(asked)")
+        #expect(packs.packs[5]?.reservedEnd == 1000)
+        // A merge keeps bytes the committed root references until the next commit.
+        packs.reserve(member(5, 5000))
+        #expect(packs.packs[5]?.reservedEnd == 6000)
+        commit()
+        #expect(asked == [3] && packs.packs[5]?.reservedEnd == 1000, "the reservation ends with the commit: \(asked)")
+    }
+
     /// §7.2 "Placing members": among existing packs that fit, the most free tail, the lowest
     /// number on a tie, never a pack whose file is not there.
     @Test func anExistingPackIsChosenByItsFreeTail() throws {
