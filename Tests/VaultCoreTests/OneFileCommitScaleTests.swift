@@ -1,0 +1,58 @@
+import Testing
+@testable import VaultCore
+import VaultStore
+
+/// Issue 17's I/O count of the one-file commit at 10^5 items: what a commit after one new file
+/// does (pages, storage calls, names hashed, items looked at) is bounded by what that file
+/// changes, the same in a vault of 10^5 small files as in one of 10^4.
+@Suite struct OneFileCommitScaleTests {
+    struct Cost: Equatable, CustomStringConvertible {
+        var pageWrites = 0, writes = 0, reads = 0, removes = 0, entryHashes = 0, fileRecordItems = 0
+        var description: String {
+            "\(pageWrites) pages, \(writes) writes, \(reads) reads, \(removes) removes, \(entryHashes) names hashed, \(fileRecordItems) items looked at"
+        }
+    }
+
+    /// A vault of `files` small files, 1,000 to a folder, committed; then a file added to one
+    /// folder and committed twice (the first also refills what the big commit freed, §9.2
+    /// step 6): the second's cost.
+    static func cost(files: Int, indexThree: Bool) throws -> Cost {
+        let storage = CountingStorageFolder(try TestVaults.storage())
+        let vault = try TestVaults.open(storage, indexThree: indexThree)
+        defer { try? vault.lock() }
+        var folder = Vault.rootID
+        for i in 0..<files {
+            if i % 1000 == 0 { folder = try vault.create(.folder, in: Vault.rootID, named: Array("d\(i / 1000)".utf8), mode: 0o755) }
+            _ = try vault.makeFile("file-\(i)", TestVaults.content(100, seed: UInt64(i)), in: folder)
+        }
+        try vault.commit()
+        let d5 = try vault.lookup(Vault.rootID, Array("d5".utf8))
+        _ = try vault.makeFile("first", TestVaults.content(100, seed: 1), in: d5)
+        try vault.commit()
+        storage.reset()
+        let before = vault.statistics
+        _ = try vault.makeFile("second", TestVaults.content(100, seed: 2), in: d5)
+        try vault.commit()
+        let after = vault.statistics, counts = storage.current
+        #expect(try vault.readAll("second", in: d5) == TestVaults.content(100, seed: 2))
+        return Cost(pageWrites: after.pageWrites - before.pageWrites, writes: counts.writes + counts.creates,
+                    reads: counts.reads + counts.partialReads, removes: counts.removes,
+                    entryHashes: after.entryHashes - before.entryHashes, fileRecordItems: after.fileRecordItems - before.fileRecordItems)
+    }
+
+    /// Bounded by what a new file changes, at either size: index 2, its item record and its
+    /// folder's (2 leaves at most); index 3 also its name's entries, the folder's summary, its
+    /// pack's file block and member list (6). Storage writes: the pages, the refills of as many
+    /// that the previous commit replaced (§9.2 step 6), the member's bytes and the root.
+    @Test(arguments: [true, false])
+    func aOneFileCommitCostsTheSameAtTenAndAHundredThousandFiles(indexThree: Bool) throws {
+        let leaves = indexThree ? 6 : 2, looked = indexThree ? 1 : 0
+        for files in [10_000, 100_000] {
+            let cost = try Self.cost(files: files, indexThree: indexThree)
+            let context = "index \(indexThree ? 3 : 2), \(files) files: \(cost)"
+            #expect(cost.entryHashes == looked && cost.fileRecordItems == looked, "\(context)")
+            #expect(cost.pageWrites >= 1 && cost.pageWrites <= leaves, "\(context)")
+            #expect(cost.writes <= 2 * cost.pageWrites + 3 && cost.reads <= cost.pageWrites && cost.removes == 0, "\(context)")
+        }
+    }
+}
