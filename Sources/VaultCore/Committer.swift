@@ -72,7 +72,7 @@ struct Committer {
             (changed, removed) = three.records.nameChanges(from: old)
         }
         for key in removed { pageTable.remove(key) }
-        for key in changed { pageTable.touch(key) }
+        pageTable.touch(changed)
         return hashes
     }
 
@@ -89,7 +89,7 @@ struct Committer {
         (files.blocks, files.lists) = (blocks, lists)
         let (changed, removed) = files.fileChanges(from: three.records, device: device)
         for key in removed { pageTable.remove(key) }
-        for key in changed { pageTable.touch(key) }
+        pageTable.touch(changed)
         (three.records.blocks, three.records.lists) = (blocks, lists)
         return true
     }
@@ -105,13 +105,15 @@ struct Committer {
     mutating func markChangedRecords(_ tree: inout ItemTree) {
         for key in tree.removedKeys { pageTable.remove(key) }
         tree.removedKeys = []
+        var touched: [RecordKey] = []
+        defer { pageTable.touch(touched) }
         for id in tree.dirtyItems {
             let segments = tree.dirtySegments[id] ?? []
             if let item = tree.items[id], id == Format.rootItemID || !item.record.links.isEmpty {
-                pageTable.touch(.item(id))
+                touched.append(.item(id))
                 let present = item.segmentIndexes
                 for segment in segments {
-                    if present.contains(segment) { pageTable.touch(.segment(id, segment)) } else { pageTable.remove(.segment(id, segment)) }
+                    if present.contains(segment) { touched.append(.segment(id, segment)) } else { pageTable.remove(.segment(id, segment)) }
                 }
             } else {
                 pageTable.remove(.item(id))

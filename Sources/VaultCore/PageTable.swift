@@ -63,6 +63,41 @@ struct PageTable {
         pages[p].dirty = true
     }
 
+    /// `touch` for many keys at once: grouped by page, each page's keys merged once. (One at a
+    /// time, keys in random order move a leaf's keys for each: quadratic in a new vault's first
+    /// commit, whose keys all go into one leaf, and in a conversion.) A leaf's keys count as
+    /// added inside it when a new key is below its last, as they would in key order.
+    mutating func touch(_ keys: [RecordKey]) {
+        guard keys.count > 1 else {
+            if let key = keys.first { touch(key) }
+            return
+        }
+        if pages.isEmpty {
+            pages.append(Page(ref: nil, keys: Set(keys).sorted(), dirty: true))
+            return
+        }
+        var byPage: [Int: [RecordKey]] = [:]
+        for key in keys { byPage[pageIndex(for: key), default: []].append(key) }
+        for (p, added) in byPage {
+            let old = pages[p].keys
+            var merged: [RecordKey] = [], i = 0, inside = false
+            merged.reserveCapacity(old.count + added.count)
+            for key in Set(added).sorted() {
+                while i < old.count && old[i] < key {
+                    merged.append(old[i])
+                    i += 1
+                }
+                if i < old.count && old[i] == key { continue }
+                if i < old.count { inside = true }
+                merged.append(key)
+            }
+            merged.append(contentsOf: old[i...])
+            pages[p].keys = merged
+            if inside { pages[p].insertedInside = true }
+            pages[p].dirty = true
+        }
+    }
+
     /// One write of `writeDirtyPages`: the records of leaves `first...last` (a changed leaf and
     /// the small ones joined to it) as pages, cut at `pieces` (ranges of those records).
     struct Write {

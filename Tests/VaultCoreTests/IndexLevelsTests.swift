@@ -66,6 +66,30 @@ import VaultStore
         #expect(PageTable.FanOut.standard.interior == 5_041)
     }
 
+    /// Many keys touched at once (a commit's changed records) leave the table as touching them
+    /// one at a time in key order would: the same keys per leaf, the same leaves changed, and
+    /// keys counted as added inside a leaf alike (which decides how it is cut).
+    @Test func aBatchOfKeysTouchesAsOneAtATimeInKeyOrder() {
+        var one = PageTable(), batch = PageTable(), files: UInt64 = 0, batchFiles: UInt64 = 0
+        let cost: (RecordKey) -> Int = { 60 + Int($0.itemID % 80) }
+        var generator = SeededGenerator(seed: 5)
+        var present: [UInt64] = []
+        for round in 0..<12 {
+            var keys = (0..<2_000).map { _ in RecordKey.item(UInt64.random(in: 2..<40_000, using: &generator)) }
+            // Some already there, some twice in the batch.
+            keys += present.shuffled(using: &generator).prefix(50).map { RecordKey.item($0) } + keys.prefix(20)
+            for key in Set(keys).sorted() { one.touch(key) }
+            batch.touch(keys.shuffled(using: &generator))
+            #expect(one.pages.map(\.keys) == batch.pages.map(\.keys), "round \(round)")
+            #expect(one.pages.map(\.dirty) == batch.pages.map(\.dirty) && one.pages.map(\.insertedInside) == batch.pages.map(\.insertedInside),
+                    "round \(round)")
+            present = one.pages.flatMap(\.keys).map(\.itemID)
+            Self.commit(&one, .standard, cost: cost, files: &files)
+            Self.commit(&batch, .standard, cost: cost, files: &batchFiles)
+        }
+        #expect(one.pages.count > 3, "the keys span leaves: \(one.pages.count)")
+    }
+
     @Test func keysAddedInRandomOrderLeaveLeavesAtLeastFortyPercentFull() {
         var table = PageTable(), files: UInt64 = 0
         let fanOut = PageTable.FanOut(root: 16, interior: 24)
