@@ -16,11 +16,7 @@ struct CommitCostMeasurement {
         let storage = try TestVaults.storage()
         var vault = try TestVaults.open(storage, indexThree: indexThree)
         defer { try? vault.lock() }
-        var folder = Vault.rootID
-        for i in 0..<count {
-            if i % 1000 == 0 { folder = try vault.create(.folder, in: Vault.rootID, named: Array("d\(i)".utf8), mode: 0o755) }
-            _ = try vault.makeFile("file-\(i)", TestVaults.content(100, seed: UInt64(i)), in: folder)
-        }
+        try OneFileCommitScaleTests.makeSmallFiles(count, in: vault)
         var start = Date()
         try vault.commit()
         print("commit-cost: \(label): first commit \(String(format: "%.3f", Date().timeIntervalSince(start))) s")

@@ -15,11 +15,7 @@ import VaultStore
         defer { try? vault.lock() }
         #expect(vault.statistics.fileRecordItems >= count, "a new vault's first commit looks at every item")
         func expectItems(_ expected: Int, _ context: String, _ change: () throws -> Void) throws {
-            let before = vault.statistics.fileRecordItems
-            try change()
-            try vault.commit()
-            #expect(vault.statistics.fileRecordItems - before == expected, "\(context) at \(count) files")
-            try IndexThreeVaultTests.expectRecordsExact(vault, "\(context) at \(count) files")
+            try IndexThreeNamesJournalTests.expectCommit(vault, counting: \.fileRecordItems, expected, "\(context) at \(count) files", change)
         }
         let d0 = try vault.lookup(Vault.rootID, Array("d0".utf8))
         let f1 = try vault.lookup(d0, Array("f1".utf8))

@@ -20,6 +20,16 @@ import VaultStore
         return vault
     }
 
+    /// Runs `change` and a commit: `statistic` moved by `expected`, the records exact after.
+    static func expectCommit(_ vault: Vault, counting statistic: KeyPath<VaultStatistics, Int>, _ expected: Int,
+                             _ context: String, _ change: () throws -> Void) throws {
+        let before = vault.statistics[keyPath: statistic]
+        try change()
+        try vault.commit()
+        #expect(vault.statistics[keyPath: statistic] - before == expected, "\(context)")
+        try IndexThreeVaultTests.expectRecordsExact(vault, context)
+    }
+
     static func names(_ vault: Vault, _ folder: UInt64) throws -> [String: UInt64] {
         Dictionary(uniqueKeysWithValues: try vault.contents(ofFolder: folder).map { (String(decoding: $0.name, as: UTF8.self), $0.id) })
     }
@@ -31,11 +41,7 @@ import VaultStore
         defer { try? vault.lock() }
         #expect(vault.statistics.entryHashes >= count, "a new vault's first commit derives every entry")
         func expectHashes(_ expected: Int, _ context: String, _ change: () throws -> Void) throws {
-            let before = vault.statistics.entryHashes
-            try change()
-            try vault.commit()
-            #expect(vault.statistics.entryHashes - before == expected, "\(context) at \(count) files")
-            try IndexThreeVaultTests.expectRecordsExact(vault, "\(context) at \(count) files")
+            try Self.expectCommit(vault, counting: \.entryHashes, expected, "\(context) at \(count) files", change)
         }
         let d0 = try vault.lookup(Vault.rootID, Array("d0".utf8))
         var box: UInt64 = 0

@@ -16,15 +16,20 @@ import VaultStore
     /// A vault of `files` small files, 1,000 to a folder, committed; then a file added to one
     /// folder and committed twice (the first also refills what the big commit freed, §9.2
     /// step 6): the second's cost.
+    /// `count` files of 100 bytes, 1,000 to a folder (`d0`, `d1`, …), not committed.
+    static func makeSmallFiles(_ count: Int, in vault: Vault) throws {
+        var folder = Vault.rootID
+        for i in 0..<count {
+            if i % 1000 == 0 { folder = try vault.create(.folder, in: Vault.rootID, named: Array("d\(i / 1000)".utf8), mode: 0o755) }
+            _ = try vault.makeFile("file-\(i)", TestVaults.content(100, seed: UInt64(i)), in: folder)
+        }
+    }
+
     static func cost(files: Int, indexThree: Bool) throws -> Cost {
         let storage = CountingStorageFolder(try TestVaults.storage())
         let vault = try TestVaults.open(storage, indexThree: indexThree)
         defer { try? vault.lock() }
-        var folder = Vault.rootID
-        for i in 0..<files {
-            if i % 1000 == 0 { folder = try vault.create(.folder, in: Vault.rootID, named: Array("d\(i / 1000)".utf8), mode: 0o755) }
-            _ = try vault.makeFile("file-\(i)", TestVaults.content(100, seed: UInt64(i)), in: folder)
-        }
+        try Self.makeSmallFiles(files, in: vault)
         try vault.commit()
         let d5 = try vault.lookup(Vault.rootID, Array("d5".utf8))
         _ = try vault.makeFile("first", TestVaults.content(100, seed: 1), in: d5)
