@@ -190,30 +190,42 @@ struct IndexRecordsV3: Equatable {
     /// naming the first record that breaks one.
     func check(against tree: ItemTree, numbers: Numbers, held: Set<UInt64>, packs: PackContents, entryHash: EntryHash) throws {
         func fail(_ message: String) -> VaultError { .damagedIndex("index 3: \(message)") }
+        func text(_ name: [UInt8]) -> String { String(decoding: name, as: UTF8.self) }
+        var entryCount = 0
         for (folder, hashes) in entries {
             guard tree.isRecorded(folder), tree.items[folder]?.isFolder == true else { throw fail("entries under item \(folder), which is not a folder") }
             for (hash, record) in hashes {
                 guard (1...FolderEntries.maxCount).contains(record.entries.count) else { throw fail("entries \(folder):\(hash) hold \(record.entries.count) names") }
                 for (i, entry) in record.entries.enumerated() {
-                    let name = String(decoding: entry.name, as: UTF8.self)
-                    guard try entryHash(entry.name) == hash else { throw fail("entry \(folder)/\(name) under hash \(hash), not its own") }
+                    guard try entryHash(entry.name) == hash else { throw fail("entry \(folder)/\(text(entry.name)) under hash \(hash), not its own") }
                     guard i == 0 || record.entries[i - 1].name.lexicographicallyPrecedes(entry.name) else { throw fail("entries \(folder):\(hash) out of order") }
                     guard tree.isRecorded(entry.itemID), let item = tree.items[entry.itemID],
                           item.record.links.contains(ItemRecord.Link(parentID: folder, name: entry.name)) else {
-                        throw fail("entry \(folder)/\(name) names item \(entry.itemID), which has no such link")
+                        throw fail("entry \(folder)/\(text(entry.name)) names item \(entry.itemID), which has no such link")
                     }
-                    guard item.record.type == entry.type else { throw fail("entry \(folder)/\(name) of another type than item \(entry.itemID)") }
+                    guard item.record.type == entry.type else { throw fail("entry \(folder)/\(text(entry.name)) of another type than item \(entry.itemID)") }
                 }
+                entryCount += record.entries.count
             }
         }
+        // Each entry is a link of its item, and none is there twice (in order within a hash,
+        // under its own hash, under one folder): as many entries as links means every link has
+        // one. Only when they differ is the missing one looked for, hashing each name again.
+        var linkCount = 0
         for (id, item) in tree.items where tree.isRecorded(id) {
-            for link in item.record.links {
-                let listed = entries[link.parentID]?[try entryHash(link.name)]?.entries.contains { $0.name == link.name && $0.itemID == id } == true
-                guard listed else { throw fail("item \(id)'s link \(link.parentID)/\(String(decoding: link.name, as: UTF8.self)) has no entry") }
-            }
+            linkCount += item.record.links.count
             guard item.isFolder == (summaries[id] != nil) else {
                 throw fail(item.isFolder ? "folder \(id) without a summary" : "a summary under item \(id), which is not a folder")
             }
+        }
+        if linkCount != entryCount {
+            for (id, item) in tree.items where tree.isRecorded(id) {
+                for link in item.record.links {
+                    let listed = entries[link.parentID]?[try entryHash(link.name)]?.entries.contains { $0.name == link.name && $0.itemID == id } == true
+                    guard listed else { throw fail("item \(id)'s link \(link.parentID)/\(text(link.name)) has no entry") }
+                }
+            }
+            throw fail("\(entryCount) entries for \(linkCount) links")
         }
         for (folder, summary) in summaries {
             guard tree.isRecorded(folder) else { throw fail("a summary under item \(folder), which is not in the index") }
