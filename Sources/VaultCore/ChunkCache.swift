@@ -91,7 +91,7 @@ struct ChunkCache {
 
     /// Writes `bytes` at `offset` of a cached chunk, in place; `reserveChunk` makes room for a
     /// whole chunk first (a sequential writer fills it, so it does not move block by block).
-    mutating func write(_ key: Key, _ bytes: ArraySlice<UInt8>, at offset: Int, reserveChunk: Bool = false) {
+    mutating func write(_ key: Key, _ bytes: RawSpan, at offset: Int, reserveChunk: Bool = false) {
         change(key) { buffer in
             if reserveChunk { buffer.reserve(Format.payloadSize) }
             buffer.write(bytes, at: offset)

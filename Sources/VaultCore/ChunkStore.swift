@@ -62,7 +62,7 @@ struct ChunkStore {
         cache.put(key, bytes: bytes, dirty: dirty, capacity: capacity)
     }
     mutating func put(_ key: Key, buffer: PlaintextBuffer, dirty: Bool) { cache.put(key, buffer: buffer, dirty: dirty) }
-    mutating func write(_ key: Key, _ bytes: ArraySlice<UInt8>, at offset: Int, reserveChunk: Bool = false) {
+    mutating func write(_ key: Key, _ bytes: RawSpan, at offset: Int, reserveChunk: Bool = false) {
         separateFromFlight(key)
         cache.write(key, bytes, at: offset, reserveChunk: reserveChunk)
     }

@@ -255,18 +255,28 @@ public final class Vault: Sendable {
     }
 
     public func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws {
+        try write(id, at: offset, bytes: bytes.span.bytes)
+    }
+
+    /// A write from memory the caller owns (a FUSE request's buffer): its bytes are copied
+    /// once, into the chunks they change.
+    public func write(_ id: UInt64, offset: UInt64, bytes: RawSpan) throws {
         try write(id, at: offset, bytes: bytes)
     }
 
     /// Writes at the end of the file as it is under the lock (O_APPEND): two appends never
     /// land at the same offset, and the caller needs no lock of its own around size and write.
     public func append(_ id: UInt64, bytes: [UInt8]) throws {
+        try write(id, at: nil, bytes: bytes.span.bytes)
+    }
+
+    public func append(_ id: UInt64, bytes: RawSpan) throws {
         try write(id, at: nil, bytes: bytes)
     }
 
     /// A write at `offset`, or at the end for nil. A writer that finds no room for its
     /// write-behinds waits here, outside the vault's lock and any lock of the caller's.
-    private func write(_ id: UInt64, at offset: UInt64?, bytes: [UInt8]) throws {
+    private func write(_ id: UInt64, at offset: UInt64?, bytes: RawSpan) throws {
         let (jobs, waiting, evictionWaits) = try locked { state in
             try state.onDataPath { state in
                 let position = try offset ?? state.file(id).record.size

@@ -9,11 +9,11 @@ extension VaultState {
 
     /// Returns the chunks this write completed in a sequential run (ready for write-behind).
     @discardableResult
-    mutating func write(_ id: UInt64, offset: UInt64, bytes: [UInt8]) throws -> Range<Int> {
+    mutating func write(_ id: UInt64, offset: UInt64, bytes: RawSpan) throws -> Range<Int> {
         try checkWritable()
         _ = try file(id)
         guard !bytes.isEmpty else { return 0..<0 }
-        let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.count))
+        let (end, overflow) = offset.addingReportingOverflow(UInt64(bytes.byteCount))
         guard !overflow, end <= ChunkOffsets.maximumFileSize else { throw VaultError.tooLarge("file size") }
         chunks.contentChanges(id)
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
@@ -30,7 +30,7 @@ extension VaultState {
             // In place in the cache's block. A whole chunk is reserved only for a write that
             // starts one: the cache counts blocks, and 2 KiB files holding 256 KiB each would
             // make an untar of small files evict all the time.
-            chunks.write(key, bytes[source..<source + n], at: within, reserveChunk: within == 0 && n >= Self.payload / 2)
+            chunks.write(key, bytes.extracting(source..<source + n), at: within, reserveChunk: within == 0 && n >= Self.payload / 2)
         }
         let size = tree.items[id]!.record.size
         tree.update(id) { if end > size { $0.size = end } }

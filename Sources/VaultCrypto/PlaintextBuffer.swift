@@ -47,7 +47,12 @@ public final class PlaintextBuffer: @unchecked Sendable {
 
     /// Writes `source` at `offset`, growing the buffer; a gap past the old end reads as zeros.
     public func write(_ source: ArraySlice<UInt8>, at offset: Int) {
-        let end = offset + source.count
+        write(source.span.bytes, at: offset)
+    }
+
+    /// The same from any memory: a FUSE write's own buffer, copied once, straight into the block.
+    public func write(_ source: RawSpan, at offset: Int) {
+        let end = offset + source.byteCount
         reserve(end)
         source.withUnsafeBytes { raw in
             guard let base = raw.baseAddress, raw.count > 0 else { return }

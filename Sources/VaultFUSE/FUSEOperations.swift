@@ -157,7 +157,9 @@ enum FUSEOperations {
         ops.write = { request, _, buffer, size, offset, info in
             reply(request) { context throws(FSError) in
                 guard let info, offset >= 0 else { throw .invalidArgument }
-                let written = try context.fileSystem.write(info.pointee.fh, offset: UInt64(offset), bytes: bytes(buffer, count: size))
+                // The request's own buffer, not copied: libfuse keeps it until the callback returns.
+                let data = UnsafeRawBufferPointer(start: buffer, count: buffer == nil ? 0 : size)
+                let written = try context.fileSystem.write(info.pointee.fh, offset: UInt64(offset), bytes: data.bytes)
                 fuse_reply_write(request, written)
             }
         }

@@ -42,6 +42,11 @@ extension FileSystem {
     /// Like reads, it runs outside the file system's lock: a write that waits for write-behind
     /// room in the vault holds up no other request (the handle stays valid, as for reads).
     public func write(_ handle: UInt64, offset: UInt64, bytes: [UInt8]) throws(FSError) -> Int {
+        try write(handle, offset: offset, bytes: bytes.span.bytes)
+    }
+
+    /// The same from the caller's memory (the FUSE request's buffer, not copied first).
+    public func write(_ handle: UInt64, offset: UInt64, bytes: RawSpan) throws(FSError) -> Int {
         let file = try withState { state in try state.handles.file(handle) }
         do {
             if file.append { try vault.append(file.inode, bytes: bytes) } else { try vault.write(file.inode, offset: offset, bytes: bytes) }
@@ -49,7 +54,7 @@ extension FileSystem {
             throw FSError(error)
         }
         commitScheduler.noteChange()
-        return bytes.count
+        return bytes.byteCount
     }
 
     /// close(2) of one descriptor of the handle: nothing to do, changes are in the vault already.

@@ -39,7 +39,8 @@ import VaultFormat
         store.remove(key)  // evicted while in flight
         let cached = store.cached(key)
         #expect(cached == [1, 2, 3], "the flight's bytes are the newest")
-        store.write(key, [4][...], at: 0)
+        let four: [UInt8] = [4]
+        store.write(key, four.span.bytes, at: 0)
         let restarted = store.startFlight(key)
         let newer = try #require(restarted).token
         let stale = store.finishFlight(key, token: token)
@@ -57,7 +58,8 @@ import VaultFormat
         store.put(key, bytes: [1, 2, 3, 4], dirty: true)
         let started = store.startFlight(key)
         let (token, body) = try #require(started)
-        store.write(key, [9][...], at: 1)
+        let nine: [UInt8] = [9]
+        store.write(key, nine.span.bytes, at: 1)
         #expect(body.allBytes == [1, 2, 3, 4], "the bytes being sealed changed")
         #expect(store.cached(key) == [1, 9, 3, 4])
         #expect(store.isDirty(key), "the later write waits for the next write-behind or the commit")
