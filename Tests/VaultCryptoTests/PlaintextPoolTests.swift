@@ -80,6 +80,25 @@ import VaultCrypto
         withExtendedLifetime(buffers) {}
     }
 
+    /// A quiet daemon gives back the frames it kept ready too; a block in use keeps its bytes and
+    /// its pages, and a frame given back comes back zeroed when it is needed again.
+    @Test func releasingFreeFramesKeepsOnlyTheBlocksInUse() throws {
+        let pool = PlaintextPool(lockBudget: nil)
+        let ready = PlaintextPool.readyFrames
+        let kept = PlaintextBuffer(pool: pool, copying: [UInt8](repeating: 7, count: 262_144))
+        var buffers = (0..<ready).map { PlaintextBuffer(pool: pool, copying: [UInt8](repeating: UInt8($0 % 255 + 1), count: 262_144)) }
+        buffers.removeAll()
+        #expect(try Self.residentPages(pool) == (ready + 1) * 64, "the ready frames stay until released")
+        #expect(pool.releaseFreeFrames() >= ready * 262_144)
+        #expect(try Self.residentPages(pool) == 64, "only the block in use stays resident")
+        #expect(kept.allBytes == [UInt8](repeating: 7, count: 262_144))
+        #expect(pool.releaseFreeFrames() == 0, "nothing left to give back")
+        buffers = (0..<ready).map { _ in PlaintextBuffer(pool: pool, capacity: 262_144) }
+        #expect(pool.reacquiredByteCount == ready * 262_144)
+        for buffer in buffers { #expect(Self.allZero(pool.currentBytes(of: buffer.currentBlock))) }
+        withExtendedLifetime((kept, buffers)) {}
+    }
+
     struct MincoreFailed: Error { let errno: Int32 }
 
     /// Pages of the pool's regions in memory now (mincore).

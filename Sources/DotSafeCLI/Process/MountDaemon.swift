@@ -137,6 +137,7 @@ struct MountDaemon {
                               idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds, sync: sync?.status ?? "off")
         }, answer: { requests.answer($0) })
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }
+        Self.shrinkWhenQuiet(mount, fileSystem: fileSystem)
         watcher?.watch(while: { mount.isServing }) { event in
             if event == .busLost { log.write(.warning, "the system bus went away: locking, as --lock-on-suspend can no longer see a suspend") }
             // Lazily, as for SIGTERM: the machine is about to sleep.
@@ -256,6 +257,28 @@ struct MountDaemon {
             source.setEventHandler { try? mount.unmount(lazy: true) }
             source.resume()
             return source
+        }
+    }
+
+    /// Seconds without a request after which the daemon gives back what it keeps for the next
+    /// burst of work.
+    static let quietSeconds = 10.0
+
+    /// Once per quiet spell: the chunk cache's ready frames and the heap's freed pages go back to
+    /// the system, so that a daemon in the background holds what its vault needs, not its peak
+    /// (docs/PERFORMANCE.md, "A quiet daemon gives memory back"). Both are free memory: nothing
+    /// in use moves, and the next burst only faults its pages in again.
+    private static func shrinkWhenQuiet(_ mount: FUSEMount, fileSystem: FileSystem) {
+        Thread.detachNewThread {
+            var shrunkAfter: Int64?
+            while mount.isServing {
+                Thread.sleep(forTimeInterval: 1)
+                let last = fileSystem.lastActivity
+                guard last != shrunkAfter, Double(SystemClock().now() - last) / 1e9 >= quietSeconds else { continue }
+                fileSystem.vault.releaseSpareMemory()
+                ProcessCalls.trimMalloc()
+                shrunkAfter = last
+            }
         }
     }
 
