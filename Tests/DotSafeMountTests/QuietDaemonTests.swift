@@ -40,9 +40,9 @@ import Testing
         #expect(h.lock(vault).status == 0)
     }
 
-    /// A `/proc/PID/status` figure in KiB (the file is one page: Foundation reads it whole).
+    /// A `/proc/PID/status` figure in KiB.
     static func status(_ pid: Int32, _ key: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let status = try readProcFile("/proc/\(pid)/status")
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(key + ":") })
         return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
     }
