@@ -115,13 +115,15 @@ extension VaultState {
         return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), opener: opener, pool: chunks.cache.pool)
     }
 
-    /// Where a read of `offset..<offset + count` ends (at the file's end at most), and whether
-    /// it continues the file's previous read or starts at 0 (then chunks are loaded ahead).
-    mutating func startRead(_ id: UInt64, offset: UInt64, count: Int) throws -> (end: UInt64, sequential: Bool) {
+    /// Where a read of `offset..<offset + count` ends (at the file's end at most), whether it
+    /// continues the file's previous read or starts at 0 (then chunks are loaded ahead), and
+    /// whether it is at random (`ChunkStore.noteRead`).
+    mutating func startRead(_ id: UInt64, offset: UInt64, count: Int) throws -> (end: UInt64, sequential: Bool, atRandom: Bool) {
         let size = try file(id).record.size
-        guard offset < size, count > 0 else { return (offset, false) }
+        guard offset < size, count > 0 else { return (offset, false, false) }
         let end = min(offset + UInt64(count), size)
-        return (end, chunks.noteRead(id, offset: offset, end: end))
+        let (sequential, atRandom) = chunks.noteRead(id, offset: offset, end: end)
+        return (end, sequential, atRandom)
     }
 
     /// Caches what a load read, if the chunk has not changed meanwhile, and returns a copy of

@@ -180,13 +180,20 @@ struct ChunkStore {
 
     // MARK: Reads
 
-    /// Notes a read ending at `end`; returns whether it continues the file's previous read or
-    /// starts at 0 (then chunks are loaded ahead).
-    mutating func noteRead(_ id: UInt64, offset: UInt64, end: UInt64) -> Bool {
-        let sequential = offset == 0 || readEnds[id] == offset
+    /// Notes a read ending at `end`. Returns whether it continues the file's previous read or
+    /// starts at 0 (then chunks are loaded ahead), and whether it is at random: away from where
+    /// the previous read ended by more than the kernel's read-ahead sends out of order.
+    mutating func noteRead(_ id: UInt64, offset: UInt64, end: UInt64) -> (sequential: Bool, atRandom: Bool) {
+        let previous = readEnds[id]
         readEnds[id] = end
-        return sequential
+        let sequential = offset == 0 || previous == offset
+        let near = previous.map { (offset > $0 ? offset - $0 : $0 - offset) <= Self.readAheadReach } ?? false
+        return (sequential, !sequential && !near)
     }
+
+    /// How far from the previous read a read of the kernel's read-ahead may land: its requests
+    /// are served by several threads, so they reach the vault a little out of order.
+    static let readAheadReach: UInt64 = 4 << 20
 
     func loading(_ key: Key) -> LoadInProgress? { loads[key] }
 

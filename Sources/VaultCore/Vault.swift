@@ -207,11 +207,21 @@ public final class Vault: Sendable {
     /// The bytes of a read as slices of decrypted chunks, not copied: what a FUSE reply sends.
     /// Chunks are decrypted outside the lock, and those after a sequential read ahead of it.
     public func readPieces(_ id: UInt64, offset: UInt64, count: Int) throws -> [ArraySlice<UInt8>] {
-        let (end, sequential) = try locked { try $0.startRead(id, offset: offset, count: count) }
+        var chunks: [Int] = []
+        return try readPieces(id, offset: offset, count: count, chunksReadAtRandom: &chunks)
+    }
+
+    /// The same, adding to `chunksReadAtRandom` the chunks it read if it landed away from the
+    /// file's previous read (`ChunkStore.noteRead`): chunks whose other pages the kernel is
+    /// likely to ask for next, one round trip each, while the vault holds them whole
+    /// (`chunkForKernelCache`).
+    public func readPieces(_ id: UInt64, offset: UInt64, count: Int, chunksReadAtRandom: inout [Int]) throws -> [ArraySlice<UInt8>] {
+        let (end, sequential, atRandom) = try locked { try $0.startRead(id, offset: offset, count: count) }
         var pieces: [ArraySlice<UInt8>] = []
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
             let n = piece.range.count
             let stored = try chunkBytes(id, piece.index, piece.range, sequential: sequential)
+            if atRandom { chunksReadAtRandom.append(piece.index) }
             if !stored.isEmpty { pieces.append(stored[...]) }
             if stored.count < n { pieces.append(Self.zeros[0..<n - stored.count]) }
         }
@@ -324,6 +334,21 @@ public final class Vault: Sendable {
     /// A number that moves on whenever the item's content changes (0: not in this session):
     /// what the kernel cached of a file is current while it has not moved (`FileSystem.open`).
     public func contentVersion(_ id: UInt64) -> UInt64 { state.withLock { $0.chunks.contentVersion(id) } }
+
+    /// A copy of chunk `index` of file `id` as the vault holds it now, and the file's size,
+    /// if its newest bytes are in memory (nothing is loaded for this): what the file system
+    /// may push into the kernel's page cache after a read at random loaded it.
+    public func chunkForKernelCache(_ id: UInt64, _ index: Int) -> (bytes: [UInt8], fileSize: UInt64)? {
+        state.withLock { state in
+            guard !state.isLocked, let item = try? state.file(id), case .chunked = item.record.layout else { return nil }
+            let key = ChunkCache.Key(item: id, index: index)
+            guard state.chunks.isInMemory(key), let bytes = state.chunks.cached(key) else { return nil }
+            return (bytes, item.record.size)
+        }
+    }
+
+    /// Erases a copy of plaintext (`chunkForKernelCache`'s) before it is freed.
+    public static func wipe(_ bytes: inout [UInt8]) { bytes.wipe() }
 
     public func truncate(_ id: UInt64, size: UInt64) throws {
         let evictionWaits = try locked { state in

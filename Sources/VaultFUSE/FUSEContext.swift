@@ -9,6 +9,7 @@ final class FUSEContext: Sendable {
     /// so the kernel's view is never stale for long; one second keeps O_APPEND sizes honest.
     let attributeTimeout: Double
     let entryTimeout: Double
+    let cacheFill = KernelCacheFill()
 
     init(fileSystem: FileSystem, attributeTimeout: Double, entryTimeout: Double) {
         self.fileSystem = fileSystem

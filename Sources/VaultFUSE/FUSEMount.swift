@@ -100,6 +100,7 @@ public final class FUSEMount: Sendable {
             context.release()
             throw .mountFailed(mountPoint)
         }
+        context.takeUnretainedValue().cacheFill.attach(SessionPointer(raw: created))
         let mount = FUSEMount(mountPoint: mountPoint, fileSystem: fileSystem, session: SessionPointer(raw: created), context: context)
         try mount.startLoop(maxThreads: max(1, options.maxThreads))
         return mount
@@ -139,6 +140,7 @@ public final class FUSEMount: Sendable {
     /// names (parent, name) first, then each item's attributes and pages. Not to be called from
     /// a request or under the file system's locks: the kernel may first write back an item's
     /// dirty pages, which come back as requests. An item or name it never saw is no error.
+    /// An item's pages are dropped after the pushes into them already queued (`KernelCacheFill`).
     public func invalidate(items: Set<UInt64>, names: [(parent: UInt64, name: [UInt8])]) {
         notifiable.withLock { open in
             guard open, isServing else { return }
@@ -149,9 +151,19 @@ public final class FUSEMount: Sendable {
                     }
                 }
             }
-            for item in items.sorted() { _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), 0, 0) }
+        }
+        for item in items.sorted() {
+            cacheFill.afterFills(of: item) { [self] in
+                notifiable.withLock { open in
+                    guard open, isServing else { return }
+                    _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), 0, 0)
+                }
+            }
         }
     }
+
+    /// What pushes pages into the kernel's cache unasked.
+    var cacheFill: KernelCacheFill { context.takeUnretainedValue().cacheFill }
 
     // MARK: The loop thread
 
@@ -181,6 +193,8 @@ public final class FUSEMount: Sendable {
                 // The kernel sends no more requests; the vault is still open.
                 beforeClose.withLock { $0 }?()
                 notifiable.withLock { $0 = false }
+                // Replies waiting for pushes are sent while the device is still open.
+                cacheFill.close()
                 fuse_session_exit(session.raw)
                 // Closes the device; unmounts too if the loop ended while still mounted.
                 fuse_session_unmount(session.raw)
@@ -229,7 +243,7 @@ public final class FUSEMount: Sendable {
 /// libfuse's session. Only the loop thread and the mount's lifecycle (under its lock, after the
 /// loop has been joined) touch it, and libfuse makes the calls made while the loop runs
 /// (`fuse_session_exit`) thread-safe.
-private struct SessionPointer: @unchecked Sendable {
+struct SessionPointer: @unchecked Sendable {
     let raw: OpaquePointer
 }
 

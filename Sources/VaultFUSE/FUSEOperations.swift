@@ -4,7 +4,8 @@ import VaultFileSystem
 
 /// The libfuse low-level operations table. Each callback converts its arguments, calls the
 /// file system once, and ends in exactly one reply: the result, or `fuse_reply_err` with the
-/// error's errno. No policy lives here.
+/// error's errno (an open that may write and a truncate are answered once the pushes queued
+/// for their file are in, possibly from `KernelCacheFill`'s queue). No policy lives here.
 ///
 /// The closures capture nothing (they are C function pointers); the file system is reached
 /// through the request's userdata.
@@ -57,7 +58,10 @@ enum FUSEOperations {
             reply(request) { context throws(FSError) in
                 guard let new = attributes?.pointee else { throw .invalidArgument }
                 let changes = attributeChanges(new, toSet)
-                replyAttributes(request, context, try context.fileSystem.setAttributes(inode, changes))
+                let attributes = Handed(value: (request, try context.fileSystem.setAttributes(inode, changes)))
+                let replySet: @Sendable () -> Void = { replyAttributes(attributes.value.0, context, attributes.value.1) }
+                // The kernel drops its pages past a truncate after this reply: after any push into them.
+                if changes.size != nil { context.cacheFill.afterFills(of: inode, replySet) } else { replySet() }
             }
         }
 
@@ -142,14 +146,25 @@ enum FUSEOperations {
                 // The kernel's page cache is kept across opens while the file has not changed
                 // (a second read costs no request); otherwise the kernel drops it here.
                 info.pointee.keep_cache = context.fileSystem.keepsKernelCache(info.pointee.fh) ? 1 : 0
-                if fuse_reply_open(request, info) != 0 { context.fileSystem.release(info.pointee.fh) }
+                let opened = Handed(value: (request, info.pointee))
+                let replyOpen: @Sendable () -> Void = {
+                    var (request, info) = opened.value
+                    if fuse_reply_open(request, &info) != 0 { context.fileSystem.release(info.fh) }
+                }
+                // A writer's pages must not meet a push of older ones (`KernelCacheFill`).
+                let mayChange = info.pointee.flags & O_ACCMODE != O_RDONLY || info.pointee.flags & O_TRUNC != 0
+                if mayChange { context.cacheFill.afterFills(of: inode, replyOpen) } else { replyOpen() }
             }
         }
 
-        ops.read = { request, _, size, offset, info in
+        ops.read = { request, inode, size, offset, info in
             reply(request) { context throws(FSError) in
                 guard let info, offset >= 0 else { throw .invalidArgument }
-                let pieces = try context.fileSystem.readPieces(info.pointee.fh, offset: UInt64(offset), count: size)
+                var atRandom: [Int] = []
+                let pieces = try context.fileSystem.readPieces(info.pointee.fh, offset: UInt64(offset), count: size,
+                                                               chunksReadAtRandom: &atRandom)
+                // Queued before the reply, so that whatever the reader does next comes after it.
+                for index in atRandom { context.cacheFill.fill(inode, chunk: index, from: context.fileSystem) }
                 withIOVectors(pieces[...], []) { vectors in _ = fuse_reply_iov(request, vectors, Int32(vectors.count)) }
             }
         }

@@ -31,11 +31,62 @@ extension FileSystem {
     /// the file system's lock, so that reads decrypt in parallel: the handle stays valid, as
     /// the kernel sends no release while a read of it is under way.
     public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [ArraySlice<UInt8>] {
+        var chunks: [Int] = []
+        return try readPieces(handle, offset: offset, count: count, chunksReadAtRandom: &chunks)
+    }
+
+    /// The same, adding the chunks it touched if it read at random (`Vault.readPieces`): what
+    /// `pageFill` can then give the kernel.
+    public func readPieces(_ handle: UInt64, offset: UInt64, count: Int,
+                           chunksReadAtRandom: inout [Int]) throws(FSError) -> [ArraySlice<UInt8>] {
         let context = FSError.Context(wrongType: .isADirectory)
         let inode = try withState(context) { state in try state.handles.file(handle).inode }
         reads.add(1, ordering: .relaxed)
-        do { return try vault.readPieces(inode, offset: offset, count: count) } catch { throw FSError(error, context) }
+        do {
+            return try vault.readPieces(inode, offset: offset, count: count, chunksReadAtRandom: &chunksReadAtRandom)
+        } catch {
+            throw FSError(error, context)
+        }
     }
+
+    /// Pages of a file's content to push into the kernel's page cache unasked.
+    public struct PageFill: Sendable {
+        public let inode: UInt64
+        /// Page-aligned.
+        public let offset: UInt64
+        /// A copy of the chunk: plaintext, for the pusher to wipe.
+        public var bytes: [UInt8]
+        /// How many of `bytes` to push: whole pages, or up to the file's end.
+        public let count: Int
+
+        public mutating func wipe() { Vault.wipe(&bytes) }
+    }
+
+    /// The pages of chunk `index` of `inode` as the vault holds them now, if the kernel may be
+    /// given them: the chunk is in memory and no handle with write access is open on the file
+    /// (a writer's pages in the kernel may be newer than the vault's). Nil otherwise. Whoever
+    /// pushes them must make every later change of the file wait until they are in (the reply
+    /// to an open for writing or a truncate, the invalidation after a sync): a page pushed
+    /// after such a change would be stale.
+    public func pageFill(_ inode: UInt64, chunk index: Int) -> PageFill? {
+        state.withLock { state in
+            guard !state.closed, !state.handles.hasWriters(inode),
+                  let (bytes, size) = vault.chunkForKernelCache(inode, index) else { return nil }
+            let start = UInt64(index) * UInt64(Vault.Limits.payloadSize)
+            guard size > start else { return nil }
+            var count = min(bytes.count, Int(size - start))
+            // A page short of a full one is filled only at the file's end (the kernel zeroes its rest).
+            if start + UInt64(count) < size { count -= count % Self.pageSize }
+            var fill = PageFill(inode: inode, offset: start, bytes: bytes, count: count)
+            guard count > 0 else {
+                fill.wipe()
+                return nil
+            }
+            return fill
+        }
+    }
+
+    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// Writes all of `bytes` at `offset`, or at the end for an O_APPEND handle; past the end
     /// leaves a hole that reads as zeros. Returns the count written.

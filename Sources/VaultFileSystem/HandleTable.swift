@@ -46,12 +46,18 @@ struct HandleTable {
 
     private var next: UInt64 = 1
     private var handles: [UInt64: Handle] = [:]
+    /// Open handles with write access, by inode: while a file has one, the kernel may hold
+    /// pages newer than the vault's, so nothing is pushed into its page cache.
+    private var writers: [UInt64: Int] = [:]
 
     var count: Int { handles.count }
+
+    func hasWriters(_ inode: UInt64) -> Bool { writers[inode] != nil }
 
     mutating func add(_ handle: Handle) -> UInt64 {
         defer { next += 1 }
         handles[next] = handle
+        if case .file(let file) = handle, file.writable { writers[file.inode, default: 0] += 1 }
         return next
     }
 
@@ -69,10 +75,20 @@ struct HandleTable {
         handles[number] = .directory(directory)
     }
 
-    mutating func remove(_ number: UInt64) -> Handle? { handles.removeValue(forKey: number) }
+    mutating func remove(_ number: UInt64) -> Handle? {
+        let removed = handles.removeValue(forKey: number)
+        if case .file(let file)? = removed, file.writable {
+            writers[file.inode]! -= 1
+            if writers[file.inode] == 0 { writers[file.inode] = nil }
+        }
+        return removed
+    }
 
     mutating func removeAll() -> [Handle] {
-        defer { handles = [:] }
+        defer {
+            handles = [:]
+            writers = [:]
+        }
         return Array(handles.values)
     }
 }

@@ -119,15 +119,26 @@ import VaultFormat
         store.forget(3)
         #expect(store.dirtyKeys.isEmpty && !store.hasChanges)
         let continues = store.noteRead(3, offset: 100, end: 200)
-        #expect(!continues, "a deleted file's read position is gone")
+        #expect(!continues.sequential, "a deleted file's read position is gone")
     }
 
     @Test func readsAreSequentialWhenTheyContinue() {
         var store = ChunkStore(cacheBytes: 8 << 20)
         let reads = [(0, 4096), (4096, 8192), (100_000, 104_096), (104_096, 108_192)].map { offset, end in
-            store.noteRead(1, offset: UInt64(offset), end: UInt64(end))
+            store.noteRead(1, offset: UInt64(offset), end: UInt64(end)).sequential
         }
         #expect(reads == [true, true, false, true], "from 0, or where the last read ended")
+    }
+
+    /// At random: not where the last read ended, and farther from it than the kernel's
+    /// read-ahead lands its requests out of order; a file's first read elsewhere than 0 too.
+    @Test func readsAreAtRandomWhenTheyLandFarFromTheLast() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let reach = ChunkStore.readAheadReach
+        let mib: UInt64 = 1 << 20
+        let offsets: [UInt64] = [5 * mib, 0, 4096, 3 * mib, 3 * mib + 4096 + reach + 4096, mib, 0]
+        let reads = offsets.map { store.noteRead(2, offset: $0, end: $0 + 4096).atRandom }
+        #expect(reads == [true, false, false, false, true, true, false])
     }
 
     @Test func evictionOnlyOverTheLimitLeastRecentlyUsedFirst() {

@@ -1,4 +1,5 @@
 @testable import VaultCore
+import DotSafeTestSupport
 import Testing
 import VaultFormat
 import VaultStore

@@ -1,3 +1,4 @@
+import DotSafeTestSupport
 import Testing
 import VaultCore
 import VaultCrypto

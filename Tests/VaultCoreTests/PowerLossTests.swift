@@ -1,21 +1,9 @@
+import DotSafeTestSupport
 import Testing
 import VaultCore
 import VaultCrypto
 import VaultFormat
 import VaultStore
-
-/// A small reproducible random number generator (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// R-FS-2: the power goes at random moments of a random workload (between operations, in the
 /// middle of a write that evicts chunks to the storage, in the middle of a commit). Everything

@@ -1,0 +1,106 @@
+import CFuse
+import Dispatch
+import Glibc
+import Synchronization
+import VaultFileSystem
+
+/// Pushes the rest of a chunk that a read at random touched into the kernel's page cache
+/// (`fuse_lowlevel_notify_store`): a 4 KiB read at random costs the daemon the load and
+/// decryption of its whole 256 KiB chunk anyway (or finds it in the vault's cache), and the
+/// kernel's next reads in that chunk are then page-cache hits instead of round trips.
+///
+/// A pushed page must never be older than the file. The kernel copies a write into its pages
+/// before it sends the WRITE, and drops the pages past a truncate only once the truncate is
+/// answered; so pages are pushed only while no handle with write access is open
+/// (`FileSystem.pageFill`), from one queue, and whatever changes the file next waits for the
+/// pushes queued for it before the kernel learns of it (`afterFills`): the reply to an open
+/// that may write, the reply to a truncate, the invalidation after a sync. A push may wait for
+/// a page that the kernel holds locked for a read; it runs on its own thread, which no request
+/// waits for, so the read is answered and the push goes on.
+final class KernelCacheFill: Sendable {
+    private let queue = DispatchQueue(label: "dotsafe.kernel-cache-fill")
+    private let bookkeeping = Mutex(Bookkeeping())
+    /// The session while pushes may be made: held during each (the session outlives it).
+    private let session = Mutex<SessionPointer?>(nil)
+
+    private struct Bookkeeping {
+        var open = true
+        /// Chunks queued or being pushed, by inode.
+        var queued: [UInt64: Set<Int>] = [:]
+        var total = 0
+        /// Tests: runs on the queue before each push, after its pages were taken from the vault.
+        var beforePush: (@Sendable (UInt64) -> Void)?
+    }
+
+    /// Reads at random faster than the queue pushes drop their fills beyond this: a fill is a
+    /// saving, never owed.
+    static let maximumQueued = 64
+
+    func attach(_ session: SessionPointer) { self.session.withLock { $0 = session } }
+
+    /// Queues the push of chunk `index` of `inode`, which a read at random just touched (once
+    /// while it waits: the reads of its other pages that come meanwhile add nothing).
+    func fill(_ inode: UInt64, chunk index: Int, from fileSystem: FileSystem) {
+        bookkeeping.withLock { state in
+            guard state.open, state.total < Self.maximumQueued,
+                  state.queued[inode, default: []].insert(index).inserted else { return }
+            // Counted before `pageFill` looks at the file's writers: an open that may write
+            // counts itself a writer before it asks `afterFills`, so one of the two sees the other.
+            state.total += 1
+            queue.async { [self] in
+                push(fileSystem.pageFill(inode, chunk: index))
+                bookkeeping.withLock { state in
+                    state.total -= 1
+                    state.queued[inode]!.remove(index)
+                    if state.queued[inode]!.isEmpty { state.queued[inode] = nil }
+                }
+            }
+        }
+    }
+
+    /// Runs `body` once no push queued for `inode` so far can still land: at once when none
+    /// is queued, otherwise on the queue after them.
+    func afterFills(of inode: UInt64, _ body: @escaping @Sendable () -> Void) {
+        let now = bookkeeping.withLock { state in
+            guard state.queued[inode] != nil else { return true }
+            queue.async(execute: body)
+            return false
+        }
+        if now { body() }
+    }
+
+    /// Ends the pushes and runs what waits for them; before the session goes.
+    func close() {
+        bookkeeping.withLock { $0.open = false }
+        session.withLock { $0 = nil }
+        queue.sync {}
+    }
+
+    /// Tests: waits until every push queued so far is done.
+    func settle() { queue.sync {} }
+
+    func setBeforePush(_ body: (@Sendable (UInt64) -> Void)?) { bookkeeping.withLock { $0.beforePush = body } }
+
+    private func push(_ fill: FileSystem.PageFill?) {
+        guard var fill else { return }
+        defer { fill.wipe() }
+        bookkeeping.withLock { $0.beforePush }?(fill.inode)
+        session.withLock { session in
+            guard let session else { return }
+            let count = fill.count
+            fill.bytes.withUnsafeMutableBytes { bytes in
+                var vector = fuse_bufvec(count: 1, idx: 0, off: 0,
+                                         buf: fuse_buf(size: count, flags: fuse_buf_flags(0), mem: bytes.baseAddress, fd: -1, pos: 0))
+                // A failure (the inode forgotten, the mount going) only loses the saving.
+                _ = fuse_lowlevel_notify_store(session.raw, fuse_ino_t(fill.inode), off_t(fill.offset), &vector,
+                                               fuse_buf_copy_flags(0))
+            }
+        }
+    }
+}
+
+/// A value handed to the queue from a request's thread: a request's pointer or arguments,
+/// which libfuse lets any thread reply to.
+struct Handed<Value>: @unchecked Sendable {
+    var value: Value
+}
