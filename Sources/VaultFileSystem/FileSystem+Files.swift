@@ -108,11 +108,6 @@ extension FileSystem {
         return bytes.byteCount
     }
 
-    /// close(2) of one descriptor of the handle: nothing to do, changes are in the vault already.
-    public func flush(_ handle: UInt64) throws(FSError) {
-        try withState { state in _ = try state.handles.file(handle) }
-    }
-
     /// The last descriptor of the handle is closed.
     public func release(_ handle: UInt64) {
         state.withLock { state in
