@@ -156,6 +156,53 @@ import VaultFileSystem
         }
     }
 
+    /// Three readers at random (pushing as they go) on their own threads while a writer opens,
+    /// writes, closes and truncates: nothing waits on anything that waits on it (the test ends),
+    /// and once they stop the file reads back as written, through a descriptor kept open all
+    /// along and through a new one.
+    @Test func readersAtRandomBesideAWriterLeaveTheFileAsWritten() throws {
+        try withFile(size: Self.largeSize) { mount, path, bytes in
+            var random = SeededGenerator(seed: 29)
+            let kept = try Descriptor(path, O_RDONLY)
+            let flags = ReaderFlags()
+            let readers = DispatchGroup()
+            for seed in 0..<3 {
+                DispatchQueue.global().async(group: readers) {
+                    var random = SeededGenerator(seed: UInt64(100 + seed))
+                    guard let reader = try? Descriptor(path, O_RDONLY) else {
+                        flags.failures.add(1, ordering: .relaxed)
+                        return
+                    }
+                    while !flags.stop.load(ordering: .relaxed) {
+                        if (try? reader.read(at: Int.random(in: 0..<Self.largeSize, using: &random), 4096)) == nil {
+                            flags.failures.add(1, ordering: .relaxed)
+                        }
+                    }
+                }
+            }
+            for round in 0..<40 {
+                if round % 10 == 9 {
+                    let size = Int.random(in: 8_000_000...11_000_000, using: &random)
+                    #expect(truncate(path, off_t(size)) == 0)
+                    bytes = size < bytes.count ? Array(bytes[..<size]) : bytes + [UInt8](repeating: 0, count: size - bytes.count)
+                } else {
+                    let offset = Int.random(in: 0..<bytes.count, using: &random)
+                    let patch = [UInt8](repeating: UInt8(round + 1), count: Int.random(in: 1...300_000, using: &random))
+                    try Descriptor(path, O_RDWR).write(patch, at: offset)
+                    if offset + patch.count > bytes.count { bytes += [UInt8](repeating: 0, count: offset + patch.count - bytes.count) }
+                    bytes.replaceSubrange(offset..<offset + patch.count, with: patch)
+                }
+                usleep(20_000)
+            }
+            flags.stop.store(true, ordering: .relaxed)
+            readers.wait()
+            mount.cacheFill.settle()
+            #expect(flags.failures.load(ordering: .relaxed) == 0)
+            #expect(try kept.read(at: 0, bytes.count + 4096) == bytes)
+            #expect(try PageCacheTests.readAll(path) == bytes)
+        }
+    }
+
     // MARK: Helpers
 
     /// A file of `size` bytes written, the mount made again (both caches cold), then `body`.
@@ -193,6 +240,11 @@ import VaultFileSystem
             try body(mount, path, &bytes) { pushed.withLock { $0 } }
         }
     }
+}
+
+private final class ReaderFlags: Sendable {
+    let stop = Atomic<Bool>(false)
+    let failures = Atomic<Int>(0)
 }
 
 /// An open file of the mount, closed when it goes.
