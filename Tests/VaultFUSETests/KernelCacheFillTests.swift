@@ -120,6 +120,49 @@ import VaultFileSystem
         }
     }
 
+    /// While a push is held up, a chunk already waiting is not queued again, and no more than
+    /// `maximumQueued` pushes wait in all (the rest are dropped).
+    @Test func aWaitingChunkIsQueuedOnceAndAtMostSixtyFourWait() throws {
+        try withFile(size: Self.largeSize) { mount, path, bytes in
+            let other = path + "2"
+            try PageCacheTests.write(other, bytes, at: 0, flags: O_CREAT | O_TRUNC)
+            // Both files whole in the vault's cache: every chunk can be pushed.
+            #expect(try PageCacheTests.readAll(path) == bytes && PageCacheTests.readAll(other) == bytes)
+            var status = stat()
+            try #require(stat(path, &status) == 0)
+            let first = UInt64(status.st_ino)
+            try #require(stat(other, &status) == 0)
+            let second = UInt64(status.st_ino)
+            let chunks = (Self.largeSize + Self.chunk - 1) / Self.chunk
+
+            let held = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
+            let pushes = Mutex<[UInt64: Int]>([:])
+            mount.cacheFill.setBeforePush { inode in
+                let count = pushes.withLock { pushes in
+                    pushes[inode, default: 0] += 1
+                    return pushes.values.reduce(0, +)
+                }
+                if count == 1 {
+                    held.signal()
+                    gate.wait()
+                }
+            }
+            let fs = mount.fileSystem
+            mount.cacheFill.fill(first, chunk: 0, from: fs)
+            #expect(held.wait(timeout: .now() + 10) == .success)
+            for index in 0..<chunks {
+                mount.cacheFill.fill(first, chunk: index, from: fs)
+                mount.cacheFill.fill(first, chunk: index, from: fs)
+            }
+            for index in 0..<chunks { mount.cacheFill.fill(second, chunk: index, from: fs) }
+            gate.signal()
+            mount.cacheFill.settle()
+            let counted = pushes.withLock { $0 }
+            #expect(counted[first] == chunks, "each chunk of the first file pushed once")
+            #expect(counted[second] == KernelCacheFill.maximumQueued - chunks, "the queue full, the rest dropped")
+        }
+    }
+
     /// Reads far apart (pushes), writes from descriptors opened for them, truncates by path,
     /// at random; every read, and the whole file through a descriptor kept open, equal to the
     /// file as written.
