@@ -347,6 +347,26 @@ public final class Vault: Sendable {
         }
     }
 
+    /// The whole content of file `id` as the vault holds it now, loaded if need be, if the file
+    /// is not empty and at most `limit` bytes long: what the file system pushes into the
+    /// kernel's page cache at an open for reading, so that the read after it costs no request.
+    public func contentForKernelCache(_ id: UInt64, upTo limit: Int) -> [UInt8]? {
+        guard let size = try? locked({ try $0.file(id).record.size }), size > 0, size <= UInt64(limit) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(size))
+        for piece in ChunkOffsets.pieces(from: 0, to: size) {
+            guard var stored = try? chunkBytes(id, piece.index, piece.range, sequential: false) else {
+                bytes.wipe()
+                return nil
+            }
+            bytes.append(contentsOf: stored)
+            stored.wipe()
+            // A hole, or a truncate meanwhile: zeros, as a read gives.
+            bytes.append(contentsOf: Self.zeros[0..<piece.range.count - min(piece.range.count, stored.count)])
+        }
+        return bytes
+    }
+
     /// Erases a copy of plaintext (`chunkForKernelCache`'s) before it is freed.
     public static func wipe(_ bytes: inout [UInt8]) { bytes.wipe() }
 

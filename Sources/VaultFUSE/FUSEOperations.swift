@@ -130,11 +130,16 @@ enum FUSEOperations {
                                                                          caller: Caller(request))
                 info.pointee.fh = handle
                 info.pointee.keep_cache = context.fileSystem.keepsKernelCache(handle) ? 1 : 0
-                var entry = entryParameters(context, attributes)
-                if fuse_reply_create(request, &entry, info) != 0 {
-                    // The kernel never saw the reply (the request was interrupted).
-                    context.fileSystem.release(handle)
-                    context.fileSystem.forget(attributes.inode, count: 1)
+                let created = Handed(value: (request, entryParameters(context, attributes), info.pointee))
+                // A name the kernel thought free may be a file it never saw (made by a sync),
+                // now open for writing: as an open that may write, after that file's pushes.
+                context.cacheFill.afterFills(of: attributes.inode) {
+                    var (request, entry, info) = created.value
+                    if fuse_reply_create(request, &entry, &info) != 0 {
+                        // The kernel never saw the reply (the request was interrupted).
+                        context.fileSystem.release(handle)
+                        context.fileSystem.forget(attributes.inode, count: 1)
+                    }
                 }
             }
         }
@@ -147,13 +152,20 @@ enum FUSEOperations {
                 // (a second read costs no request); otherwise the kernel drops it here.
                 info.pointee.keep_cache = context.fileSystem.keepsKernelCache(info.pointee.fh) ? 1 : 0
                 let opened = Handed(value: (request, info.pointee))
-                let replyOpen: @Sendable () -> Void = {
+                let replyOpen: @Sendable (_ pushed: Bool) -> Void = { pushed in
                     var (request, info) = opened.value
+                    if pushed { info.keep_cache = 1 }
                     if fuse_reply_open(request, &info) != 0 { context.fileSystem.release(info.fh) }
                 }
+                let flags = info.pointee.flags
                 // A writer's pages must not meet a push of older ones (`KernelCacheFill`).
-                let mayChange = info.pointee.flags & O_ACCMODE != O_RDONLY || info.pointee.flags & O_TRUNC != 0
-                if mayChange { context.cacheFill.afterFills(of: inode, replyOpen) } else { replyOpen() }
+                if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+                    context.cacheFill.afterFills(of: inode) { replyOpen(false) }
+                } else {
+                    // A small file's pages go in before the reply: its read then asks nothing.
+                    context.cacheFill.openForReading(inode, handle: info.pointee.fh, keepsCache: info.pointee.keep_cache != 0,
+                                                     from: context.fileSystem, then: replyOpen)
+                }
             }
         }
 

@@ -28,7 +28,9 @@ final class KernelCacheFill: Sendable {
         /// Chunks queued or being pushed, by inode.
         var queued: [UInt64: Set<Int>] = [:]
         var total = 0
-        /// Tests: runs on the queue before each push, after its pages were taken from the vault.
+        /// Pushes running on an open's thread (`fillAtOpen`): what is queued for their file waits.
+        var pushingAtOpen: [UInt64: DispatchGroup] = [:]
+        /// Tests: runs before each push, after its pages were taken from the vault.
         var beforePush: (@Sendable (UInt64) -> Void)?
     }
 
@@ -58,15 +60,64 @@ final class KernelCacheFill: Sendable {
         }
     }
 
+    /// Answers an open for reading of `inode` as `handle` through `reply`, which says whether
+    /// the whole file was pushed into the kernel's page cache first (`FileSystem.openFill`): the
+    /// open may then keep the kernel's cache (an open without keep_cache drops the file's pages
+    /// once answered, pushed ones too). A file the kernel may hold (`keepsCache`) is not pushed.
+    /// The push runs on the open's own thread, which must then wait on nothing but the kernel:
+    /// the handle is the file's only one, so no read of it is under way, and any open, truncate
+    /// or invalidation of the file that comes meanwhile is answered after the push.
+    func openForReading(_ inode: UInt64, handle: UInt64, keepsCache: Bool, from fileSystem: FileSystem,
+                        then reply: @escaping @Sendable (_ pushed: Bool) -> Void) {
+        let done = DispatchGroup()
+        let step = bookkeeping.withLock { state -> OpenStep in
+            // Another open's push is running: this one must not start a read before it ends.
+            if state.pushingAtOpen[inode] != nil, deferred(inode, &state, { reply(false) }) { return .deferred }
+            guard !keepsCache, state.open, state.queued[inode] == nil, state.total < Self.maximumQueued else { return .answer }
+            state.total += 1
+            state.queued[inode] = [0]
+            state.pushingAtOpen[inode] = done
+            done.enter()
+            return .push
+        }
+        switch step {
+        case .deferred: return
+        case .answer: return reply(false)
+        case .push: break
+        }
+        let pushed = push(fileSystem.openFill(inode, handle: handle))
+        bookkeeping.withLock { state in
+            state.total -= 1
+            state.queued[inode]!.remove(0)
+            if state.queued[inode]!.isEmpty { state.queued[inode] = nil }
+            state.pushingAtOpen[inode] = nil
+        }
+        done.leave()
+        reply(pushed)
+    }
+
+    private enum OpenStep { case deferred, answer, push }
+
     /// Runs `body` once no push queued for `inode` so far can still land: at once when none
     /// is queued, otherwise on the queue after them.
     func afterFills(of inode: UInt64, _ body: @escaping @Sendable () -> Void) {
-        let now = bookkeeping.withLock { state in
-            guard state.queued[inode] != nil else { return true }
+        if !bookkeeping.withLock({ deferred(inode, &$0, body) }) { body() }
+    }
+
+    /// Queues `body` after the pushes queued for `inode`, if any (then true): on the queue,
+    /// where a push running on an open's thread is waited for (the queue's thread serves no
+    /// request, and that push needs none).
+    private func deferred(_ inode: UInt64, _ state: inout Bookkeeping, _ body: @escaping @Sendable () -> Void) -> Bool {
+        guard state.queued[inode] != nil else { return false }
+        if let pushing = state.pushingAtOpen[inode] {
+            queue.async {
+                pushing.wait()
+                body()
+            }
+        } else {
             queue.async(execute: body)
-            return false
         }
-        if now { body() }
+        return true
     }
 
     /// Ends the pushes and runs what waits for them; before the session goes.
@@ -81,19 +132,21 @@ final class KernelCacheFill: Sendable {
 
     func setBeforePush(_ body: (@Sendable (UInt64) -> Void)?) { bookkeeping.withLock { $0.beforePush = body } }
 
-    private func push(_ fill: FileSystem.PageFill?) {
-        guard var fill else { return }
+    /// Whether the kernel took the pages.
+    @discardableResult
+    private func push(_ fill: FileSystem.PageFill?) -> Bool {
+        guard var fill else { return false }
         defer { fill.wipe() }
         bookkeeping.withLock { $0.beforePush }?(fill.inode)
-        session.withLock { session in
-            guard let session else { return }
+        return session.withLock { session in
+            guard let session else { return false }
             let count = fill.count
-            fill.bytes.withUnsafeMutableBytes { bytes in
+            return fill.bytes.withUnsafeMutableBytes { bytes in
                 var vector = fuse_bufvec(count: 1, idx: 0, off: 0,
                                          buf: fuse_buf(size: count, flags: fuse_buf_flags(0), mem: bytes.baseAddress, fd: -1, pos: 0))
                 // A failure (the inode forgotten, the mount going) only loses the saving.
-                _ = fuse_lowlevel_notify_store(session.raw, fuse_ino_t(fill.inode), off_t(fill.offset), &vector,
-                                               fuse_buf_copy_flags(0))
+                return fuse_lowlevel_notify_store(session.raw, fuse_ino_t(fill.inode), off_t(fill.offset), &vector,
+                                                  fuse_buf_copy_flags(0)) == 0
             }
         }
     }

@@ -88,6 +88,23 @@ extension FileSystem {
 
     static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
+    /// A file at most this long is pushed whole into the kernel's page cache at an open for
+    /// reading: one FUSE read reaches 128 KiB, so such a file is read in one request anyway.
+    public static let openFillLimit = 128 << 10
+
+    /// The whole of a small file (`openFillLimit`) being opened for reading as `handle`, as the
+    /// vault holds it now, for the kernel's page cache; nil unless `handle` is the file's only
+    /// open handle (so no read of it is under way: the push then never waits for a page the
+    /// kernel locked for one, and may run on the open's own thread). The same rule as
+    /// `pageFill`'s for whoever pushes it (nothing may change the file until the push is in,
+    /// and no other open of it be answered), and then the open may keep the kernel's cache:
+    /// every page of the file is the vault's.
+    public func openFill(_ inode: UInt64, handle: UInt64) -> PageFill? {
+        guard state.withLock({ !$0.closed && $0.handles.openCount(inode) == 1 && (try? $0.handles.file(handle).inode) == inode }),
+              let bytes = vault.contentForKernelCache(inode, upTo: Self.openFillLimit) else { return nil }
+        return PageFill(inode: inode, offset: 0, bytes: bytes, count: bytes.count)
+    }
+
     /// Writes all of `bytes` at `offset`, or at the end for an O_APPEND handle; past the end
     /// leaves a hole that reads as zeros. Returns the count written.
     /// Like reads, it runs outside the file system's lock: a write that waits for write-behind

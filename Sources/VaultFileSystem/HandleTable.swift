@@ -49,15 +49,23 @@ struct HandleTable {
     /// Open handles with write access, by inode: while a file has one, the kernel may hold
     /// pages newer than the vault's, so nothing is pushed into its page cache.
     private var writers: [UInt64: Int] = [:]
+    /// Open handles of each file, with write access or not.
+    private var openFiles: [UInt64: Int] = [:]
 
     var count: Int { handles.count }
 
     func hasWriters(_ inode: UInt64) -> Bool { writers[inode] != nil }
 
+    /// How many handles are open on file `inode`.
+    func openCount(_ inode: UInt64) -> Int { openFiles[inode] ?? 0 }
+
     mutating func add(_ handle: Handle) -> UInt64 {
         defer { next += 1 }
         handles[next] = handle
-        if case .file(let file) = handle, file.writable { writers[file.inode, default: 0] += 1 }
+        if case .file(let file) = handle {
+            openFiles[file.inode, default: 0] += 1
+            if file.writable { writers[file.inode, default: 0] += 1 }
+        }
         return next
     }
 
@@ -77,9 +85,9 @@ struct HandleTable {
 
     mutating func remove(_ number: UInt64) -> Handle? {
         let removed = handles.removeValue(forKey: number)
-        if case .file(let file)? = removed, file.writable {
-            writers[file.inode]! -= 1
-            if writers[file.inode] == 0 { writers[file.inode] = nil }
+        if case .file(let file)? = removed {
+            Self.decrement(&openFiles, file.inode)
+            if file.writable { Self.decrement(&writers, file.inode) }
         }
         return removed
     }
@@ -88,7 +96,13 @@ struct HandleTable {
         defer {
             handles = [:]
             writers = [:]
+            openFiles = [:]
         }
         return Array(handles.values)
+    }
+
+    private static func decrement(_ counts: inout [UInt64: Int], _ inode: UInt64) {
+        counts[inode]! -= 1
+        if counts[inode] == 0 { counts[inode] = nil }
     }
 }
