@@ -207,4 +207,43 @@ import VaultStore
         #expect(chunks.subtracting(other).isSubset(of: free), "free once the remote root no longer references them")
         try IndexThreeSync.expectExact(a, "after the second sync")
     }
+
+    /// A pack whose last member went after the sync reopens with its end below what the remote
+    /// root uses of it. A member placed before any commit (a dirty chunk the cache sends out)
+    /// reads the pins first, so it goes into no pinned pack, whose bytes stay as they are.
+    @Test func aMemberPlacedBeforeThePinsAreReadGoesIntoNoPinnedPack() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-pinned-pack", indexThree: true)
+        defer { a.finish() }
+        try a.write("first", "the first member")
+        try a.write("last", "the last member of the pack")
+        func packed(_ path: String) throws -> ItemRecord.Member? {
+            let id = try a.id(path)
+            return try a.vault.state.withLock { try $0.tree.item(id).packedMember }
+        }
+        let firstPack = try #require(try packed("first")).fileNumber
+        let member = try #require(try packed("last"))
+        try #require(member.fileNumber == firstPack, "both in one pack")
+        try a.sync(remote)
+        try a.vault.remove(Array("last".utf8), from: Vault.rootID)
+        try a.vault.commit()
+        try a.reopen()
+        let pack = member.fileNumber, packName = try a.vault.state.withLock { try $0.name(pack) }
+        let bytes = try #require(FileManager.default.contents(atPath: a.folder + "/" + packName))
+        #expect(a.vault.state.withLock { $0.syncBases.pinsUnread })
+
+        let new = try a.vault.create(.file, in: Vault.rootID, named: Array("new".utf8), mode: 0o644)
+        try a.vault.write(new, offset: 0, bytes: Array("a member of the same size as the last".utf8))
+        try a.vault.state.withLock { state in
+            try state.flushChunk(ChunkCache.Key(item: new, index: 0))
+            #expect(!state.syncBases.pinsUnread, "the placement read the pins")
+            #expect(try state.tree.item(new).packedMember?.fileNumber != pack, "not in the pinned pack")
+        }
+        try a.vault.commit()
+        try a.reopen()
+        #expect(FileManager.default.contents(atPath: a.folder + "/" + packName) == bytes, "the pinned pack unchanged")
+        #expect(try a.read("new") == "a member of the same size as the last")
+        try Self.expectSameAllocation(a, synced: true, "after the placement")
+    }
 }
