@@ -246,4 +246,40 @@ import VaultStore
         #expect(try a.read("new") == "a member of the same size as the last")
         try Self.expectSameAllocation(a, synced: true, "after the placement")
     }
+
+    /// The same for compaction, which places members at a commit that changed only names: the
+    /// commit reads the pins before it compacts, so a sparse pack's member goes into no pinned
+    /// pack whose end came down after the sync (here it waits: no other pack has room).
+    @Test func compactionBeforeThePinsAreReadMovesNothingIntoAPinnedPack() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i3-pinned-compaction", indexThree: true)
+        defer { a.finish() }
+        func pack(_ path: String) throws -> UInt64? {
+            let id = try a.id(path)
+            return try a.vault.state.withLock { try $0.tree.item(id).packedMember?.fileNumber }
+        }
+        let sparse = (1...6).map { "a\($0)" }
+        for name in sparse { try a.write(name, String(repeating: name, count: 20_000)) }
+        try a.write("b1", String(repeating: "b", count: 190_000))
+        try a.write("b2", "the last member of its pack")
+        let packA = try #require(try pack("a1")), packB = try #require(try pack("b1"))
+        try #require(try sparse.allSatisfy { try pack($0) == packA } && pack("b2") == packB && packA != packB)
+        try a.sync(remote)
+        try a.vault.remove(Array("b2".utf8), from: Vault.rootID)
+        try a.vault.commit()
+        try a.reopen()
+        let nameB = try a.vault.state.withLock { try $0.name(packB) }
+        let bytesB = try #require(FileManager.default.contents(atPath: a.folder + "/" + nameB))
+
+        #expect(a.vault.state.withLock { $0.syncBases.pinsUnread })
+        for name in sparse.dropLast() { try a.vault.remove(Array(name.utf8), from: Vault.rootID) }
+        try a.vault.commit()
+        #expect(try pack("a6") != packB, "not moved into the pinned pack")
+        try a.reopen()
+        #expect(FileManager.default.contents(atPath: a.folder + "/" + nameB) == bytesB, "the pinned pack unchanged")
+        #expect(try a.read("a6") == String(repeating: "a6", count: 20_000))
+        #expect(try a.read("b1") == String(repeating: "b", count: 190_000))
+        try Self.expectSameAllocation(a, synced: true, "after the compaction")
+    }
 }
