@@ -7,11 +7,25 @@ struct PageTable {
     struct Page {
         /// Where the committed version lies; nil for a page not yet written.
         var ref: StoredRef?
+        /// Its keys; none while it is not loaded (`isLoaded`).
         var keys: [RecordKey]
         var dirty: Bool
         /// A key was added below the page's last since it was written: when it outgrows its
         /// body it is cut in halves, not full (`pieces`).
         var insertedInside = false
+        /// A leaf known only from its parent's ref (pages on demand, index 3): the first key
+        /// the ref lists, which routes keys to it until it is loaded.
+        var listedFirstKey: RecordKey?
+
+        init(ref: StoredRef?, keys: [RecordKey], dirty: Bool) {
+            self.ref = ref
+            self.keys = keys
+            self.dirty = dirty
+        }
+
+        var isLoaded: Bool { listedFirstKey == nil }
+        /// Keys from this one up to the next page's first key are this page's.
+        var firstKey: RecordKey { listedFirstKey ?? keys[0] }
     }
 
     /// Format 2's level-1 page over a run of consecutive leaves (§13.5), once the leaves do not
@@ -41,6 +55,37 @@ struct PageTable {
         dropped = orphaned
     }
 
+    /// Leaves known from their refs only, none loaded (`load` gives each its keys), with the
+    /// level-1 pages above them when the root lists those.
+    init(listed: [(firstKey: RecordKey, ref: StoredRef)], parents loadedParents: [(ref: StoredRef, count: Int)] = [],
+         orphaned: [StoredRef] = []) {
+        pages = listed.map { leaf in
+            var page = Page(ref: leaf.ref, keys: [], dirty: false)
+            page.listedFirstKey = leaf.firstKey
+            return page
+        }
+        parents = loadedParents.map { Parent(ref: $0.ref, count: $0.count, dirty: false) }
+        dropped = orphaned
+    }
+
+    /// The leaf at `index` was read: its keys, in order (the first at or above the key its
+    /// ref listed, the last below the next leaf's first).
+    mutating func load(_ index: Int, keys: [RecordKey]) {
+        precondition(!pages[index].isLoaded && !keys.isEmpty, "a leaf loaded twice, or empty")
+        pages[index].keys = keys
+        pages[index].listedFirstKey = nil
+    }
+
+    /// The leaves whose ranges meet keys `lower` up to, not including, `upper`: those to load
+    /// before looking at or changing any key there.
+    func leaves(from lower: RecordKey, below upper: RecordKey) -> ClosedRange<Int>? {
+        guard !pages.isEmpty, lower < upper else { return nil }
+        return pageIndex(for: lower)...pageIndex(for: upper, below: true)
+    }
+
+    /// The leaf that holds, or would hold, `key`.
+    func leaf(for key: RecordKey) -> Int? { pages.isEmpty ? nil : pageIndex(for: key) }
+
     /// The pages of an index just read (its level-1 pages kept, higher levels to be folded).
     init(loaded contents: IndexContents) {
         self.init(loaded: contents.pages, parents: contents.parents, orphaned: contents.parents.isEmpty ? contents.interiorPages : [])
@@ -55,6 +100,7 @@ struct PageTable {
             return
         }
         let p = pageIndex(for: key)
+        precondition(pages[p].isLoaded, "a key touched in a leaf not loaded")
         let (found, position) = search(pages[p].keys, key)
         if !found {
             if position < pages[p].keys.count { pages[p].insertedInside = true }
@@ -79,6 +125,7 @@ struct PageTable {
         var byPage: [Int: [RecordKey]] = [:]
         for key in keys { byPage[pageIndex(for: key), default: []].append(key) }
         for (p, added) in byPage {
+            precondition(pages[p].isLoaded, "keys touched in a leaf not loaded")
             let old = pages[p].keys
             var merged: [RecordKey] = [], i = 0, inside = false
             merged.reserveCapacity(old.count + added.count)
@@ -119,8 +166,10 @@ struct PageTable {
     mutating func nextWrite(from start: Int, limit: Int, joinsSmall: Bool,
                             costs: (_ leaf: Int, _ keys: [RecordKey]) -> [Int]) -> Write? {
         guard let i = pages[start...].firstIndex(where: \.dirty) else { return nil }
+        precondition(pages[i].isLoaded, "a leaf written that was not loaded")
         var recordCosts = costs(i, pages[i].keys), size = recordCosts.reduce(0, +), last = i
-        while joinsSmall && size < limit / 4 && last + 1 < pages.count {
+        // A leaf not loaded is not joined: its records are not at hand (a reader accepts any split).
+        while joinsSmall && size < limit / 4 && last + 1 < pages.count && pages[last + 1].isLoaded {
             let next = costs(last + 1, pages[last + 1].keys), nextSize = next.reduce(0, +)
             guard size + nextSize <= limit else { break }
             recordCosts += next
@@ -158,6 +207,7 @@ struct PageTable {
     mutating func remove(_ key: RecordKey) {
         guard !pages.isEmpty else { return }
         let p = pageIndex(for: key)
+        precondition(pages[p].isLoaded, "a key removed from a leaf not loaded")
         let (found, position) = search(pages[p].keys, key)
         guard found else { return }
         pages[p].keys.remove(at: position)
@@ -197,12 +247,13 @@ struct PageTable {
         return replaced
     }
 
-    /// The page whose range holds `key`: the last page whose first key is ≤ key.
-    private func pageIndex(for key: RecordKey) -> Int {
+    /// The page whose range holds `key`: the last page whose first key is ≤ key (`below`:
+    /// < key, the page that holds the keys just below it).
+    private func pageIndex(for key: RecordKey, below: Bool = false) -> Int {
         var low = 0, high = pages.count
         while low < high {
             let mid = (low + high) / 2
-            if pages[mid].keys[0] <= key { low = mid + 1 } else { high = mid }
+            if below ? pages[mid].firstKey < key : pages[mid].firstKey <= key { low = mid + 1 } else { high = mid }
         }
         return max(0, low - 1)
     }
@@ -232,11 +283,11 @@ extension PageTable {
 
     /// What the root lists: its level and, for each ref, the first key and the page.
     var top: (level: UInt8, refs: [(firstKey: RecordKey, ref: StoredRef)]) {
-        guard !parents.isEmpty else { return (0, pages.map { ($0.keys[0], $0.ref!) }) }
+        guard !parents.isEmpty else { return (0, pages.map { ($0.firstKey, $0.ref!) }) }
         var first = 0
         return (1, parents.map { parent in
             defer { first += parent.count }
-            return (pages[first].keys[0], parent.ref!)
+            return (pages[first].firstKey, parent.ref!)
         })
     }
 
@@ -316,7 +367,7 @@ extension PageTable {
         for (index, parent) in parents.enumerated() {
             defer { first += parent.count }
             guard parent.dirty else { continue }
-            result.append((index, pages[first..<first + parent.count].map { ($0.keys[0], $0.ref!) }))
+            result.append((index, pages[first..<first + parent.count].map { ($0.firstKey, $0.ref!) }))
         }
         return result
     }
