@@ -7,7 +7,9 @@ import VaultFileSystem
 /// Pushes the rest of a chunk that a read at random touched into the kernel's page cache
 /// (`fuse_lowlevel_notify_store`): a 4 KiB read at random costs the daemon the load and
 /// decryption of its whole 256 KiB chunk anyway (or finds it in the vault's cache), and the
-/// kernel's next reads in that chunk are then page-cache hits instead of round trips.
+/// kernel's next reads in that chunk are then page-cache hits instead of round trips. And a
+/// small file opened for reading whole before the open is answered (`openForReading`), so
+/// that its read asks nothing.
 ///
 /// A pushed page must never be older than the file. The kernel copies a write into its pages
 /// before it sends the WRITE, and drops the pages past a truncate only once the truncate is
@@ -28,7 +30,7 @@ final class KernelCacheFill: Sendable {
         /// Chunks queued or being pushed, by inode.
         var queued: [UInt64: Set<Int>] = [:]
         var total = 0
-        /// Pushes running on an open's thread (`fillAtOpen`): what is queued for their file waits.
+        /// Pushes running on an open's thread (`openForReading`): what is queued for their file waits.
         var pushingAtOpen: [UInt64: DispatchGroup] = [:]
         /// Tests: runs before each push, after its pages were taken from the vault.
         var beforePush: (@Sendable (UInt64) -> Void)?
