@@ -11,9 +11,29 @@ extension IndexContents {
     /// `keepsUnreached`: items nothing reaches stay, for fsck to report (`buildFolders`).
     init(rootV2 root: IndexRootV2, indexThree: (root: IndexRootV3, hash: EntryHash)? = nil, keepsUnreached: Bool = false, pageBody: (StoredRef, UInt8) throws -> [UInt8],
          keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws {
-        // Each device hands out IDs under its own prefix, below its counter (§13.4).
-        let nextIDs = Dictionary(root.devices.map { (UInt64($0.itemPrefix), $0.nextItemID) }, uniquingKeysWith: max)
         var segments: [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])] = []
+        for leaf in try walk(root, pageBody: pageBody, keepKey: keepKey) {
+            try loadLeaf(leaf, of: root, indexThree: indexThree, pageBody: pageBody, keepKey: keepKey, segments: &segments)
+        }
+        try addSegments(segments, format: .two)
+        try buildFolders(keepsUnreached: keepsUnreached)
+        try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: root.specialFiles.map(\.file.raw),
+                             isOwned: { root.fileIsValid(FileRef(raw: $0)) })
+    }
+
+    /// A leaf as its parent lists it: its page (key kept), its first key, and the key its
+    /// records must stay below (the next leaf's first; none for the last).
+    struct ListedLeaf {
+        let ref: StoredRef
+        let firstKey: RecordKey
+        let upper: RecordKey?
+    }
+
+    /// Reads the interior pages below the root's top refs, each checked against its parent's
+    /// range, and returns the leaves they list, in key order, none read.
+    mutating func walk(_ root: IndexRootV2, pageBody: (StoredRef, UInt8) throws -> [UInt8],
+                       keepKey: (inout [UInt8]) throws -> SecretArena.Slot?) throws -> [ListedLeaf] {
+        var leaves: [ListedLeaf] = []
         func visit(_ refs: [PageRef], level: UInt8, upper: RecordKey?) throws {
             for (i, ref) in refs.enumerated() {
                 guard root.fileIsValid(ref.file) else { throw VaultError.damagedIndex("index page in file \(ref.file), which is not the vault's") }
@@ -22,35 +42,49 @@ extension IndexContents {
                 pageKey.wipeStorage()
                 guard let slot else { throw VaultError.damagedIndex("a page key was not kept") }
                 let stored = StoredRef(fileNumber: ref.file.raw, key: slot)
+                let next = i + 1 < refs.count ? refs[i + 1].firstKey : upper
+                guard level > 0 else {
+                    leaves.append(ListedLeaf(ref: stored, firstKey: ref.firstKey, upper: next))
+                    continue
+                }
                 let body = try pageBody(stored, level)
                 defer { body.wipeStorage() }
-                let next = i + 1 < refs.count ? refs[i + 1].firstKey : upper
-                func inRange(_ first: RecordKey, _ last: RecordKey) -> Bool { first >= ref.firstKey && next.map { last < $0 } ?? true }
-                switch try IndexPageV2.decode(body[...], level: level) {
-                case .interior(let children):
-                    guard inRange(children[0].firstKey, children[children.count - 1].firstKey) else {
-                        throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
-                    }
-                    interiorPages.append(stored)
-                    if root.topLevel == 1 { parents.append((stored, children.count)) }
-                    try visit(children, level: level - 1, upper: next)
-                case .leaf(let records):
-                    defer { for record in records { record.value.wipeStorage() } }
-                    guard inRange(records[0].key, records[records.count - 1].key) else {
-                        throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
-                    }
-                    let items = try indexThree.map { try takeDerived(records, ref.file, $0.root, $0.hash) } ?? records
-                    try addLeaf(stored, items, keys: records.map(\.key), format: .two, isValidID: { id in
-                        id == Format.rootItemID || nextIDs[id >> 32].map { id < $0 } ?? false
-                    }, keepKey: keepKey, segments: &segments)
+                guard case .interior(let children) = try IndexPageV2.decode(body[...], level: level) else {
+                    throw VaultError.damagedIndex("index page \(ref.file) is not an interior page")
                 }
+                guard children[0].firstKey >= ref.firstKey, next.map({ children[children.count - 1].firstKey < $0 }) ?? true else {
+                    throw VaultError.damagedIndex("index page \(ref.file) outside its parent's range")
+                }
+                interiorPages.append(stored)
+                if root.topLevel == 1 { parents.append((stored, children.count)) }
+                try visit(children, level: level - 1, upper: next)
             }
         }
         try visit(root.top, level: root.topLevel, upper: nil)
-        try addSegments(segments, format: .two)
-        try buildFolders(keepsUnreached: keepsUnreached)
-        try checkFileNumbers(pages: pages.map(\.ref.fileNumber) + interiorPages.map(\.fileNumber), special: root.specialFiles.map(\.file.raw),
-                             isOwned: { root.fileIsValid(FileRef(raw: $0)) })
+        return leaves
+    }
+
+    /// Reads one leaf: its records checked against its range and by their own rules (§15.6),
+    /// index 3's derived records taken, its items and segments added (`addLeaf`).
+    mutating func loadLeaf(_ leaf: ListedLeaf, of root: IndexRootV2, indexThree: (root: IndexRootV3, hash: EntryHash)?,
+                           pageBody: (StoredRef, UInt8) throws -> [UInt8], keepKey: (inout [UInt8]) throws -> SecretArena.Slot?,
+                           segments: inout [(key: RecordKey, entries: [(index: Int, ref: StoredRef)])]) throws {
+        let body = try pageBody(leaf.ref, 0)
+        defer { body.wipeStorage() }
+        let file = FileRef(raw: leaf.ref.fileNumber)
+        guard case .leaf(let records) = try IndexPageV2.decode(body[...], level: 0) else {
+            throw VaultError.damagedIndex("index page \(file) is not a leaf")
+        }
+        defer { for record in records { record.value.wipeStorage() } }
+        guard records[0].key >= leaf.firstKey, leaf.upper.map({ records[records.count - 1].key < $0 }) ?? true else {
+            throw VaultError.damagedIndex("index page \(file) outside its parent's range")
+        }
+        let items = try indexThree.map { try takeDerived(records, file, $0.root, $0.hash) } ?? records
+        // Each device hands out IDs under its own prefix, below its counter (§13.4).
+        let nextIDs = Dictionary(root.devices.map { (UInt64($0.itemPrefix), $0.nextItemID) }, uniquingKeysWith: max)
+        try addLeaf(leaf.ref, items, keys: records.map(\.key), format: .two, isValidID: { id in
+            id == Format.rootItemID || nextIDs[id >> 32].map { id < $0 } ?? false
+        }, keepKey: keepKey, segments: &segments)
     }
 
     /// An index-3 leaf (§15.5): its records checked by their own rules (§15.6) and the derived
