@@ -22,7 +22,9 @@ import Testing
             sync
             """, in: vault)
         #expect(h.lock(vault).status == 0)
-        let found = h.sh("grep -rlaF '\(marker)' \(h.storage) /tmp /dev/shm 2>/dev/null || true")
+        // On disk: not down into other tests' live mounts below /tmp (-xdev), whose files
+        // grep would read through their daemons (the plaintext views they are meant to be).
+        let found = h.sh("find \(h.storage) /tmp /dev/shm -xdev -type f -exec grep -laF '\(marker)' {} + 2>/dev/null || true")
         #expect(found.output.isEmpty, "marker found in: \(found.output)")
     }
 
