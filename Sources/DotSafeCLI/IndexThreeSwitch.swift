@@ -9,6 +9,9 @@ import VaultCore
 /// the help, the man page or completions. Kept out of users' reach until index 3 is the default.
 enum IndexThreeSwitch {
     static let variable = "DOTSAFE_INDEX_THREE"
+    /// With the switch on, `DOTSAFE_INDEX_ON_DEMAND=1` also holds the index in part
+    /// (`Vault.Options.loadsOnDemand`, issue 17 step 6c): the mount reads what is used.
+    static let onDemandVariable = "DOTSAFE_INDEX_ON_DEMAND"
 
     static func isOn(_ environment: [String: String]) -> Bool { environment[variable] == "1" }
 
@@ -22,6 +25,7 @@ enum IndexThreeSwitch {
     static func options(_ options: Vault.Options, _ environment: [String: String]) -> Vault.Options {
         var options = options
         options.indexThree = isOn(environment)
+        options.loadsOnDemand = options.indexThree && environment[onDemandVariable] == "1"
         return options
     }
 }

@@ -119,6 +119,7 @@ extension VaultState {
     /// continues the file's previous read or starts at 0 (then chunks are loaded ahead), and
     /// whether it is at random (`ChunkStore.noteRead`).
     mutating func startRead(_ id: UInt64, offset: UInt64, count: Int) throws -> (end: UInt64, sequential: Bool, atRandom: Bool) {
+        try fault(id)
         let size = try file(id).record.size
         guard offset < size, count > 0 else { return (offset, false, false) }
         let end = min(offset + UInt64(count), size)

@@ -24,6 +24,16 @@ struct IndexThree {
 
     func hash(_ name: [UInt8]) throws -> UInt32 { try entryHash(name) }
 
+    /// The derived records of leaves loaded after the open: keys none of these have (a key in
+    /// memory is in a loaded leaf), so a journal started before still applies.
+    mutating func adoptLoaded(_ loaded: IndexRecordsV3, foreign loadedForeign: [RecordKey: [UInt8]]) {
+        for (folder, hashes) in loaded.entries { records.entries[folder, default: [:]].merge(hashes) { current, _ in current } }
+        records.summaries.merge(loaded.summaries) { current, _ in current }
+        records.blocks.merge(loaded.blocks) { current, _ in current }
+        records.lists.merge(loaded.lists) { current, _ in current }
+        foreign.merge(loadedForeign) { current, _ in current }
+    }
+
     /// `journal` if it applies to these records.
     func applicable(_ journal: ItemTree.RecordsJournal?) -> ItemTree.RecordsJournal? {
         guard let journal, journal.base == journalToken else { return nil }

@@ -48,6 +48,9 @@ struct Committer {
     /// The pages of an index just read.
     mutating func useLoaded(_ pages: PageTable) { pageTable = pages }
 
+    /// Leaf `index` of a table held in part was read (`VaultState.fault`).
+    mutating func loadLeaf(_ index: Int, keys: [RecordKey]) { pageTable.load(index, keys: keys) }
+
     /// Brings index 3's folder entries and summaries to `tree`'s names: from `journal` (one
     /// that applies to these records), or, without one (an open, a merge), derived again from
     /// every item. The pages of the keys that changed are written again, the keys they lost

@@ -4,6 +4,9 @@ import VaultFormat
 /// Reading a format-2 index (docs/FORMAT.md §13.5–§13.8): the pages below the root's top refs,
 /// each opened with the key its parent records, down to the leaves and their records.
 extension IndexContents {
+    /// Nothing read yet: leaves loaded after the open (`VaultState.fault`) go into one.
+    init() {}
+
     /// `pageBody` opens the page at a ref (its key already in the arena) expected at a level;
     /// `keepKey` moves a key (page, chunk, member, format-1 item key) into locked memory and
     /// wipes the array.

@@ -18,6 +18,20 @@ extension IndexRecordsV3 {
         return held
     }
 
+    /// The writer device's packs as its pack entries give them, by raw FileRef, their members
+    /// not known (`PackStore.knowMembers` takes them from the lists when needed): an open that
+    /// holds the index in part reads the file blocks, not the lists.
+    func packEntries(device: UInt16) -> [UInt64: PackInfo] {
+        var packs: [UInt64: PackInfo] = [:]
+        for (block, record) in blocks {
+            for entry in record.packs {
+                let number = UInt64(block) * IndexKeyV3.numbersPerBlock + UInt64(entry.index)
+                packs[FileRef(device: device, number: number).raw] = PackInfo(liveBytes: Int(entry.liveBytes), reservedEnd: Int(entry.reservedEnd))
+            }
+        }
+        return packs
+    }
+
     /// The writer device's packs as its pack entries and member lists give them, by raw FileRef.
     func packs(device: UInt16) throws -> [UInt64: PackInfo] {
         var packs: [UInt64: PackInfo] = [:]

@@ -62,7 +62,7 @@ struct IndexRecordsV3: Equatable {
     /// by them: one pass over the items, which a commit makes once.
     static func itemFilesAndPacks(_ tree: ItemTree, _ numbers: Numbers) -> (files: Set<UInt64>, packs: PackContents) {
         var files = Set<UInt64>(), packs = PackContents()
-        for (id, item) in tree.items where tree.isRecorded(id) {
+        for (id, item) in tree.allItems where tree.isRecorded(id) {
             for ref in item.chunks.values { files.insert(ref.fileNumber) }
             guard let member = item.packedMember else { continue }
             files.insert(member.fileNumber)
@@ -94,7 +94,7 @@ struct IndexRecordsV3: Equatable {
     mutating func deriveNames(_ tree: ItemTree, entryHash: EntryHash) throws {
         var derived = IndexRecordsV3()
         var byHash: [UInt64: [UInt32: [FolderEntries.Entry]]] = [:]
-        for (id, item) in tree.items where tree.isRecorded(id) {
+        for (id, item) in tree.allItems where tree.isRecorded(id) {
             if item.isFolder { derived.summaries[id] = FolderSummary(entryCount: 0, subfolderCount: 0) }
             for link in item.record.links {
                 byHash[link.parentID, default: [:]][try entryHash(link.name), default: []]
@@ -212,14 +212,14 @@ struct IndexRecordsV3: Equatable {
         // under its own hash, under one folder): as many entries as links means every link has
         // one. Only when they differ is the missing one looked for, hashing each name again.
         var linkCount = 0
-        for (id, item) in tree.items where tree.isRecorded(id) {
+        for (id, item) in tree.allItems where tree.isRecorded(id) {
             linkCount += item.record.links.count
             guard item.isFolder == (summaries[id] != nil) else {
                 throw fail(item.isFolder ? "folder \(id) without a summary" : "a summary under item \(id), which is not a folder")
             }
         }
         if linkCount != entryCount {
-            for (id, item) in tree.items where tree.isRecorded(id) {
+            for (id, item) in tree.allItems where tree.isRecorded(id) {
                 for link in item.record.links {
                     let listed = entries[link.parentID]?[try entryHash(link.name)]?.entries.contains { $0.name == link.name && $0.itemID == id } == true
                     guard listed else { throw fail("item \(id)'s link \(link.parentID)/\(text(link.name)) has no entry") }

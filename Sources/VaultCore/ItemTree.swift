@@ -24,6 +24,14 @@ struct ItemTree {
     /// open, a merge), whose records are derived again from every item.
     var recordsJournal: RecordsJournal?
     private(set) var nextItemID: UInt64
+    /// Whether every item of the index is here. A tree held in part (pages on demand, issue 17
+    /// step 6c) has the items of the leaves loaded (`VaultState.fault`): operations on names
+    /// and records need the items they touch loaded, and whatever reads every item
+    /// (`allItems`) needs the whole tree (`VaultState.loadWholeIndex`).
+    private(set) var isWhole = true
+    /// Items known to be folders from their parents' entries (§15.3) before their own records
+    /// are loaded: a folder's link count counts its subfolders. An ID never changes type.
+    private var entryFolders: Set<UInt64> = []
 
     struct RecordsJournal: Equatable {
         /// The records it applies to (`IndexThree.journalToken`): any other are derived whole.
@@ -71,6 +79,28 @@ struct ItemTree {
 
     var hasChanges: Bool { !dirtyItems.isEmpty || !removedKeys.isEmpty }
 
+    /// Every item: only in a whole tree (a path that reads every item loads them all first).
+    var allItems: [UInt64: Item] {
+        precondition(isWhole, "every item read from a tree held in part")
+        return items
+    }
+
+    /// A tree held in part: the items loaded with the open (`adopt` adds more).
+    mutating func holdInPart() { isWhole = false }
+
+    /// The items of leaves just loaded, none of them here yet, and the name tables of the
+    /// folders among them, read from their entries (`subfolders`: the entries' folders).
+    /// `whole`: no leaf is left unloaded.
+    mutating func adopt(_ loaded: [UInt64: Item], folders: [UInt64: [[UInt8]: UInt64]], subfolders: Set<UInt64>, whole: Bool) {
+        items.merge(loaded) { _, _ in preconditionFailure("an item loaded twice") }
+        children.merge(folders) { _, _ in preconditionFailure("a folder's names loaded twice") }
+        entryFolders.formUnion(subfolders)
+        if whole {
+            isWhole = true
+            entryFolders = []
+        }
+    }
+
     func item(_ id: UInt64) throws -> Item {
         guard let item = items[id] else { throw VaultError.notFound }
         return item
@@ -92,9 +122,10 @@ struct ItemTree {
         return id
     }
 
-    /// Links of a folder: 2, plus one per subfolder (folders are exactly the keys of `children`).
+    /// Links of a folder: 2, plus one per subfolder (the loaded folders are exactly the keys of
+    /// `children`; those not loaded are known from their entries).
     func linkCount(_ id: UInt64, _ item: Item) -> Int {
-        item.isFolder ? 2 + (children[id]?.values.filter { children[$0] != nil }.count ?? 0) : item.record.links.count
+        item.isFolder ? 2 + (children[id]?.values.filter { children[$0] != nil || entryFolders.contains($0) }.count ?? 0) : item.record.links.count
     }
 
     // MARK: Names
@@ -314,7 +345,7 @@ struct ItemTree {
     }
 
     /// Every item is written again at the next commit, with its next version (an upgrade).
-    mutating func markAllDirty() { dirtyItems.formUnion(items.keys) }
+    mutating func markAllDirty() { dirtyItems.formUnion(allItems.keys) }
 
     /// After a commit wrote every change.
     mutating func didCommit() {
@@ -325,6 +356,7 @@ struct ItemTree {
     mutating func removeAll() {
         items = [:]
         children = [:]
+        entryFolders = []
         recordsJournal = nil
     }
 

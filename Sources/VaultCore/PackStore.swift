@@ -18,16 +18,36 @@ struct PackStore {
     /// Packs whose members or reserved end changed since the last commit: only their ends move
     /// at the next (every pack's at the first, whatever the ends were read as).
     private var changedSinceCommit: Set<UInt64>
+    /// Packs whose members are not known yet (index 3 held in part: from the pack entries, not
+    /// the lists), with the members released since; `members` holds those added since.
+    /// `knowMembers` completes them from the pack's list.
+    private var unlisted: [UInt64: Set<UInt64>] = [:]
 
     /// Packs holding less than this are emptied into the open pack at a commit.
     static let compactionThreshold = Format.fileSize / 4
     /// Packs emptied at one commit, at most.
     static let compactionsPerCommit = 8
 
-    init(packs: [UInt64: PackInfo] = [:]) {
+    /// `endsFromMembers`: whether each pack's end is still to be counted from its members at
+    /// the first commit (ends read from the references); index 3's pack entries record it.
+    /// `unlisted`: packs whose members are not in `packs` (their entries' only).
+    init(packs: [UInt64: PackInfo] = [:], endsFromMembers: Bool = true, unlisted: Set<UInt64> = []) {
         self.packs = packs
-        changedSinceCommit = Set(packs.keys)
+        changedSinceCommit = endsFromMembers ? Set(packs.keys) : []
+        for number in unlisted { self.unlisted[number] = [] }
     }
+
+    /// Whether a pack's members must be read from its list before they are asked for.
+    func needsMembers(_ number: UInt64) -> Bool { unlisted[number] != nil }
+
+    /// A pack's members from its list as committed: those released since go, those added stay.
+    mutating func knowMembers(_ number: UInt64, listed: [UInt64]) {
+        guard let released = unlisted.removeValue(forKey: number), packs[number] != nil else { return }
+        packs[number]!.members = Set(listed).subtracting(released).union(packs[number]!.members)
+    }
+
+    /// Packs whose members or reserved end changed since the last commit.
+    var changedPacks: Set<UInt64> { changedSinceCommit }
 
     mutating func addMember(_ id: UInt64, _ member: ItemRecord.Member) {
         let end = Int(member.offset) + Int(member.sealedLength)
@@ -81,9 +101,13 @@ struct PackStore {
         guard packs[member.fileNumber] != nil else { return nil }
         packs[member.fileNumber]!.liveBytes -= Int(member.sealedLength)
         packs[member.fileNumber]!.members.remove(id)
+        unlisted[member.fileNumber]?.insert(id)
         changedSinceCommit.insert(member.fileNumber)
-        guard packs[member.fileNumber]!.members.isEmpty && openPack?.fileNumber != member.fileNumber else { return nil }
+        // Members not known: every member has sealed bytes, so no live bytes is none left.
+        let empty = unlisted[member.fileNumber] == nil ? packs[member.fileNumber]!.members.isEmpty : packs[member.fileNumber]!.liveBytes <= 0
+        guard empty && openPack?.fileNumber != member.fileNumber else { return nil }
         packs[member.fileNumber] = nil
+        unlisted[member.fileNumber] = nil
         return member.fileNumber
     }
 
@@ -170,7 +194,10 @@ struct PackStore {
     }
 
     /// The members of a pack, by item, in item order.
-    func members(of number: UInt64) -> [UInt64] { packs[number]?.members.sorted() ?? [] }
+    func members(of number: UInt64) -> [UInt64] {
+        precondition(unlisted[number] == nil, "the members of a pack not known yet")
+        return packs[number]?.members.sorted() ?? []
+    }
 
     func isOpen(_ number: UInt64) -> Bool { openPack?.fileNumber == number }
 
@@ -180,6 +207,7 @@ struct PackStore {
     mutating func didCommit(member: (UInt64) -> ItemRecord.Member?) {
         for number in changedSinceCommit {
             guard let info = packs[number] else { continue }
+            precondition(unlisted[number] == nil, "the end of a pack whose members are not known")
             packs[number]!.reservedEnd = info.members.reduce(0) { end, id in
                 guard let member = member(id) else { return end }
                 return max(end, Int(member.offset) + Int(member.sealedLength))

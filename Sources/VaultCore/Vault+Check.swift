@@ -43,7 +43,10 @@ extension Vault {
     public func check(progress: ((Int, Int) -> Void)? = nil) throws -> VaultCheckReport {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { return try state.check(progress: progress) } catch { throw VaultError.wrap(error) }
+            do {
+                try state.loadWholeIndex()
+                return try state.check(progress: progress)
+            } catch { throw VaultError.wrap(error) }
         }
     }
 
@@ -57,7 +60,10 @@ extension Vault {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
             guard !state.session.readOnly else { throw VaultError.readOnly }
-            do { try state.repair(report) } catch { throw VaultError.wrap(error) }
+            do {
+                try state.loadWholeIndex()
+                try state.repair(report)
+            } catch { throw VaultError.wrap(error) }
         }
     }
 }
@@ -65,7 +71,7 @@ extension Vault {
 extension VaultState {
     mutating func check(progress: ((Int, Int) -> Void)?) throws -> VaultCheckReport {
         var report = VaultCheckReport()
-        let total = tree.items.values.reduce(0) { sum, item in
+        let total = tree.allItems.values.reduce(0) { sum, item in
             guard item.isFile else { return sum }
             switch item.record.layout {
             case .empty: return sum
@@ -77,9 +83,9 @@ extension VaultState {
         let good = Set(try storage.listFiles())
         let all = Set(try storage.listAllNames())
         report.storageFiles = good.count
-        report.items = tree.items.count
+        report.items = tree.allItems.count
         if let audit = try auditIndexThree() { (report.indexProblems, report.unreachedFolders) = audit }
-        for id in tree.items.keys.sorted() {
+        for id in tree.allItems.keys.sorted() {
             guard let item = tree.items[id], item.isFile else { continue }
             var problems: [String] = []
             var unreadable: [Int] = []

@@ -46,6 +46,7 @@ extension Vault {
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
             try state.checkWritable()
+            try state.loadWholeIndex()
             guard !state.isNew else { throw VaultError.notFound }
             guard state.committer.indexThree == nil else { return }
             try state.requestConversion()

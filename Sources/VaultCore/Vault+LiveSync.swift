@@ -36,7 +36,7 @@ extension Vault {
     private func liveLocked<R>(_ body: (inout VaultState) throws -> R) throws -> R {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
-            do { try state.readPinsIfUnread(); return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+            do { try state.readWholeVault(); return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
                 throw VaultError.wrap(error)
             }
         }

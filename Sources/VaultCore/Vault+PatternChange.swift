@@ -37,7 +37,7 @@ extension Vault {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
             do {
-                try state.readPinsIfUnread()
+                try state.readWholeVault()
                 try state.changePattern(to: newPattern, progress: progress)
             } catch let error as PatternChangeError {
                 throw error

@@ -55,7 +55,7 @@ extension Vault {
                 guard !state.isLocked else { throw VaultError.locked }
                 guard !state.writingBehind else { return }
                 // A withdrawal moves the names and seals the root again: the pins first.
-                do { try state.readPinsIfUnread(); result = try body(&state) } catch { throw Self.sharingFailure(error) }
+                do { try state.readWholeVault(); result = try body(&state) } catch { throw Self.sharingFailure(error) }
             }
             if let result { return result }
         }

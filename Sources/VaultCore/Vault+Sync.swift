@@ -20,6 +20,7 @@ extension Vault {
         guard remote.follows else { return }
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
+            try state.loadWholeIndex()
             try state.prepareFollow()
         }
     }
@@ -57,6 +58,7 @@ extension Vault {
     public func beginLiveDownloads() throws {
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
+            try state.loadWholeIndex()
             try state.commit()
             try state.beginDownloads()
         }
@@ -202,7 +204,7 @@ extension Vault {
         try state.withLock { state in
             guard !state.isLocked else { throw VaultError.locked }
             // A sync pins and merges: the pins of the base as committed, before anything changes.
-            do { try state.readPinsIfUnread(); return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
+            do { try state.readWholeVault(); return try body(&state) } catch let refusal as SyncRefusal { throw refusal } catch {
                 switch error {
                 case is SharingError, is GrantSeal.Failure: throw error
                 default: throw VaultError.wrap(error)

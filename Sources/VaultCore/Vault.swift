@@ -33,6 +33,12 @@ public final class Vault: Sendable {
         /// reports each and `repair` fixes them. Any other open refuses such a vault, naming
         /// the first broken record ("index 3: …"), or "items not reachable from the root folder".
         public var defersIndexChecks = false
+        /// Pages on demand (issue 17, step 6c): an index-3 vault opens reading its root, its
+        /// root folder's leaf and the writer's file blocks; each operation loads the leaves of
+        /// the items it touches, and whole-vault paths the rest. The cross-record checks of
+        /// §15.6 are then fsck's. Tests only (and `dotsafe` with `DOTSAFE_INDEX_ON_DEMAND=1`)
+        /// until it is the default with index 3.
+        public var loadsOnDemand = false
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -82,7 +88,8 @@ public final class Vault: Sendable {
                                             options: .init(readOnly: options.readOnly, cacheBytes: options.cacheBytes, owner: options.owner,
                                                            newVaultFormat: options.newVaultFormat,
                                                            upgradesFormatOne: options.upgradesFormatOne, indexThree: options.indexThree,
-                                                           defersIndexChecks: options.defersIndexChecks))
+                                                           defersIndexChecks: options.defersIndexChecks,
+                                                           loadsOnDemand: options.loadsOnDemand))
             state.indexFanOut = options.indexFanOut
             state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
@@ -136,19 +143,26 @@ public final class Vault: Sendable {
 
     // MARK: Items
 
-    public func attributes(_ id: UInt64) throws -> Attributes { try locked { try $0.attributes(id) } }
+    public func attributes(_ id: UInt64) throws -> Attributes {
+        try locked { state in
+            try state.fault(id)
+            return try state.attributes(id)
+        }
+    }
 
-    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.tree.lookup(parent, name) } }
+    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.lookup(parent, name) } }
 
     /// A folder's entries, sorted by name so that listings are stable.
     public func contents(ofFolder id: UInt64) throws -> [(name: [UInt8], id: UInt64)] {
         try locked { state in
-            try state.tree.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
+            try state.fault(id)
+            return try state.tree.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
         }
     }
 
     public func symlinkTarget(_ id: UInt64) throws -> [UInt8] {
         try locked { state in
+            try state.fault(id)
             let item = try state.item(id)
             guard item.record.type == .symlink else { throw VaultError.wrongType }
             return item.record.target
@@ -181,13 +195,17 @@ public final class Vault: Sendable {
 
     public func extendedAttribute(_ id: UInt64, _ name: [UInt8]) throws -> [UInt8] {
         try locked { state in
+            try state.fault(id)
             guard let value = try state.item(id).record.xattrs.first(where: { $0.name == name })?.value else { throw VaultError.notFound }
             return value
         }
     }
 
     public func extendedAttributeNames(_ id: UInt64) throws -> [[UInt8]] {
-        try locked { try $0.item(id).record.xattrs.map(\.name) }
+        try locked { state in
+            try state.fault(id)
+            return try state.item(id).record.xattrs.map(\.name)
+        }
     }
 
     /// Sets (or with nil removes) an extended attribute; `create`/`replace` as XATTR_CREATE/REPLACE.
@@ -195,7 +213,7 @@ public final class Vault: Sendable {
         try locked { try $0.setExtendedAttribute(id, name, value, create: create, replace: replace) }
     }
 
-    public func hold(_ id: UInt64) { state.withLock { $0.hold(id) } }
+    public func hold(_ id: UInt64) { state.withLock { state in if (try? state.fault(id)) != nil { state.hold(id) } } }
     public func release(_ id: UInt64) { state.withLock { $0.release(id) } }
 
     // MARK: Contents
@@ -293,6 +311,7 @@ public final class Vault: Sendable {
     private func write(_ id: UInt64, at offset: UInt64?, bytes: RawSpan) throws {
         let (jobs, waiting, evictionWaits) = try locked { state in
             try state.onDataPath { state in
+                try state.fault(id)
                 let position = try offset ?? state.file(id).record.size
                 let completed = try state.write(id, offset: position, bytes: bytes)
                 state.tree.touchContent(id, now: state.session.clock.now())
@@ -351,7 +370,10 @@ public final class Vault: Sendable {
     /// is not empty and at most `limit` bytes long: what the file system pushes into the
     /// kernel's page cache at an open for reading, so that the read after it costs no request.
     public func contentForKernelCache(_ id: UInt64, upTo limit: Int) -> [UInt8]? {
-        guard let size = try? locked({ try $0.file(id).record.size }), size > 0, size <= UInt64(limit) else { return nil }
+        guard let size = try? locked({ state in
+            try state.fault(id)
+            return try state.file(id).record.size
+        }), size > 0, size <= UInt64(limit) else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(size))
         for piece in ChunkOffsets.pieces(from: 0, to: size) {
@@ -373,6 +395,7 @@ public final class Vault: Sendable {
     public func truncate(_ id: UInt64, size: UInt64) throws {
         let evictionWaits = try locked { state in
             try state.onDataPath { state in
+                try state.fault(id)
                 try state.truncate(id, size: size)
                 state.tree.touchContent(id, now: state.session.clock.now())
                 return state.evictionWaitsForGroup

@@ -34,6 +34,7 @@ extension VaultState {
                 dropFormatOneKeys()
                 tree.countVersions(device: formatTwo.localDevice)
             }
+            try loadForCommit()
             committer.markChangedRecords(&tree)
             try writeIndexPages { key, tree, arena, format in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
@@ -107,6 +108,7 @@ extension VaultState {
             // with the most free tail): members just placed in it are not on disk yet, and reading
             // them from there would move random bytes (found by tools/stress under CPU load).
             guard !packs.isOpen(number) else { continue }
+            try faultMembers(of: number)
             let members = packs.members(of: number).compactMap { id in tree.items[id]?.packedMember.map { (id, $0) } }
             // With no other pack to take its first member, compaction waits, as `place` would
             // make it, but without reading the pack first: a session with one pack that lost

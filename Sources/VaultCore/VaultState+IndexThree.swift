@@ -102,6 +102,8 @@ extension VaultState {
                 // The names do not depend on where pages go: once.
                 if pass == 1 {
                     journal = three.applicable(tree.recordsJournal)
+                    // Names derived whole need every item.
+                    if journal == nil { try loadWholeIndex() }
                     statistics.entryHashes += try committer.updateNameRecords(tree, journal: journal)
                 }
                 let basis = IndexRecordsV3.FilesBasis(indexFiles: indexFiles, rootHeld: rootHeldFiles)
@@ -114,8 +116,9 @@ extension VaultState {
                 }
                 if files == nil {
                     if whole == nil {
+                        try loadWholeIndex()
                         whole = IndexRecordsV3.itemFilesAndPacks(tree, numbers)
-                        statistics.fileRecordItems += tree.items.count
+                        statistics.fileRecordItems += tree.allItems.count
                     }
                     files = try IndexRecordsV3.fileRecords(whole!.packs, numbers: numbers,
                                                            held: basis.rootHeld.union(whole!.files).subtracting(basis.indexFiles))

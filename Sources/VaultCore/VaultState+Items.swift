@@ -7,9 +7,24 @@ extension VaultState {
     func item(_ id: UInt64) throws -> Item { try tree.item(id) }
     func file(_ id: UInt64) throws -> Item { try tree.file(id) }
 
+    /// The item a name gives, loaded. An entry that names an item whose record lacks that link
+    /// is damage (§15.6), reported for that name only.
+    mutating func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 {
+        try fault(parent)
+        let id = try tree.lookup(parent, name)
+        // Read whole, the open checked every link against the entries; in part, each lookup does.
+        guard loadsOnDemand else { return id }
+        try fault(id)
+        guard tree.items[id]?.record.links.contains(ItemRecord.Link(parentID: parent, name: name)) == true else {
+            throw VaultError.damagedIndex("index 3: folder \(parent) has an entry for item \(id), which has no such name")
+        }
+        return id
+    }
+
     mutating func create(_ type: ItemRecord.ItemType, in parent: UInt64, named name: [UInt8], mode: UInt32, uid: UInt32,
                          gid: UInt32, rdev: UInt64, target: [UInt8]) throws -> UInt64 {
         try checkWritable()
+        try fault(parent)
         // Format 2 has no item keys: each seal has its own (docs/FORMAT.md §13.1).
         let arena = session.arena, random = session.random, format = self.format
         return try tree.create(type, in: parent, named: name, mode: mode, uid: uid, gid: gid, rdev: rdev, target: target,
@@ -18,26 +33,41 @@ extension VaultState {
 
     mutating func link(_ id: UInt64, into parent: UInt64, named name: [UInt8]) throws {
         try checkWritable()
+        try fault([id, parent])
         try tree.link(id, into: parent, named: name, now: session.clock.now())
     }
 
     mutating func unlink(_ parent: UInt64, _ name: [UInt8], folder: Bool) throws {
         try checkWritable()
+        _ = try lookup(parent, name)
         free(try tree.unlink(parent, name, folder: folder, now: session.clock.now()))
     }
 
     mutating func rename(_ parent: UInt64, _ name: [UInt8], to newParent: UInt64, _ newName: [UInt8], replace: Bool) throws {
         try checkWritable()
+        if loadsOnDemand {
+            // The moved item, a replaced one, and the target's ancestors (the check for a cycle).
+            _ = try lookup(parent, name)
+            try fault(newParent)
+            if (try? tree.folder(newParent))?[newName] != nil { _ = try lookup(newParent, newName) }
+            var ancestor = tree.items[newParent]?.record.links.first?.parentID
+            while let current = ancestor {
+                try fault(current)
+                ancestor = tree.items[current]?.record.links.first?.parentID
+            }
+        }
         free(try tree.rename(parent, name, to: newParent, newName, replace: replace, now: session.clock.now()))
     }
 
     mutating func setAttributes(_ id: UInt64, mode: UInt32?, uid: UInt32?, gid: UInt32?, atime: Int64?, mtime: Int64?) throws {
         try checkWritable()
+        try fault(id)
         try tree.setAttributes(id, mode: mode, uid: uid, gid: gid, atime: atime, mtime: mtime, now: session.clock.now())
     }
 
     mutating func setExtendedAttribute(_ id: UInt64, _ name: [UInt8], _ value: [UInt8]?, create: Bool, replace: Bool) throws {
         try checkWritable()
+        try fault(id)
         try tree.setExtendedAttribute(id, name, value, create: create, replace: replace, now: session.clock.now())
     }
 

@@ -8,7 +8,7 @@ import VaultStore
 extension VaultState {
     func localSyncView(deviceName: String) throws -> LocalSyncView {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
-        let entries = try VaultState.entries(tree.items, session.arena)
+        let entries = try VaultState.entries(tree.allItems, session.arena)
         var header: SyncBase.Header?, base: SyncBase?
         if !isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
             let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],

@@ -17,6 +17,8 @@ extension VaultState {
         var indexThree = false
         /// fsck's open (`Vault.Options.defersIndexChecks`).
         var defersIndexChecks = false
+        /// Pages on demand (`Vault.Options.loadsOnDemand`).
+        var loadsOnDemand = false
     }
 
     /// Opens the vault that these secrets find (docs/FORMAT.md §9.1): its newest root and every

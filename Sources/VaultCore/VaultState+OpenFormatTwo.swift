@@ -90,6 +90,8 @@ extension VaultState {
         // A sync's downloads staged for this root (tag 1025, §13.11), put in place before any
         // page is read; the staged files are not free before the next commit.
         var stagedFiles: Set<UInt64> = [], reading = storage
+        // Pages on demand: the table of listed leaves, those read, and where the rest come from.
+        var inPart: (table: PageTable, leaves: [Int], source: IndexLeafSource)?
         do {
             // Role 3: a pattern change in progress still lists the old pattern's record (§13.12).
             guard let found = newest.specialFiles.first(where: { special in
@@ -111,8 +113,14 @@ extension VaultState {
             } else {
                 stagedFiles = try finishStagedAtOpen(newest, storage: storage, secrets: stateSecrets, random: random)
             }
-            contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree,
-                                          keepsUnreached: options.defersIndexChecks)
+            if options.loadsOnDemand && !readsReferences, let three = committer.indexThree {
+                let part = try openInPart(newest, storage: reading, secrets: stateSecrets, arena: arena, entryHash: three.entryHash)
+                contents = part.contents
+                inPart = (part.table, part.leaves, part.source)
+            } else {
+                contents = try loadContentsV2(newest, storage: reading, secrets: stateSecrets, arena: arena, indexThree: committer.indexThree,
+                                              keepsUnreached: options.defersIndexChecks)
+            }
             if readsReferences {
                 if let base = try readSyncBase(newest, storage: storage, secrets: stateSecrets) {
                     baseFiles = Set(base.files)
@@ -121,7 +129,11 @@ extension VaultState {
             } else {
                 baseFiles = Set(try syncBasePieceFiles(newest.extensions))
                 // Another device's packs are its own to describe (§15.4): from the references.
-                packs = try contents.derived.packs(device: local).merging(contents.packs.filter { FileRef(raw: $0.key).device != local }) { own, _ in own }
+                // (Held in part, from the pack entries alone, below.)
+                if inPart == nil {
+                    packs = try contents.derived.packs(device: local)
+                        .merging(contents.packs.filter { FileRef(raw: $0.key).device != local }) { own, _ in own }
+                }
             }
         } catch {
             arena.wipeAll()
@@ -135,9 +147,12 @@ extension VaultState {
             default: throw VaultError.damagedIndex("\(error)")
             }
         }
-        committer.useLoaded(PageTable(loaded: contents))
-        committer.indexThree?.records = contents.derived
-        committer.indexThree?.foreign = contents.foreignRecords
+        committer.useLoaded(inPart?.table ?? PageTable(loaded: contents))
+        // Held in part, the records come with their leaves (`adopt` below).
+        if inPart == nil {
+            committer.indexThree?.records = contents.derived
+            committer.indexThree?.foreign = contents.foreignRecords
+        }
         if slots.contains(where: { $0 == nil }) && moveFiles.isEmpty { committer.missingSlot = slots[0] == nil ? 0 : 1 }
         var used = baseFiles.union(moveFiles).union(stagedFiles)
         if readsReferences {
@@ -150,7 +165,16 @@ extension VaultState {
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
                                allocator: FileAllocator(device: device, index: local, used: used, pinned: pinned),
                                nextItemID: device.nextItemID,
-                               committer: committer, contents: contents, packs: packs, arena: arena)
+                               committer: committer, contents: inPart == nil ? contents : IndexContents(), packs: packs, arena: arena)
+        if let inPart {
+            state.leafSource = inPart.source
+            // Each pack as its entry gives it, its members from its list when needed, its end
+            // the entry's: no pack's members to load at the first commit.
+            let entries = contents.derived.packEntries(device: local)
+            state.packs = PackStore(packs: entries, endsFromMembers: false, unlisted: Set(entries.keys))
+            state.tree.holdInPart()
+            state.adopt(contents, leaves: inPart.leaves)
+        }
         state.syncBases.pinsUnread = !readsReferences && !baseFiles.isEmpty
         // A move takes the old slots away one after the other: a missing one is no damage then.
         // Nor is a slot missing next to a root that names old slots to retire: a withdrawal or
@@ -162,10 +186,11 @@ extension VaultState {
         if record.role == .owner { state.sharing = try VaultSharing(ownerRecord: record) }
         state.packs.pinWhole(pinned)
         if let three = state.committer.indexThree, !options.defersIndexChecks {
-            // Read whole for now: every rule of §15.6 across records, before anything is written
-            // (fsck's open defers them to its own check, which reports each and can repair them).
+            // Read whole: every rule of §15.6 across records, before anything is written (fsck's
+            // open defers them to its own check, which reports each and can repair them; held in
+            // part, each leaf's own rules are checked as it loads, the rest is fsck's).
             do {
-                try state.checkRecords(three.records, entryHash: three.hash)
+                if inPart == nil { try state.checkRecords(three.records, entryHash: three.hash) }
                 state.tree.recordsJournal = state.committer.indexThree?.startJournal()
                 // Checked bit by bit against what they hold, unless set bits stood in for the pins.
                 if !state.syncBases.pinsUnread {
@@ -182,7 +207,10 @@ extension VaultState {
             // pins of the base as committed first. A plain open reads none (§15.4).
             let inFlight = !moveFiles.isEmpty || !stagedFiles.isEmpty || retiring || state.committer.missingSlot != nil
                 || !device.releasing.isEmpty || newest.specialFiles.contains { $0.role == .retiredOwner }
-            if inFlight { try state.readPinsIfUnread() }
+            if inFlight {
+                try state.loadWholeIndex()
+                try state.readPinsIfUnread()
+            }
             try state.removeLeftovers(releasing: device.releasing.map { $0 + state.writer.allocator.base })
             try state.forgetStagedDownloads(stagedFiles)
             try state.repairOtherDevicesFiles()
@@ -192,6 +220,30 @@ extension VaultState {
             try state.retireFollowedSlots()
         }
         return state
+    }
+
+    /// Pages on demand: the root's interior pages read and its leaves listed, then the leaves
+    /// an open needs read (`readLeaves`): the root folder's and the writer's file blocks
+    /// (§15.4: its free numbers, and its packs' fills and ends; their member lists when used).
+    static func openInPart(_ root: IndexRootV2, storage: any StorageFolder, secrets: VaultSecrets, arena: SecretArena,
+                           entryHash: EntryHash) throws -> (contents: IndexContents, table: PageTable, leaves: [Int], source: IndexLeafSource) {
+        var listed = IndexContents()
+        let pageBody = pageReader(storage: storage, secrets: secrets, arena: arena, version: IndexRootV3.envelopeVersion)
+        let leaves = try listed.walk(root, pageBody: pageBody, keepKey: { key in
+            defer { Sealer.wipe(&key) }
+            return try arena.allocate(copying: key)
+        })
+        let table = PageTable(listed: leaves.map { ($0.firstKey, $0.ref) }, parents: listed.parents,
+                              orphaned: listed.parents.isEmpty ? listed.interiorPages : [])
+        let source = IndexLeafSource(try IndexRootV3(root))
+        let device = UInt64(root.writerDevice) << 48
+        let ranges = [table.leaves(from: .item(Format.rootItemID), below: .item(Format.rootItemID + 1)),
+                      table.leaves(from: .item(device), below: .item(device | 1 << 32))]
+        let wanted = runs(ranges.compactMap { $0 }.flatMap { Array($0) }, of: table.pages)
+        var contents = try readLeaves(wanted, of: table.pages, source: source, entryHash: entryHash, storage: storage, secrets: secrets, arena: arena)
+        contents.parents = listed.parents
+        contents.interiorPages = listed.interiorPages
+        return (contents, table, wanted, source)
     }
 
     /// A root slot's file opened with RK: version 2, or version 3 (index 3, §15.5) when the
@@ -228,18 +280,8 @@ extension VaultState {
                                keepsUnreached: Bool = false) throws -> IndexContents {
         let three = try indexThree.map { (root: try IndexRootV3(root), hash: $0.entryHash) }
         let version = three == nil ? StorageFormat.two.envelopeVersion : IndexRootV3.envelopeVersion
-        return try IndexContents(rootV2: root, indexThree: three, keepsUnreached: keepsUnreached && three != nil, pageBody: { ref, level in
-            let name = try secrets.fileName(ref.fileNumber)
-            guard let file = try storage.read(redirects[name] ?? name) else {
-                throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) is missing")
-            }
-            do {
-                return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: version,
-                                               key: .arena(ref.key!, arena), seal: .indexPageV2(level: level))
-            } catch CryptoError.authenticationFailed {
-                throw VaultError.damagedIndex("index page \(FileRef(raw: ref.fileNumber)) does not open")
-            }
-        }, keepKey: { key in
+        let pageBody = pageReader(storage: storage, secrets: secrets, arena: arena, redirects: redirects, version: version)
+        return try IndexContents(rootV2: root, indexThree: three, keepsUnreached: keepsUnreached && three != nil, pageBody: pageBody, keepKey: { key in
             defer { Sealer.wipe(&key) }
             return try arena.allocate(copying: key)
         })

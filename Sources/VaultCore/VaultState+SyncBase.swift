@@ -38,7 +38,7 @@ extension VaultState {
 
     /// The items a sync compares: named ones (the root folder included), with their first link.
     var syncedItems: [(id: UInt64, item: Item)] {
-        tree.items.filter { $0.key == Format.rootItemID || !$0.value.record.links.isEmpty }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        tree.allItems.filter { $0.key == Format.rootItemID || !$0.value.record.links.isEmpty }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Every file the committed state references under a key: pages, chunks, pack members (raw
@@ -52,7 +52,7 @@ extension VaultState {
             uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset))
         }
         for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs { add(ref.fileNumber, ref.key) }
-        for item in (items ?? tree.items).values {
+        for item in (items ?? tree.allItems).values {
             for ref in item.chunks.values { add(ref.fileNumber, ref.key) }
             if let member = item.packedMember { add(member.fileNumber, item.memberKey, offset: member.offset) }
         }

@@ -13,7 +13,7 @@ extension VaultState {
         guard let root = remote.root, let remoteContents = remote.contents, let old = committer.formatTwo else {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
-        let oldItems = tree.items, oldUses = referencedFiles(), joining = remote.joins
+        let oldItems = tree.allItems, oldUses = referencedFiles(), joining = remote.joins
         // A file is held only at the name the last commit read it at (FORMAT.md §13.11): a
         // move gives another device's files new names, where a killed sync may have filled.
         var oldNames: [UInt64: String] = [:]
@@ -112,7 +112,7 @@ extension VaultState {
     /// names that appeared, went or moved, and their folders, are what the kernel must forget.
     private mutating func pulledChanges(from old: [UInt64: Item], digests: [UInt64: [UInt8]]) -> PulledChanges {
         var pulled = PulledChanges()
-        for id in Set(old.keys).union(tree.items.keys) {
+        for id in Set(old.keys).union(tree.allItems.keys) {
             let new = tree.items[id]
             if new.map({ Self.syncDigest(id, $0, session.arena) }) != digests[id] {
                 chunks.contentReplaced(id)
@@ -187,14 +187,14 @@ extension VaultState {
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
         writer.pendingUnlock = unlock
         writer.lendsFreeFiles = true
-        tree = ItemTree(items: tree.items, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
+        tree = ItemTree(items: tree.allItems, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
     }
 
     /// After the downloads: each downloaded file opens under the key the merged state records
     /// for it (a file a provider changed stops the sync before anything is committed); every
     /// other device's groups are made whole with random files, and groups it no longer owns go.
     mutating func finishMerge(_ remote: RemoteVault, downloaded: [String]) throws {
-        try checkOpens(Set(downloaded), items: tree.items, naming: secrets)
+        try checkOpens(Set(downloaded), items: tree.allItems, naming: secrets)
         try completeOtherGroups(remote)
         // The merged state references what was staged: its commit puts it in place.
         adoptStagedDownloads(wanted: Set(downloaded))

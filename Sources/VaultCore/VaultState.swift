@@ -17,6 +17,8 @@ public struct VaultStatistics: Equatable, Sendable {
     public var entryHashes = 0
     /// Items whose files commits looked at for index 3's file blocks: those changed, not all.
     public var fileRecordItems = 0
+    /// Index leaves loaded after the open (pages on demand, `VaultState.fault`).
+    public var leafLoads = 0
     public init() {}
 }
 
@@ -55,6 +57,9 @@ struct VaultState {
     var staging = DownloadStaging()
     /// Sync: other devices' files of groups they released, to remove after the next commit point.
     var releasedElsewhere = Set<UInt64>()
+    /// Pages on demand: where leaves not loaded at the open come from; nil when the open read
+    /// every leaf (`VaultState+Faulting`).
+    var leafSource: IndexLeafSource?
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -24,6 +24,7 @@ import VaultStore
     /// The records of the vault's committed state, checked, with its held files and free numbers.
     static func records(_ vault: Vault, _ hash: EntryHash) throws -> (records: IndexRecordsV3, held: Set<UInt64>, free: [UInt64]) {
         try vault.state.withLock { state in
+            try state.loadWholeIndex()
             let records = try state.derivedRecords(entryHash: hash.callAsFunction)
             try state.checkRecords(records, entryHash: hash.callAsFunction)
             return (records, state.mappedFiles.union(state.indexFiles), state.writer.allocator.freeNumbers)
@@ -149,6 +150,7 @@ import VaultStore
         let (vault, hash) = try sample()
         defer { try? vault.lock() }
         try vault.state.withLock { state in
+            try state.loadWholeIndex()
             var records = try state.derivedRecords(entryHash: hash.callAsFunction)
             try state.checkRecords(records, entryHash: hash.callAsFunction)
             try change(&records, state.tree)
@@ -255,12 +257,16 @@ import VaultStore
         for i in 0..<17 { _ = try vault.create(.file, in: Vault.rootID, named: Array("n\(i)".utf8), mode: 0o644) }
         try vault.commit()
         // Every name of one hash: 16 fit one record, the 17th does not.
-        vault.state.withLock { state in
+        try vault.state.withLock { state in
+            try state.loadWholeIndex()
             #expect(throws: VaultError.store(.noSpace)) { try state.derivedRecords { _ in 7 } }
         }
         try vault.remove(Array("n16".utf8), from: Vault.rootID)
         try vault.commit()
-        let records = try vault.state.withLock { state in try state.derivedRecords { _ in 7 } }
+        let records = try vault.state.withLock { state in
+            try state.loadWholeIndex()
+            return try state.derivedRecords { _ in 7 }
+        }
         #expect(records.entries[Vault.rootID]?[7]?.entries.count == 16)
         #expect(try vault.contents(ofFolder: Vault.rootID).count == 16, "nothing lost")
     }

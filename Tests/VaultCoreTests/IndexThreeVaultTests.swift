@@ -21,6 +21,7 @@ import VaultStore
     /// The records the vault's pages stand for are the ones its tree derives, and pass §15.6.
     static func expectRecordsExact(_ vault: Vault, _ context: String) throws {
         try vault.state.withLock { state in
+            try state.loadWholeIndex()
             let three = try #require(state.committer.indexThree, "\(context): index 3")
             try state.readPinsIfUnread()
             #expect(try state.derivedRecords(entryHash: three.hash) == three.records, "\(context): the records written")

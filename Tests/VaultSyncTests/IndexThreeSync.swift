@@ -22,6 +22,7 @@ enum IndexThreeSync {
     /// the vault's check (fsck) is clean.
     static func expectExact(_ device: SyncDevice, _ context: String) throws {
         try device.vault.state.withLock { state in
+            try state.loadWholeIndex()
             let three = try #require(state.committer.indexThree, "\(context): \(device.name) is index 3")
             // The bits against the pins themselves, not against the bits that stand for them.
             try state.readPinsIfUnread()

@@ -50,8 +50,12 @@ final class SyncDevice {
         folder = owner.folder
         var options = Vault.Options(cacheBytes: 8 << 20)
         options.indexThree = indexThree
+        options.loadsOnDemand = indexThree && Self.onDemandEverywhere
         vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code, options: options)
     }
+
+    /// `DOTSAFE_TEST_ON_DEMAND=1`: index-3 devices hold their index in part (`tools/test-on-demand`).
+    static let onDemandEverywhere = ProcessInfo.processInfo.environment["DOTSAFE_TEST_ON_DEMAND"] == "1"
 
     static func secrets(_ seed: UInt8) throws -> VaultSecrets {
         try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
@@ -63,6 +67,7 @@ final class SyncDevice {
         var options = Vault.Options(cacheBytes: 8 << 20)
         options.indexFanOut = fanOut
         options.indexThree = indexThree
+        options.loadsOnDemand = indexThree && Self.onDemandEverywhere
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -105,6 +110,7 @@ final class SyncDevice {
             var options = Vault.Options(cacheBytes: 8 << 20)
             options.indexFanOut = fanOut
             options.indexThree = indexThree
+            options.loadsOnDemand = indexThree && Self.onDemandEverywhere
             do {
                 vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
                     ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
@@ -169,6 +175,7 @@ final class SyncDevice {
     static func readOnlyView(_ folder: String, seed: UInt8, sharedBy: ContactCode?, indexThree: Bool = false) throws -> [String] {
         var options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
         options.indexThree = indexThree
+        options.loadsOnDemand = indexThree && Self.onDemandEverywhere
         let storage = try Storage.open(at: folder)
         let vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: $0, options: options) }
             ?? Vault.open(storage: storage, secrets: secrets(seed), options: options)
