@@ -122,11 +122,13 @@ import VaultStore
     }
 
     /// Opens of the locked vault, read-only or not, fail with `message`; nothing is written.
+    /// Opens that read the index whole: one that holds it in part checks each leaf's records,
+    /// and leaves the rules across records to fsck (`IndexOnDemandTests`).
     static func expectRefused(_ storage: SimulatedStorageFolder, _ message: String) {
         let damaged = storage.snapshot
         for readOnly in [true, false] {
             do {
-                _ = try TestVaults.open(storage, readOnly: readOnly, indexThree: true)
+                _ = try TestVaults.open(storage, readOnly: readOnly, indexThree: true, onDemand: false)
                 Issue.record("opened: \(message)")
             } catch VaultError.damagedIndex(let text) {
                 #expect(text.contains(message), "\(text)")

@@ -21,12 +21,12 @@ struct TestVaults {
     static func open(_ storage: any StorageFolder, seed: UInt8 = 1, cacheBytes: Int = 8 << 20,
                      random: any RandomSource = SystemRandom(), clock: any VaultClock = ManualClock(),
                      readOnly: Bool = false, format: StorageFormat = .two, fanOut: PageTable.FanOut = .standard,
-                     indexThree: Bool = false, onDemand: Bool = false) throws -> Vault {
+                     indexThree: Bool = false, onDemand: Bool? = nil) throws -> Vault {
         var options = Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes)
         options.indexThree = indexThree
         // `DOTSAFE_TEST_ON_DEMAND=1`: every index-3 open of the tests holds its index in part
         // (`tools/test-on-demand`), so that each path faults.
-        options.loadsOnDemand = onDemand || (indexThree && onDemandEverywhere)
+        options.loadsOnDemand = onDemand ?? (indexThree && onDemandEverywhere)
         options.newVaultFormat = format
         options.indexFanOut = fanOut
         // Format 1 asked for: a format-1 vault stays format 1 (as a release without the upgrade).
