@@ -70,6 +70,8 @@ extension VaultState {
     /// The next step for reading `range` of chunk `index` of `id`; `sequential` says whether the
     /// read continues the previous one (then the chunks after it are loaded ahead).
     mutating func chunkStep(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> ChunkStep {
+        // Evicted since the read began (a lookup on another thread): back by its ID.
+        try fault(id)
         let item = try file(id)
         let key = ChunkCache.Key(item: id, index: index)
         if case .chunked = item.record.layout, !chunks.isInMemory(key), item.chunks[index] != nil {

@@ -38,6 +38,8 @@ struct ChunkStore {
 
     /// Dirty chunks wait for the commit, or a write-behind is still running.
     var hasChanges: Bool { cache.hasDirtyEntries || !flights.isEmpty }
+    /// Whether a chunk is being loaded outside the lock.
+    var isLoading: Bool { !loads.isEmpty }
     var hasFlights: Bool { !flights.isEmpty }
 
     /// A copy of the newest bytes of a chunk held in memory.

@@ -24,6 +24,14 @@ struct IndexThree {
 
     func hash(_ name: [UInt8]) throws -> UInt32 { try entryHash(name) }
 
+    /// Evicted folders' entries and summaries (their leaves unloaded, clean: as on disk).
+    mutating func forgetFolders(_ ids: [UInt64]) {
+        for id in ids {
+            records.entries[id] = nil
+            records.summaries[id] = nil
+        }
+    }
+
     /// The derived records of leaves loaded after the open: keys none of these have (a key in
     /// memory is in a loaded leaf), so a journal started before still applies.
     mutating func adoptLoaded(_ loaded: IndexRecordsV3, foreign loadedForeign: [RecordKey: [UInt8]]) {

@@ -51,6 +51,12 @@ struct Committer {
     /// Leaf `index` of a table held in part was read (`VaultState.fault`).
     mutating func loadLeaf(_ index: Int, keys: [RecordKey]) { pageTable.load(index, keys: keys) }
 
+    /// Leaf `index`, clean, goes back to its first key (eviction).
+    mutating func unloadLeaf(_ index: Int) { pageTable.unload(index) }
+
+    /// Leaves were used at `tick` (eviction's order).
+    mutating func useLeaves(_ range: ClosedRange<Int>, tick: UInt64) { pageTable.use(range, tick: tick) }
+
     /// Brings index 3's folder entries and summaries to `tree`'s names: from `journal` (one
     /// that applies to these records), or, without one (an open, a merge), derived again from
     /// every item. The pages of the keys that changed are written again, the keys they lost

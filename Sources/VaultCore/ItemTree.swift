@@ -32,6 +32,9 @@ struct ItemTree {
     /// Items known to be folders from their parents' entries (§15.3) before their own records
     /// are loaded: a folder's link count counts its subfolders. An ID never changes type.
     private var entryFolders: Set<UInt64> = []
+    /// Holds of items evicted while the kernel knew them or a file was open (`evict`): they
+    /// come back with the item.
+    private var evictedHolds: [UInt64: Int] = [:]
 
     struct RecordsJournal: Equatable {
         /// The records it applies to (`IndexThree.journalToken`): any other are derived whole.
@@ -93,6 +96,10 @@ struct ItemTree {
     /// `whole`: no leaf is left unloaded.
     mutating func adopt(_ loaded: [UInt64: Item], folders: [UInt64: [[UInt8]: UInt64]], subfolders: Set<UInt64>, whole: Bool) {
         items.merge(loaded) { _, _ in preconditionFailure("an item loaded twice") }
+        for (id, holds) in evictedHolds where items[id] != nil {
+            items[id]!.holds = holds
+            evictedHolds[id] = nil
+        }
         children.merge(folders) { _, _ in preconditionFailure("a folder's names loaded twice") }
         entryFolders.formUnion(subfolders)
         if whole {
@@ -353,8 +360,28 @@ struct ItemTree {
         dirtySegments = [:]
     }
 
+    /// Items of leaves being unloaded (pages on demand, eviction), each with a name and no
+    /// change since the last commit: the tree is in part afterwards, their holds kept for
+    /// their return. Returns them: their keys are the caller's to free.
+    mutating func evict(_ ids: [UInt64]) -> [Item] {
+        isWhole = false
+        var gone: [Item] = []
+        for id in ids {
+            guard let item = items.removeValue(forKey: id) else { continue }
+            precondition(!item.record.links.isEmpty && !dirtyItems.contains(id), "an item evicted with a change or without a name")
+            if item.holds != 0 { evictedHolds[id] = item.holds }
+            if item.isFolder {
+                children[id] = nil
+                entryFolders.insert(id)
+            }
+            gone.append(item)
+        }
+        return gone
+    }
+
     mutating func removeAll() {
         items = [:]
+        evictedHolds = [:]
         children = [:]
         entryFolders = []
         recordsJournal = nil

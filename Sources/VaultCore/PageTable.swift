@@ -16,6 +16,8 @@ struct PageTable {
         /// A leaf known only from its parent's ref (pages on demand, index 3): the first key
         /// the ref lists, which routes keys to it until it is loaded.
         var listedFirstKey: RecordKey?
+        /// When a loaded leaf was last used (`use`): the least recently used go first.
+        var lastUse: UInt64 = 0
 
         init(ref: StoredRef?, keys: [RecordKey], dirty: Bool) {
             self.ref = ref
@@ -74,6 +76,18 @@ struct PageTable {
         precondition(!pages[index].isLoaded && !keys.isEmpty, "a leaf loaded twice, or empty")
         pages[index].keys = keys
         pages[index].listedFirstKey = nil
+    }
+
+    /// A clean leaf goes back to being known by its first key (pages on demand, eviction).
+    mutating func unload(_ index: Int) {
+        precondition(pages[index].isLoaded && !pages[index].dirty && pages[index].ref != nil, "a leaf unloaded dirty")
+        pages[index].listedFirstKey = pages[index].keys[0]
+        pages[index].keys = []
+    }
+
+    /// Leaves `range` were used at `tick`.
+    mutating func use(_ range: ClosedRange<Int>, tick: UInt64) {
+        for i in range { pages[i].lastUse = tick }
     }
 
     /// The leaves whose ranges meet keys `lower` up to, not including, `upper`: those to load

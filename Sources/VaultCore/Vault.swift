@@ -39,6 +39,10 @@ public final class Vault: Sendable {
         /// §15.6 are then fsck's. Tests only (and `dotsafe` with `DOTSAFE_INDEX_ON_DEMAND=1`)
         /// until it is the default with index 3.
         public var loadsOnDemand = false
+        /// Held in part: how many index leaves stay loaded between operations once nothing is
+        /// left to commit (nil: every leaf used stays). Tests only for now (step 7 chooses the
+        /// default and the option users get).
+        public var indexCacheLeaves: Int?
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {
             self.readOnly = readOnly; self.cacheBytes = cacheBytes; self.owner = owner; self.writeBehind = writeBehind
@@ -91,6 +95,7 @@ public final class Vault: Sendable {
                                                            defersIndexChecks: options.defersIndexChecks,
                                                            loadsOnDemand: options.loadsOnDemand))
             state.indexFanOut = options.indexFanOut
+            if state.loadsOnDemand { state.leafBudget = options.indexCacheLeaves }
             state.readsIndexThree = options.indexThree
             // The state's storage: a read-only open may read staged downloads where they lie.
             let reading = state.storage
@@ -144,17 +149,19 @@ public final class Vault: Sendable {
     // MARK: Items
 
     public func attributes(_ id: UInt64) throws -> Attributes {
-        try locked { state in
+        try lockedEvicting { state in
             try state.fault(id)
             return try state.attributes(id)
         }
     }
 
-    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 { try locked { try $0.lookup(parent, name) } }
+    public func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> UInt64 {
+        try lockedEvicting { try $0.lookup(parent, name) }
+    }
 
     /// A folder's entries, sorted by name so that listings are stable.
     public func contents(ofFolder id: UInt64) throws -> [(name: [UInt8], id: UInt64)] {
-        try locked { state in
+        try lockedEvicting { state in
             try state.fault(id)
             return try state.tree.folder(id).map { (name: $0.key, id: $0.value) }.sorted { $0.name.lexicographicallyPrecedes($1.name) }
         }
@@ -214,7 +221,14 @@ public final class Vault: Sendable {
     }
 
     public func hold(_ id: UInt64) { state.withLock { state in if (try? state.fault(id)) != nil { state.hold(id) } } }
-    public func release(_ id: UInt64) { state.withLock { $0.release(id) } }
+    public func release(_ id: UInt64) {
+        state.withLock { state in
+            // An item evicted while held comes back to be released (its holds came with it).
+            guard (try? state.fault(id)) != nil else { return }
+            state.release(id)
+            state.evictLeavesOverBudget()
+        }
+    }
 
     // MARK: Contents
 
@@ -411,6 +425,7 @@ public final class Vault: Sendable {
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
             try state.commit()
+            state.evictLeavesOverBudget()
         }
     }
 
@@ -441,6 +456,16 @@ public final class Vault: Sendable {
             }
             guard let groups else { return }
             groups.forEach(makeAssembledGroup)
+        }
+    }
+
+    /// `locked`, then index leaves over the budget go, but for those this call used (pages on
+    /// demand): the calls that walk names evict.
+    func lockedEvicting<R>(_ body: (inout VaultState) throws -> R) throws -> R {
+        try locked { state in
+            let start = state.leafClock
+            defer { state.evictLeavesOverBudget(keepingUsedAfter: start) }
+            return try body(&state)
         }
     }
 

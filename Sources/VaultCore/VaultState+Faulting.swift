@@ -8,7 +8,7 @@ import VaultStore
 /// loaded is still the one that root lists, and the device table changes only in whole-vault
 /// paths, which load every leaf first.
 struct IndexLeafSource {
-    let root: IndexRootV3
+    private(set) var root: IndexRootV3
 
     init(_ opened: IndexRootV3) {
         var root = opened
@@ -20,6 +20,13 @@ struct IndexLeafSource {
             return kept
         }
         self.root = root
+    }
+
+    /// The items this device made since the open are valid too (a leaf written and evicted).
+    mutating func allowItems(below next: UInt64, device: UInt16) {
+        let index = Int(device)
+        guard index < root.root.devices.count, root.root.devices[index].nextItemID < next else { return }
+        root.root.devices[index].nextItemCounter = UInt32(truncatingIfNeeded: next)
     }
 }
 
@@ -35,8 +42,9 @@ extension VaultState {
     /// Loads item `id`'s leaves unless it is here: its record, segments, and a folder's entries.
     /// An ID in no leaf is simply not loaded (`notFound` follows from the tree).
     mutating func fault(_ id: UInt64) throws {
-        guard leafSource != nil, tree.items[id] == nil else { return }
-        try loadLeaves(over: RecordKey.item(id), below: RecordKey.item(id &+ 1))
+        guard leafSource != nil else { return }
+        if tree.items[id] == nil { try loadLeaves(over: RecordKey.item(id), below: RecordKey.item(id &+ 1)) }
+        if leafBudget != nil { noteUse(id) }
     }
 
     /// `fault` for several items.
@@ -103,9 +111,11 @@ extension VaultState {
 
     /// Loads leaves by index in the page table, each with its run (`runs`), in key order.
     private mutating func loadLeaves(_ wanted: [Int]) throws {
-        guard let source = leafSource, let three = committer.indexThree else { return }
+        guard var source = leafSource, let three = committer.indexThree, let local = committer.formatTwo?.localDevice else { return }
         let order = Self.runs(wanted, of: committer.pageTable.pages)
         guard !order.isEmpty else { return }
+        // A leaf this session wrote (then evicted) holds items made since the open.
+        source.allowItems(below: tree.nextItemID, device: local)
         let contents = try Self.readLeaves(order, of: committer.pageTable.pages, source: source, entryHash: three.entryHash,
                                            storage: storage, secrets: secrets, arena: session.arena)
         adopt(contents, leaves: order)
@@ -134,10 +144,7 @@ extension VaultState {
     /// The leaves of `wanted` not loaded, each with its run: a leaf that starts within an item
     /// (its first key a segment or entries, not a reserved ID's) goes with the leaf before it.
     static func runs(_ wanted: [Int], of pages: [PageTable.Page]) -> [Int] {
-        func startsWithinItem(_ i: Int) -> Bool {
-            let key = pages[i].firstKey
-            return key.sub != 0 && key.itemID & 0xffff_ffff != 0
-        }
+        func startsWithinItem(_ i: Int) -> Bool { Self.startsWithinItem(pages[i]) }
         var load = Set<Int>()
         for i in wanted where !pages[i].isLoaded && !load.contains(i) {
             var first = i, last = i
@@ -146,6 +153,12 @@ extension VaultState {
             for j in first...last where !pages[j].isLoaded { load.insert(j) }
         }
         return load.sorted()
+    }
+
+    /// A leaf whose first key is a segment, summary or entries of an item, not a reserved ID's.
+    static func startsWithinItem(_ page: PageTable.Page) -> Bool {
+        let key = page.firstKey
+        return key.sub != 0 && !IndexKeyV3.isReserved(key.itemID)
     }
 
     /// Reads leaves `order` (ascending, whole runs) of a table held in part: their items with

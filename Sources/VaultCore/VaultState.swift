@@ -19,6 +19,8 @@ public struct VaultStatistics: Equatable, Sendable {
     public var fileRecordItems = 0
     /// Index leaves loaded after the open (pages on demand, `VaultState.fault`).
     public var leafLoads = 0
+    /// Index leaves unloaded to keep within the budget (`Vault.Options.indexCacheLeaves`).
+    public var leafEvictions = 0
     public init() {}
 }
 
@@ -60,6 +62,10 @@ struct VaultState {
     /// Pages on demand: where leaves not loaded at the open come from; nil when the open read
     /// every leaf (`VaultState+Faulting`).
     var leafSource: IndexLeafSource?
+    /// Pages on demand: how many leaves stay loaded between operations (nil: all that were
+    /// used), and the clock of their use (`VaultState+Eviction`).
+    var leafBudget: Int?
+    var leafClock: UInt64 = 0
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -48,8 +48,11 @@ import VaultStore
     /// Random operations on a vault of several leaves, opened in part and whole by turns, with
     /// commits and reopens: the names, types and bytes are the model's, and each open read whole
     /// checks every record of §15.6 against the tree (the records the parts wrote stayed exact).
-    @Test(arguments: [UInt64(5), 17])
-    func randomOperationsHeldInPartMatchTheModel(seed: UInt64) throws {
+    /// With a budget (`indexCache`), the same with leaves unloaded between operations and
+    /// loaded again by ID: `DOTSAFE_TEST_INDEX_CACHE=1 tools/test-on-demand IndexOnDemand`
+    /// (a budget of 1 loads a leaf again at nearly every lookup: some 9 minutes of debug build).
+    @Test(arguments: [(UInt64(5), TestVaults.indexCacheEverywhere), (17, TestVaults.indexCacheEverywhere)] as [(UInt64, Int?)])
+    func randomOperationsHeldInPartMatchTheModel(seed: UInt64, indexCache: Int?) throws {
         let storage = try TestVaults.storage()
         var generator = SeededGenerator(seed: seed)
         // Path → bytes (nil: a folder); 4 folders of 1,000 files make some 5 leaves.
@@ -91,7 +94,7 @@ import VaultStore
         var touched: [[String]] = []
         for round in 0..<6 {
             let inPart = round % 3 != 2
-            let vault = try TestVaults.open(storage, indexThree: true, onDemand: inPart)
+            let vault = try TestVaults.open(storage, indexThree: true, onDemand: inPart, indexCache: indexCache)
             defer { try? vault.lock() }
             // Each open (whole, or by the parts it loads) sees what the model holds.
             try check(vault, touched + [[], ["f0"], ["f3", "n999"]])
@@ -153,6 +156,7 @@ import VaultStore
             try vault.commit()
             try check(vault, touched)
             if inPart { #expect(vault.statistics.leafLoads > 0) }
+            if inPart && indexCache != nil { #expect(vault.statistics.leafEvictions > 0) }
         }
         // Read whole: every record checked against the tree at the open, and every path.
         let vault = try TestVaults.open(storage, indexThree: true)
@@ -189,5 +193,46 @@ import VaultStore
         let looking = try IndexThreeFsckTests.openForFsck(storage, readOnly: true)
         defer { try? looking.lock() }
         #expect(try looking.check().indexProblems == lines)
+    }
+
+    /// With a budget, a walk of the whole vault keeps about that many leaves: each run over the
+    /// budget goes once nothing is left to commit, its items' keys out of the arena, and comes
+    /// back by its IDs; every byte reads as written, and what the kernel would hold (a held
+    /// item) keeps its holds through it.
+    @Test func aWalkWithinABudgetUnloadsWhatItLeftBehind() throws {
+        let files = 10_000
+        let storage = try Self.smallFiles(files)
+        let vault = try TestVaults.open(storage, indexThree: true, onDemand: true, indexCache: 2)
+        defer { try? vault.lock() }
+        let pages = vault.state.withLock { $0.committer.pageTable.pages.count }
+        #expect(pages >= 7, "\(pages) leaves")
+        let held = try vault.lookup(try vault.lookup(Vault.rootID, Array("d0".utf8)), Array("file-7".utf8))
+        vault.hold(held)
+        var most = 0
+        for folder in try vault.contents(ofFolder: Vault.rootID) {
+            for entry in try vault.contents(ofFolder: folder.id) {
+                let index = Int(String(decoding: entry.name.dropFirst(5), as: UTF8.self))!
+                let id = try vault.lookup(folder.id, entry.name)
+                #expect(try vault.read(id, offset: 0, count: 200) == TestVaults.content(100, seed: UInt64(index)))
+                most = max(most, vault.state.withLock { $0.loadedLeafCount })
+            }
+        }
+        let statistics = vault.statistics
+        // Each leaf loaded about once: the walk goes through the folders in item order.
+        #expect(statistics.leafEvictions >= pages - 5 && statistics.leafLoads < 2 * pages, "\(statistics), \(pages) leaves")
+        // The kept runs (the root folder's, the file blocks), the budget, and the run a lookup
+        // just loaded (a run is a few leaves at most).
+        #expect(most <= 3 + 2 + 2, "\(most) leaves loaded at once")
+        let keys = vault.state.withLock { $0.session.arena.allocatedCount }
+        let whole = try vault.state.withLock { state in
+            try state.loadWholeIndex()
+            return state.session.arena.allocatedCount
+        }
+        #expect(keys < whole * 3 / 4, "\(keys) keys in the arena, \(whole) with every leaf")
+        // The held file's item came back with its hold: its last name going does not delete it.
+        try vault.remove(Array("file-7".utf8), from: try vault.lookup(Vault.rootID, Array("d0".utf8)))
+        #expect(try vault.read(held, offset: 0, count: 200) == TestVaults.content(100, seed: 7))
+        vault.release(held)
+        #expect(throws: VaultError.notFound) { try vault.attributes(held) }
     }
 }

@@ -7,6 +7,8 @@ import VaultStore
 /// A storage in memory with covers, and secrets from a fixed pattern key (no PBKDF2: fast).
 struct TestVaults {
     static let onDemandEverywhere = ProcessInfo.processInfo.environment["DOTSAFE_TEST_ON_DEMAND"] == "1"
+    /// `DOTSAFE_TEST_INDEX_CACHE=N`: those opens keep N leaves (`tools/test-on-demand 2`).
+    static let indexCacheEverywhere = ProcessInfo.processInfo.environment["DOTSAFE_TEST_INDEX_CACHE"].flatMap { Int($0) }
 
     static func storage(random: any RandomSource = SystemRandom()) throws -> SimulatedStorageFolder {
         let storage = SimulatedStorageFolder()
@@ -21,12 +23,13 @@ struct TestVaults {
     static func open(_ storage: any StorageFolder, seed: UInt8 = 1, cacheBytes: Int = 8 << 20,
                      random: any RandomSource = SystemRandom(), clock: any VaultClock = ManualClock(),
                      readOnly: Bool = false, format: StorageFormat = .two, fanOut: PageTable.FanOut = .standard,
-                     indexThree: Bool = false, onDemand: Bool? = nil) throws -> Vault {
+                     indexThree: Bool = false, onDemand: Bool? = nil, indexCache: Int? = nil) throws -> Vault {
         var options = Vault.Options(readOnly: readOnly, cacheBytes: cacheBytes)
         options.indexThree = indexThree
         // `DOTSAFE_TEST_ON_DEMAND=1`: every index-3 open of the tests holds its index in part
         // (`tools/test-on-demand`), so that each path faults.
         options.loadsOnDemand = onDemand ?? (indexThree && onDemandEverywhere)
+        options.indexCacheLeaves = indexCache ?? indexCacheEverywhere
         options.newVaultFormat = format
         options.indexFanOut = fanOut
         // Format 1 asked for: a format-1 vault stays format 1 (as a release without the upgrade).

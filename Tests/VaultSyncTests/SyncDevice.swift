@@ -51,11 +51,13 @@ final class SyncDevice {
         var options = Vault.Options(cacheBytes: 8 << 20)
         options.indexThree = indexThree
         options.loadsOnDemand = indexThree && Self.onDemandEverywhere
+        options.indexCacheLeaves = Self.indexCacheEverywhere
         vault = try Vault.openForSync(storage: try Storage.open(at: folder), secrets: Self.secrets(seed), sharedBy: code, options: options)
     }
 
     /// `DOTSAFE_TEST_ON_DEMAND=1`: index-3 devices hold their index in part (`tools/test-on-demand`).
     static let onDemandEverywhere = ProcessInfo.processInfo.environment["DOTSAFE_TEST_ON_DEMAND"] == "1"
+    static let indexCacheEverywhere = ProcessInfo.processInfo.environment["DOTSAFE_TEST_INDEX_CACHE"].flatMap { Int($0) }
 
     static func secrets(_ seed: UInt8) throws -> VaultSecrets {
         try VaultSecrets(patternKey: SecretBytes(copying: [UInt8](repeating: seed, count: 32)))
@@ -68,6 +70,7 @@ final class SyncDevice {
         options.indexFanOut = fanOut
         options.indexThree = indexThree
         options.loadsOnDemand = indexThree && Self.onDemandEverywhere
+        options.indexCacheLeaves = Self.indexCacheEverywhere
         if let sharedBy { return try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: sharedBy, options: options) }
         return try Vault.open(storage: storage, secrets: secrets(seed), options: options)
     }
@@ -111,6 +114,7 @@ final class SyncDevice {
             options.indexFanOut = fanOut
             options.indexThree = indexThree
             options.loadsOnDemand = indexThree && Self.onDemandEverywhere
+        options.indexCacheLeaves = Self.indexCacheEverywhere
             do {
                 vault = try sharedBy.map { try Vault.open(storage: storage, secrets: Self.secrets(seed), sharedBy: $0, options: options) }
                     ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
@@ -176,6 +180,7 @@ final class SyncDevice {
         var options = Vault.Options(readOnly: true, cacheBytes: 8 << 20)
         options.indexThree = indexThree
         options.loadsOnDemand = indexThree && Self.onDemandEverywhere
+        options.indexCacheLeaves = Self.indexCacheEverywhere
         let storage = try Storage.open(at: folder)
         let vault = try sharedBy.map { try Vault.open(storage: storage, secrets: secrets(seed), sharedBy: $0, options: options) }
             ?? Vault.open(storage: storage, secrets: secrets(seed), options: options)
