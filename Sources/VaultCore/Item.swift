@@ -52,6 +52,10 @@ struct Item {
         _read { yield fields.chunks }
         _modify { let fields = unique(); yield &fields.chunks }
     }
+    /// Every key the item holds in the arena: its item key, its member's, its chunks'.
+    var keySlots: [SecretArena.Slot] {
+        [key, memberKey].compactMap { $0 } + chunks.values.compactMap(\.key)
+    }
     /// Open file handles: an item without links stays readable while held (unlink of an open file).
     var holds: Int {
         get { fields.holds }

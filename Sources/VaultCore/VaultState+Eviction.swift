@@ -63,11 +63,7 @@ extension VaultState {
     private mutating func evict(_ run: ClosedRange<Int>) {
         var ids: [UInt64] = []
         for i in run { for key in committer.pageTable.pages[i].keys where key.sub == 0 { ids.append(key.itemID) } }
-        for item in tree.evict(ids) {
-            if let slot = item.key { session.arena.free(slot) }
-            if let slot = item.memberKey { session.arena.free(slot) }
-            for ref in item.chunks.values { if let slot = ref.key { session.arena.free(slot) } }
-        }
+        for item in tree.evict(ids) { item.keySlots.forEach(session.arena.free) }
         committer.indexThree?.forgetFolders(ids)
         for i in run { committer.unloadLeaf(i) }
         statistics.leafEvictions += run.count

@@ -173,22 +173,24 @@ extension VaultState {
                 let leaf = IndexContents.ListedLeaf(ref: pages[i].ref!, firstKey: pages[i].firstKey,
                                                     upper: i + 1 < pages.count ? pages[i + 1].firstKey : nil)
                 try contents.loadLeaf(leaf, of: source.root.root, indexThree: (source.root, entryHash), pageBody: pageBody,
-                                      keepKey: { key in
-                                          defer { Sealer.wipe(&key) }
-                                          return try arena.allocate(copying: key)
-                                      }, segments: &segments)
+                                      keepKey: keyKeeper(arena), segments: &segments)
             }
             try contents.addSegments(segments, format: .two)
         } catch {
-            // Keys kept for what did not load go with the items that hold them.
-            for item in contents.items.values {
-                if let slot = item.key { arena.free(slot) }
-                if let slot = item.memberKey { arena.free(slot) }
-                for ref in item.chunks.values { if let slot = ref.key { arena.free(slot) } }
-            }
+            // Keys kept for what did not load: the items' and the segments' not yet theirs.
+            for item in contents.items.values { item.keySlots.forEach(arena.free) }
+            for (_, entries) in segments { for entry in entries { if let slot = entry.ref.key { arena.free(slot) } } }
             throw error
         }
         return contents
+    }
+
+    /// Moves a key into `arena` and wipes the array: how an index's keys are kept as it is read.
+    static func keyKeeper(_ arena: SecretArena) -> (inout [UInt8]) throws -> SecretArena.Slot? {
+        { key in
+            defer { Sealer.wipe(&key) }
+            return try arena.allocate(copying: key)
+        }
     }
 
     /// Reads and opens an index page at a ref (its key in `arena`) expected at a level.

@@ -134,10 +134,7 @@ extension VaultState {
             } catch CryptoError.authenticationFailed {
                 throw VaultError.damagedIndex("index page \(ref.fileNumber) does not open")
             }
-        }, keepKey: { key in
-            defer { Sealer.wipe(&key) }
-            return try arena.allocate(copying: key)
-        })
+        }, keepKey: keyKeeper(arena))
     }
 
     /// §9.3: files a crash left behind are this vault's by name, and removed.

@@ -229,10 +229,7 @@ extension VaultState {
                            entryHash: EntryHash) throws -> (contents: IndexContents, table: PageTable, leaves: [Int], source: IndexLeafSource) {
         var listed = IndexContents()
         let pageBody = pageReader(storage: storage, secrets: secrets, arena: arena, version: IndexRootV3.envelopeVersion)
-        let leaves = try listed.walk(root, pageBody: pageBody, keepKey: { key in
-            defer { Sealer.wipe(&key) }
-            return try arena.allocate(copying: key)
-        })
+        let leaves = try listed.walk(root, pageBody: pageBody, keepKey: keyKeeper(arena))
         let table = PageTable(listed: leaves.map { ($0.firstKey, $0.ref) }, parents: listed.parents,
                               orphaned: listed.parents.isEmpty ? listed.interiorPages : [])
         let source = IndexLeafSource(try IndexRootV3(root))
@@ -281,10 +278,8 @@ extension VaultState {
         let three = try indexThree.map { (root: try IndexRootV3(root), hash: $0.entryHash) }
         let version = three == nil ? StorageFormat.two.envelopeVersion : IndexRootV3.envelopeVersion
         let pageBody = pageReader(storage: storage, secrets: secrets, arena: arena, redirects: redirects, version: version)
-        return try IndexContents(rootV2: root, indexThree: three, keepsUnreached: keepsUnreached && three != nil, pageBody: pageBody, keepKey: { key in
-            defer { Sealer.wipe(&key) }
-            return try arena.allocate(copying: key)
-        })
+        return try IndexContents(rootV2: root, indexThree: three, keepsUnreached: keepsUnreached && three != nil, pageBody: pageBody,
+                                 keepKey: keyKeeper(arena))
     }
 
     /// The files of the pieces of the sync base that a root's extensions record, without reading them.
