@@ -23,6 +23,7 @@ public enum DotSafeCLI {
         SyncCommand.self,
         KeyringCommand.self,
         RepatternCommand.self,
+        UpgradeCommand.self,
         CompletionCommand.self,
         HelpCommand.self,
         VersionCommand.self,

@@ -25,8 +25,8 @@ public final class Vault: Sendable {
         var indexFanOut = PageTable.FanOut.standard
         /// Index version 3 (docs/FORMAT.md §15): a vault this open creates is written as index 3,
         /// a root of version 3 opens, and §15.1's conversion happens at the first commit that
-        /// writes. Tests only (and `dotsafe` with `DOTSAFE_INDEX_THREE=1`) until the sync and
-        /// share of index 3 land: without it a root of version 3 is refused as newer, as before.
+        /// writes. Off, the open is an earlier release's: a root of version 3 is refused as newer.
+        /// Off by default here, for the tests of index 2; `dotsafe` turns it on.
         public var indexThree = false
         /// fsck's open only: an index-3 vault opens although its derived records (§15.3–§15.4)
         /// break §15.6's rules across records, or items nothing reaches are in it; `check()`
@@ -36,12 +36,10 @@ public final class Vault: Sendable {
         /// Pages on demand (issue 17, step 6c): an index-3 vault opens reading its root, its
         /// root folder's leaf and the writer's file blocks; each operation loads the leaves of
         /// the items it touches, and whole-vault paths the rest. The cross-record checks of
-        /// §15.6 are then fsck's. Tests only (and `dotsafe` with `DOTSAFE_INDEX_ON_DEMAND=1`)
-        /// until it is the default with index 3.
+        /// §15.6 are then fsck's. `dotsafe mount` turns it on with index 3.
         public var loadsOnDemand = false
         /// Held in part: how many index leaves stay loaded between operations once nothing is
-        /// left to commit (nil: every leaf used stays). Tests only for now (step 7 chooses the
-        /// default and the option users get).
+        /// left to commit (nil: every leaf used stays). `dotsafe mount --index-cache`.
         public var indexCacheLeaves: Int?
         public init(readOnly: Bool = false, cacheBytes: Int = 256 << 20, owner: (uid: UInt32, gid: UInt32) = (0, 0),
                     writeBehind: WriteBehind = .inline) {

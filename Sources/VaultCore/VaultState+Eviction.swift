@@ -16,18 +16,25 @@ extension VaultState {
         committer.useLeaves(range, tick: leafClock)
     }
 
-    /// Unloads the least recently used runs down to the budget, when the runs that may go
-    /// hold more leaves than the budget and nothing is waiting to be
-    /// committed, loaded or written. The kept runs (the root folder's, the file blocks and
-    /// member lists) are not counted: a budget is what a walk may hold besides them.
-    /// `keepingUsedAfter`: runs the operation just used stay, though over the budget (a folder's
-    /// run and its item's together may be more than the budget: evicting one would load it
-    /// again at the next lookup).
+    /// Unloads the least recently used runs, when the runs that may go hold more leaves than
+    /// the budget and nothing is waiting to be committed, loaded or written. The kept runs (the
+    /// root folder's, the file blocks and member lists) are not counted: a budget is what a walk
+    /// may hold besides them. `keepingUsedAfter`: runs the operation just used stay, though over
+    /// the budget (a folder's run and its item's together may be more than the budget: evicting
+    /// one would load it again at the next lookup).
+    ///
+    /// The look goes over every loaded key, so it comes once per `slack` leaves loaded, not at
+    /// every call (at every lookup it took a walk of 10^6 files from seconds to many minutes),
+    /// and unloads down to the budget less that slack: between two looks the loads stay within
+    /// the budget.
     mutating func evictLeavesOverBudget(keepingUsedAfter start: UInt64? = nil) {
         let start = start ?? leafClock
         guard let budget = leafBudget, leafSource != nil, !isLocked else { return }
+        let slack = budget / 4
+        guard statistics.leafLoads - leafLoadsAtEviction >= max(1, slack) else { return }
         let pages = committer.pageTable.pages
         guard pages.count > budget, !hasChanges, !writingBehind, !chunks.isLoading, syncBases.pending == nil else { return }
+        leafLoadsAtEviction = statistics.leafLoads
         var runs: [ClosedRange<Int>] = [], loaded = 0
         var i = 0
         while i < pages.count {
@@ -39,9 +46,9 @@ extension VaultState {
             }
             i = last + 1
         }
-        guard loaded > budget else { return }
+        guard loaded > budget - slack else { return }
         runs.sort { a, b in pages[a].map(\.lastUse).max()! < pages[b].map(\.lastUse).max()! }
-        for run in runs where loaded > budget {
+        for run in runs where loaded > budget - slack {
             evict(run)
             loaded -= run.count
         }

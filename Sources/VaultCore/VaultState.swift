@@ -66,6 +66,8 @@ struct VaultState {
     /// used), and the clock of their use (`VaultState+Eviction`).
     var leafBudget: Int?
     var leafClock: UInt64 = 0
+    /// `statistics.leafLoads` at the last look for leaves to unload.
+    var leafLoadsAtEviction = 0
 
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }

@@ -21,6 +21,7 @@ import Testing
           sync            Sync a vault with a remote that rclone reaches.
           keyring         Show, back up, restore or move the keyring.
           repattern       Change the pattern that opens a vault.
+          upgrade         Convert a vault's index to version 3.
           completion      Print the shell completion script for bash, zsh or fish.
           help            Show help for dotsafe or for one command.
           version         Print the version of dotsafe.
@@ -144,6 +145,6 @@ import Testing
     @Test func listsOnlyRegisteredCommands() {
         let names = DotSafeCLI.commands.map { $0.name }
         #expect(names == ["init", "mount", "lock", "status", "contact", "share", "unshare", "fsck", "audit", "sync", "keyring", "repattern",
-                          "completion", "help", "version"])
+                          "upgrade", "completion", "help", "version"])
     }
 }

@@ -7,20 +7,20 @@ import VaultFormat
 import VaultStore
 
 /// `dotsafe upgrade` (docs/FORMAT.md §15.1), run as the built executable on real storages with
-/// the index-3 switch on: it says what it does and why older releases elsewhere stop opening
+/// today's release: it says what it does and why older releases elsewhere stop opening
 /// the vault, asks, converts by one commit, and `fsck` finds the vault clean; a vault of index 3
 /// already, a declined answer, a pattern that opens nothing and a read-only storage each end in
-/// one line with nothing written. Without the switch there is no such command.
+/// one line with nothing written. A release of index 2 (the tests' switch) has no such command.
 @Suite struct UpgradeCommandTests {
     static let pattern = FsckCommandTests.pattern
 
-    /// The built `dotsafe` with the workspace's environment (and PATH), the switch on unless
-    /// told, `input` on standard input. `wrapper`: a program and arguments that run it.
+    /// The built `dotsafe` with the workspace's environment (and PATH), playing a release of
+    /// index 2 when `switchOn` is false, `input` on standard input. `wrapper`: a program and arguments that run it.
     static func run(_ arguments: [String], _ environment: [String: String], input: String? = nil, switchOn: Bool = true,
                     wrapper: [String] = []) -> CommandResult {
         var environment = environment
         environment["PATH"] = ProcessInfo.processInfo.environment["PATH"]
-        environment["DOTSAFE_INDEX_THREE"] = switchOn ? "1" : nil
+        environment["DOTSAFE_INDEX_THREE"] = switchOn ? nil : "0"
         let command = wrapper + [MountHarness.binary] + arguments
         return CommandResult.run(command[0], Array(command.dropFirst()), input: input, environment: environment)
     }
@@ -155,12 +155,13 @@ import VaultStore
         #expect(checked.output.contains("14 items, 3 chunks, 5 pack members"), "\(checked)")
     }
 
-    @Test func theCommandExistsOnlyWithTheSwitch() {
-        let on = CLIRun(["help", "upgrade"], environment: ["DOTSAFE_INDEX_THREE": "1"])
+    @Test func theCommandIsInTheHelpButNotInAReleaseOfIndexTwo() {
+        let on = CLIRun(["help", "upgrade"])
         #expect(on.status == 0 && on.standardOutput.contains("USAGE: dotsafe upgrade"), "\(on)")
         #expect(on.standardOutput.contains("--yes"), "\(on)")
-        let off = CLIRun(["help", "upgrade"])
+        #expect(CLIRun(["help"]).standardOutput.contains("upgrade"))
+        let off = CLIRun(["help", "upgrade"], environment: ["DOTSAFE_INDEX_THREE": "0"])
         #expect(off.status != 0, "\(off)")
-        #expect(!CLIRun(["help"]).standardOutput.contains("upgrade"))
+        #expect(!CLIRun(["help"], environment: ["DOTSAFE_INDEX_THREE": "0"]).standardOutput.contains("upgrade"))
     }
 }

@@ -28,6 +28,8 @@ import Testing
         Case(["mount", "S", "M", "--idle", "0s"], "--idle needs a time such as 90s, 5m or 2h, not '0s'", hint: "Try 'dotsafe help mount'."),
         Case(["mount", "S", "M", "--recreate-budget", "4000"], "--recreate-budget needs seconds per GiB from 0 to 3600, not '4000'", hint: "Try 'dotsafe help mount'."),
         Case(["mount", "S", "M", "--recreate-budget", "fast"], "--recreate-budget needs seconds per GiB from 0 to 3600, not 'fast'", hint: "Try 'dotsafe help mount'."),
+        Case(["mount", "S", "M", "--index-cache", "1"], "--index-cache needs a number of pages from 2 to 1000000, not '1'", hint: "Try 'dotsafe help mount'."),
+        Case(["mount", "S", "M", "--index-cache", "many"], "--index-cache needs a number of pages from 2 to 1000000, not 'many'", hint: "Try 'dotsafe help mount'."),
         Case(["--frob"], "unknown option '--frob'"),
         Case(["--frob=1", "version"], "unknown option '--frob'"),
         Case(["-x"], "unknown option '-x'"),

@@ -6,8 +6,8 @@ import Testing
 /// §14.8): A shares with B and C, withdraws B's grant and writes on; C still reads everything,
 /// B is told that access ended and cannot read what came after, and what B wrote after it is
 /// never taken in by A. The people move storage files with `cp -a`, as in `SharingMountTests`.
-/// Run on index 2 and, with the tests' switch `DOTSAFE_INDEX_THREE` for every command and
-/// daemon, on index 3 (docs/FORMAT.md §15.7: a share and a withdrawal keep EHK).
+/// Run on index 3 and, with the tests' switch `DOTSAFE_INDEX_THREE=0` for every command and
+/// daemon, on index 2 (docs/FORMAT.md §15.7: a share and a withdrawal keep EHK).
 @Suite(.serialized) struct UnshareMountTests {
     typealias Sharing = SharingMountTests
     static let patternD = "e1-d2-c3-b4-a5-a4"
@@ -20,7 +20,7 @@ import Testing
 
     @Test(arguments: [false, true])
     func aWithdrawsBWhoLosesWhatComesAfterWhileCKeepsIt(indexThree: Bool) throws {
-        let switchOn = indexThree ? ["DOTSAFE_INDEX_THREE": "1"] : [:]
+        let switchOn = indexThree ? [:] : ["DOTSAFE_INDEX_THREE": "0"]
         let a = try MountHarness(environment: switchOn), b = try MountHarness(environment: switchOn), c = try MountHarness(environment: switchOn)
         defer { a.finish(); b.finish(); c.finish() }
         for h in [b, c] { h.sh("rm -rf \(h.storage) && cp -a \(a.storage) \(h.storage)") }
@@ -113,9 +113,10 @@ import Testing
         #expect(c.sh("cat hello later", in: sharedC).output == "from-a\nafter-b\n")
         #expect(c.lock(sharedC).status == 0)
 
-        // The vault is of the index the run asked for: without the switch, index 3 is newer.
+        // The vault is of the index the run asked for: to a release of index 2, index 3 is newer.
         // (fsck's report itself counts the files B's copy brought in above.)
-        let withoutSwitch = a.environment.filter { $0.key != "DOTSAFE_INDEX_THREE" }
+        var withoutSwitch = a.environment
+        withoutSwitch["DOTSAFE_INDEX_THREE"] = "0"
         let plain = CommandResult.run(MountHarness.binary, ["fsck", a.storage, "--pattern", Sharing.patternA], environment: withoutSwitch)
         let newer = plain.error.contains("made by a newer DotSafe (format version 3)")
         #expect(newer == indexThree && (newer || plain.output.contains("Checked 3 items")), "\(plain)")

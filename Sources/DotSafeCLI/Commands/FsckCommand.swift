@@ -27,8 +27,7 @@ struct FsckCommand: Command {
         stray ones removed. An index that does not open is never repaired: fsck
         then writes nothing.
         """
-    // Index version 3 (only with the tests' switch DOTSAFE_INDEX_THREE=1, so not in the help
-    // users see): `Vault.check` also runs §15.6's rules across records, one line each, and
+    // Index version 3: `Vault.check` also runs §15.6's rules across records, one line each, and
     // `--repair` writes the derived records again and moves folders nothing reaches into
     // /lost+found (docs/FORMAT.md §15.7).
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")

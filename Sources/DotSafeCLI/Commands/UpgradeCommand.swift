@@ -6,7 +6,7 @@ import VaultStore
 /// `dotsafe upgrade STORAGE`: converts the vault a pattern opens to index version 3 by one
 /// commit (docs/FORMAT.md §15.1), after saying what that does to older releases and asking.
 /// A vault of one device, never synced or shared, converts by itself at its first change; this
-/// is for the others. Registered only while index 3 is a test switch (`IndexThreeSwitch`).
+/// is for the others.
 struct UpgradeCommand: Command {
     static let name = "upgrade"
     static let summary = "Convert a vault's index to version 3."

@@ -52,9 +52,10 @@ struct MountDaemon {
         let vault: Vault
         do {
             channel = try LockChannel.open(in: folder)
-            let vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
+            var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
                                                                       owner: (getuid(), getgid()), writeBehind: .background(limit: 4)),
-                                                        context.environment)
+                                                        context.environment, onDemand: true)
+            if vaultOptions.loadsOnDemand { vaultOptions.indexCacheLeaves = options.indexCachePages }
             if let sharedBy {
                 vault = try Vault.open(storage: storage, secrets: secrets, sharedBy: sharedBy, options: vaultOptions)
             } else {
