@@ -30,7 +30,7 @@ import VaultStore
 
         /// Opens the vault (read-only) for a look at where things lie, or at their bytes.
         func withVault<R>(_ body: (Vault) throws -> R) throws -> R {
-            let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try secrets(), options: .init(readOnly: true))
+            let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try secrets(), options: .likeDotsafe(readOnly: true))
             defer { try? vault.lock() }
             return try body(vault)
         }

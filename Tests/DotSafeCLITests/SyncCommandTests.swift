@@ -1,4 +1,5 @@
 import Foundation
+import DotSafeTestSupport
 import Testing
 import VaultCore
 import VaultFormat
@@ -24,7 +25,7 @@ import VaultStore
         let (base, environment) = try InitAndKeyringCommandTests.workspace()
         defer { try? FileManager.default.removeItem(atPath: base) }
         #expect(CLIRun(["init", base + "/laptop"], environment: environment).status == 0)
-        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment))
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
         let id = try vault.create(.file, in: Vault.rootID, named: Array("hello.txt".utf8), mode: 0o644)
         try vault.write(id, offset: 0, bytes: Array("hello from the laptop".utf8))
         try vault.lock()
@@ -36,7 +37,7 @@ import VaultStore
 
         let down = Self.sync(base + "/desktop", remote, environment, device: "desktop")
         #expect(down.status == 0 && down.standardOutput.hasPrefix("synced: "), "\(down)")
-        let copy = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment))
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
         defer { try? copy.lock() }
         let file = try copy.lookup(Vault.rootID, Array("hello.txt".utf8))
         #expect(try copy.read(file, offset: 0, count: 100) == Array("hello from the laptop".utf8))
@@ -52,7 +53,7 @@ import VaultStore
         defer { try? FileManager.default.removeItem(atPath: base) }
         let newPattern = "c3-d2-d3-e4-d4-c5-b4"
         #expect(CLIRun(["init", base + "/laptop"], environment: environment).status == 0)
-        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment))
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
         let id = try vault.create(.file, in: Vault.rootID, named: Array("hello.txt".utf8), mode: 0o644)
         try vault.write(id, offset: 0, bytes: Array("hello".utf8))
         try vault.lock()
@@ -77,7 +78,7 @@ import VaultStore
         let phone = Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern)
         #expect(phone.status == 0, "\(phone)")
         let secrets = try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: try #require(try Keyring(option: nil, environment: environment).patternSalt()))
-        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets)
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets, options: .likeDotsafe())
         defer { try? copy.lock() }
         #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
     }
@@ -91,7 +92,7 @@ import VaultStore
         let remote = base + "/remote"
         for (device, text) in [("laptop", "from the laptop"), ("desktop", "from the desktop")] {
             #expect(CLIRun(["init", base + "/" + device], environment: environment).status == 0)
-            let vault = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: try Self.secrets(environment))
+            let vault = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: try Self.secrets(environment), options: .likeDotsafe())
             let id = try vault.create(.file, in: Vault.rootID, named: Array("\(device).txt".utf8), mode: 0o644)
             try vault.write(id, offset: 0, bytes: Array(text.utf8))
             try vault.lock()
@@ -111,7 +112,7 @@ import VaultStore
 
         // Both vaults still open as they were; the laptop syncs on, and a new device gets its vault alone.
         do {
-            let desktop = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment))
+            let desktop = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
             defer { try? desktop.lock() }
             #expect(try desktop.read(try desktop.lookup(Vault.rootID, Array("desktop.txt".utf8)), offset: 0, count: 100)
                     == Array("from the desktop".utf8))
@@ -120,7 +121,7 @@ import VaultStore
         #expect(Self.sync(base + "/laptop", remote, environment, device: "laptop").status == 0)
         let phone = Self.sync(base + "/phone", remote, environment, device: "phone")
         #expect(phone.status == 0, "\(phone)")
-        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: try Self.secrets(environment))
+        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: try Self.secrets(environment), options: .likeDotsafe())
         defer { try? copy.lock() }
         #expect(try copy.read(try copy.lookup(Vault.rootID, Array("laptop.txt".utf8)), offset: 0, count: 100) == Array("from the laptop".utf8))
         #expect(throws: (any Error).self) { try copy.lookup(Vault.rootID, Array("desktop.txt".utf8)) }

@@ -22,7 +22,7 @@ import VaultStore
     }
 
     static func write(_ files: [String: [UInt8]], into storage: String, _ environment: [String: String]) throws {
-        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment))
+        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment), options: .likeDotsafe())
         for (name, bytes) in files {
             let id = try vault.create(.file, in: Vault.rootID, named: Array(name.utf8), mode: 0o644)
             try vault.write(id, offset: 0, bytes: bytes)
@@ -32,7 +32,7 @@ import VaultStore
 
     /// Every file of the vault's top folder with its bytes.
     static func files(_ storage: String, _ environment: [String: String]) throws -> [String: [UInt8]] {
-        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment))
+        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment), options: .likeDotsafe())
         defer { try? vault.lock() }
         var result: [String: [UInt8]] = [:]
         for (name, id) in try vault.contents(ofFolder: Vault.rootID) {

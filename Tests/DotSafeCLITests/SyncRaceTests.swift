@@ -17,7 +17,7 @@ import VaultStore
 
     /// Writes `text` as the whole of `name` in the vault's top folder (made when missing).
     static func put(_ name: String, _ text: String, into storage: String, _ environment: [String: String]) throws {
-        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment))
+        let vault = try Vault.open(storage: try Storage.open(at: storage), secrets: try Sync.secrets(environment), options: .likeDotsafe())
         let id = try (try? vault.lookup(Vault.rootID, Array(name.utf8))) ?? vault.create(.file, in: Vault.rootID, named: Array(name.utf8), mode: 0o644)
         try vault.truncate(id, size: 0)
         try vault.write(id, offset: 0, bytes: Array(text.utf8))

@@ -108,7 +108,7 @@ import VaultStore
     static func vaultNames(_ h: MountHarness, _ pattern: String) throws -> Set<String> {
         let salt = try Keyring(option: h.environment["DOTSAFE_KEYRING"], environment: h.environment).requiredPatternSalt()
         let secrets = try VaultSecrets(pattern: try Pattern(parsing: pattern), salt: salt)
-        let vault = try Vault.open(storage: try Storage.open(at: h.storage), secrets: secrets, options: .init(readOnly: true))
+        let vault = try Vault.open(storage: try Storage.open(at: h.storage), secrets: secrets, options: .likeDotsafe(readOnly: true))
         defer { try? vault.lock() }
         return Set(try (0..<UInt64(4096)).map { try vault.storageName(ofFile: $0) })
     }

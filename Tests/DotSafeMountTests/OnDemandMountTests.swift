@@ -26,7 +26,7 @@ import Testing
         // Today's mount converts it to index 3 (several leaves) at its first change; the
         // earlier release then refuses it, writing nothing.
         try #require(h.mount(vault, pattern: Self.pattern).status == 0)
-        h.sh("touch converted && touch ../expected/converted", in: vault)
+        h.sh("touch inc/converted && touch ../expected/converted", in: vault)
         try #require(h.lock(vault).status == 0)
         let before = try FileManager.default.contentsOfDirectory(atPath: h.storage).sorted()
         let older = CommandResult.run(MountHarness.binary, ["fsck", h.storage, "--pattern", Self.pattern],

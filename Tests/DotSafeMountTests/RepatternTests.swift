@@ -242,7 +242,10 @@ import Testing
         #expect(changed.status == 0 && changed.error.isEmpty, "\(changed)")
         #expect(changed.output == "Changed the pattern of the vault in \(folder)/storage: the new pattern opens it, the old one opens nothing.\n")
         let after = try files()
-        #expect(after.count == upgraded.count && after.allSatisfy { $0.count == 262_192 }, "\(after.count) files")
+        // The mount's commit also converted the index to version 3 (every page written again),
+        // which may leave no free file: then the change gains a group of 16 first.
+        #expect([upgraded.count, upgraded.count + 16].contains(after.count) && after.allSatisfy { $0.count == 262_192 },
+                "\(upgraded.count) → \(after.count) files")
         try mount(Self.new)
         #expect(h.sh(listing, in: vault).output == sums)
         #expect(h.lock(vault).status == 0)

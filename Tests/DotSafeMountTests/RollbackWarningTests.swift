@@ -18,7 +18,7 @@ import VaultStore
     static func slots(_ h: MountHarness) throws -> (paths: [String], generation: UInt64) {
         let salt = try Keyring(option: h.environment["DOTSAFE_KEYRING"], environment: h.environment).requiredPatternSalt()
         let secrets = try VaultSecrets(pattern: try Pattern(parsing: pattern), salt: salt)
-        let vault = try Vault.open(storage: try Storage.open(at: h.storage), secrets: secrets, options: .init(readOnly: true))
+        let vault = try Vault.open(storage: try Storage.open(at: h.storage), secrets: secrets, options: .likeDotsafe(readOnly: true))
         defer { try? vault.lock() }
         return (try [0, 1].map { h.storage + "/" + (try vault.storageName(ofFile: $0)) }, vault.generation)
     }

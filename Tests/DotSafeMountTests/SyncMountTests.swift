@@ -35,7 +35,7 @@ import VaultStore
     /// The desktop's side: its storage opened in this process (as `dotsafe sync` leaves it).
     static func openDesktop(_ h: MountHarness, _ storage: String) throws -> Vault {
         let salt = try #require(try Keyring(option: nil, environment: h.environment).patternSalt())
-        return try Vault.open(storage: try Storage.open(at: storage), secrets: try VaultSecrets(pattern: Pattern(parsing: pattern), salt: salt))
+        return try Vault.open(storage: try Storage.open(at: storage), secrets: try VaultSecrets(pattern: Pattern(parsing: pattern), salt: salt), options: .likeDotsafe())
     }
 
     static func contents(_ vault: Vault, _ name: String) throws -> String {
