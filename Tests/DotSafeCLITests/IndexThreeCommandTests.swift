@@ -5,11 +5,11 @@ import Testing
 import VaultCrypto
 import VaultStore
 
-/// `sync` and `repattern` under the index-3 switch (docs/FORMAT.md §15.1), run as the built
-/// executable on real storages and a folder remote that rclone writes: with
-/// `DOTSAFE_INDEX_THREE=1` a vault of index 3 syncs (up, down to a new device, back) and changes
-/// its pattern; without it each command refuses it as made by a newer DotSafe, in one line, and
-/// writes nothing in the storage or on the remote.
+/// `sync` and `repattern` of index 3 (docs/FORMAT.md §15.1), run as the built executable on real
+/// storages and a folder remote that rclone writes: a vault of index 3 syncs (up, down to a new
+/// device, back) and changes its pattern; a release of index 2 (the tests' switch
+/// `DOTSAFE_INDEX_THREE=0`) refuses it in each command as made by a newer DotSafe, in one line,
+/// and writes nothing in the storage or on the remote.
 @Suite struct IndexThreeCommandTests {
     typealias Upgrade = UpgradeCommandTests
     static let pattern = FsckCommandTests.pattern
