@@ -423,7 +423,7 @@ public final class Vault: Sendable {
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
             try state.commit()
-            state.evictLeavesOverBudget()
+            state.evictLeavesOverBudget(always: true)
         }
     }
 

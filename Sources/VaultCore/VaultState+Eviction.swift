@@ -26,12 +26,13 @@ extension VaultState {
     /// The look goes over every loaded key, so it comes once per `slack` leaves loaded, not at
     /// every call (at every lookup it took a walk of 10^6 files from seconds to many minutes),
     /// and unloads down to the budget less that slack: between two looks the loads stay within
-    /// the budget.
-    mutating func evictLeavesOverBudget(keepingUsedAfter start: UInt64? = nil) {
+    /// the budget. A commit (`always`) looks whatever was loaded: the runs the last look kept
+    /// for its call may go now.
+    mutating func evictLeavesOverBudget(keepingUsedAfter start: UInt64? = nil, always: Bool = false) {
         let start = start ?? leafClock
         guard let budget = leafBudget, leafSource != nil, !isLocked else { return }
         let slack = budget / 4
-        guard statistics.leafLoads - leafLoadsAtEviction >= max(1, slack) else { return }
+        guard always || statistics.leafLoads - leafLoadsAtEviction >= max(1, slack) else { return }
         let pages = committer.pageTable.pages
         guard pages.count > budget, !hasChanges, !writingBehind, !chunks.isLoading, syncBases.pending == nil else { return }
         leafLoadsAtEviction = statistics.leafLoads
