@@ -180,7 +180,7 @@ struct MountOptions: Sendable {
     var cacheMebibytes = 256
     /// Index leaves kept loaded between operations when the index is held in part (issue 17,
     /// docs/PERFORMANCE.md "Pages on demand"); each holds about 1,000 items. 64 keeps a daemon
-    /// that walked 10^6 files near 160 MiB, a walk no slower than with 256 (410 MiB).
+    /// that walked 10^6 files near 160 MiB, a walk no slower than with 256 (380 MiB).
     var indexCachePages = Self.standardIndexCachePages
     static let standardIndexCachePages = 64
     static let indexCachePages = 2...1_000_000
