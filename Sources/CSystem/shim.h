@@ -17,6 +17,16 @@
 // architecture Swift supports (x86_64, aarch64).
 #define DOTSAFE_O_TMPFILE_BITS 020000000
 
+// O_DIRECT differs by architecture and hides behind _GNU_SOURCE.
+#if defined(__x86_64__)
+#define DOTSAFE_O_DIRECT 040000
+#elif defined(__aarch64__)
+#define DOTSAFE_O_DIRECT 0200000
+#endif
+
+/// open(2)'s O_DIRECT flag on this architecture: reads that skip the kernel's page cache.
+static inline int dotsafe_o_direct(void) { return DOTSAFE_O_DIRECT; }
+
 /// A descriptor that only names `folder` (O_PATH), for reaching a file in it by
 /// /proc/self/fd/N/NAME where its whole path is too long; -1 with errno on failure.
 static inline int dotsafe_open_folder_path(const char *folder) {

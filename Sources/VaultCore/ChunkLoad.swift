@@ -22,6 +22,9 @@ struct ChunkLoad: Sendable {
     let name: String
     let opener: Opener
     let pool: PlaintextPool
+    /// A sequential reader's chunk: its file is read past the kernel's page cache
+    /// (`StorageFolder.readStreaming`).
+    var streaming = false
 
     func run(_ storage: any StorageFolder) throws -> PlaintextBuffer {
         var recorded: Sealer.OneTimeKey?, chunkKey: SecretBytes?
@@ -33,7 +36,7 @@ struct ChunkLoad: Sendable {
             recorded?.subkey.wipe()
             chunkKey?.wipe()
         }
-        guard let file = try storage.read(name) else { throw StoreError.unusableFile("chunk") }
+        guard let file = try streaming ? storage.readStreaming(name) : storage.read(name)?[...] else { throw StoreError.unusableFile("chunk") }
         let body = PlaintextBuffer(pool: pool, capacity: ChunkOffsets.chunkSize)
         guard let chunkKey else {
             try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: recorded!,
@@ -41,7 +44,7 @@ struct ChunkLoad: Sendable {
             return body
         }
         guard file.count == Format.fileSize else { throw CryptoError.authenticationFailed }
-        let oneTime = try Sealer.OneTimeKey(.secret(chunkKey), nonce: Array(file[0..<Format.sealNonceSize]))
+        let oneTime = try Sealer.OneTimeKey(.secret(chunkKey), nonce: Array(file.prefix(Format.sealNonceSize)))
         defer { oneTime.subkey.wipe() }
         try Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion, with: oneTime,
                                 seal: .chunkV2(index: key.index), into: body)
@@ -77,7 +80,7 @@ extension VaultState {
         if case .chunked = item.record.layout, !chunks.isInMemory(key), item.chunks[index] != nil {
             if let loading = chunks.loading(key) { return .wait(loading) }
             do {
-                return .load(try startLoad(key)!)
+                return .load(try startLoad(key, streaming: sequential)!)
             } catch {
                 throw Self.loadError(error, id, index)
             }
@@ -88,15 +91,16 @@ extension VaultState {
         for next in index + 1...index + ChunkStore.readAhead {
             let nextKey = ChunkCache.Key(item: id, index: next)
             guard item.chunks[next] != nil, !chunks.isInMemory(nextKey), chunks.loading(nextKey) == nil,
-                  let load = try? startLoad(nextKey) else { continue }
+                  let load = try? startLoad(nextKey, streaming: true) else { continue }
             ahead.append(load)
         }
         return .ready(bytes, ahead: ahead)
     }
 
     /// `makeLoad`, registered so that other readers wait for it instead of loading again.
-    private mutating func startLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
-        guard let load = try makeLoad(key) else { return nil }
+    private mutating func startLoad(_ key: ChunkCache.Key, streaming: Bool) throws -> ChunkLoad? {
+        guard var load = try makeLoad(key) else { return nil }
+        load.streaming = streaming
         chunks.startLoad(key)
         return load
     }

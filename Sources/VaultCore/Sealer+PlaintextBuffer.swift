@@ -18,13 +18,13 @@ extension Sealer {
 
     /// Opens a storage file into `body` (a buffer of the cache's pool): after it, `body` holds
     /// the inner block's body and zeros past it; on any failure, nothing.
-    static func openEnvelope(_ file: [UInt8], expectedNonce: [UInt8]?, kind: InnerBlock.Kind, version: UInt8 = Format.version,
+    static func openEnvelope(_ file: ArraySlice<UInt8>, expectedNonce: [UInt8]?, kind: InnerBlock.Kind, version: UInt8 = Format.version,
                              with oneTime: OneTimeKey, seal: SealContext, into body: PlaintextBuffer) throws {
-        guard file.count == Format.fileSize, Array(file[0..<Format.sealNonceSize]) == oneTime.nonce else {
+        guard file.count == Format.fileSize, file.prefix(Format.sealNonceSize).elementsEqual(oneTime.nonce) else {
             throw CryptoError.authenticationFailed
         }
         if let expectedNonce, oneTime.nonce != expectedNonce { throw CryptoError.authenticationFailed }
-        let header = try AESGCM.open(file[Format.ciphertextOffset...], key: oneTime.subkey, nonce: Array(oneTime.nonce[12...]),
+        let header = try AESGCM.open(file.dropFirst(Format.ciphertextOffset), key: oneTime.subkey, nonce: Array(oneTime.nonce[12...]),
                                      aad: seal.associatedData, prefixCount: Format.innerHeaderSize, into: body)
         do {
             body.truncate(to: try InnerBlock.bodyLength(header: header[...], expecting: kind, version: version))

@@ -8,6 +8,8 @@ public final class CountingStorageFolder: StorageFolder {
         public var reads = 0, partialReads = 0, creates = 0, writes = 0, syncs = 0, folderSyncs = 0, removes = 0, lists = 0, renames = 0
         /// Groups made whole (their files are counted as creates too).
         public var groups = 0
+        /// Of the reads, those of a stream (`readStreaming`).
+        public var streamedReads = 0
         /// Bytes the reads returned: a read of a pack member must not cost a whole file.
         public var bytesRead = 0
         public init() {}
@@ -27,6 +29,12 @@ public final class CountingStorageFolder: StorageFolder {
     public func read(_ name: String) throws -> [UInt8]? {
         count(\.reads)
         return try counted(base.read(name))
+    }
+    public func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? {
+        counts.withLock { $0.reads += 1; $0.streamedReads += 1 }
+        let bytes = try base.readStreaming(name)
+        counts.withLock { $0.bytesRead += bytes?.count ?? 0 }
+        return bytes
     }
     public func read(_ name: String, offset: Int, count n: Int) throws -> [UInt8] {
         count(\.partialReads)

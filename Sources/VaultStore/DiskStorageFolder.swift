@@ -53,6 +53,21 @@ public final class DiskStorageFolder: StorageFolder {
         return try read(name, offset: 0, count: Format.fileSize)
     }
 
+    /// O_DIRECT: through the page cache a streamed chunk costs a copy out of it and the cache's
+    /// bookkeeping, a quarter of the daemon's CPU in a cold read (docs/PERFORMANCE.md, "A stream's
+    /// chunks past the page cache"). A file system without O_DIRECT reads it as `read`.
+    public func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? {
+        let fd: Int32
+        do { fd = try Syscalls.openFile(folder, name, O_RDONLY | Syscalls.direct) } catch StoreError.system(_, let code) {
+            if code == ENOENT { return nil }
+            return try read(name)?[...]
+        }
+        defer { Syscalls.close(fd) }
+        let status = try Syscalls.status(fd)
+        guard status.isRegular, status.size == Format.fileSize else { throw StoreError.unusableFile(name) }
+        return try Syscalls.readDirect(fd, count: Format.fileSize) ?? Syscalls.readFully(fd, count: Format.fileSize, offset: 0)[...]
+    }
+
     /// Reads take no flock, only writes do (`SharedFolderLock`): a re-creation (FORMAT.md §11.3)
     /// renames over a name only a copy it checked holds that name's bytes, so a read opens the
     /// old file or the copy and gets the same bytes from either, and a file opened before the

@@ -18,6 +18,10 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// The whole file; nil when nothing has that name; `unusableFile` when something does
     /// but is not a regular file of the storage size.
     func read(_ name: String) throws -> [UInt8]?
+    /// The whole file as `read` gives it, for a file read once in a stream (a sequential
+    /// reader's chunks, which the kernel then caches as plaintext): past the kernel's page cache
+    /// where the folder can, so that it holds no second copy.
+    func readStreaming(_ name: String) throws -> ArraySlice<UInt8>?
     /// Part of a file (a pack member). Throws `unusableFile` when absent or of the wrong form.
     func read(_ name: String, offset: Int, count: Int) throws -> [UInt8]
     /// Makes a new file that appears complete at its name. With `durable`, its data is on disk
@@ -64,6 +68,8 @@ public protocol StorageFolder: AnyObject, Sendable {
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
 extension StorageFolder {
+    public func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? { try read(name)?[...] }
+
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
 
     /// A group made one file after the other, each through `create`: what a crash between two

@@ -36,6 +36,29 @@ import VaultStore
         try vault.lock()
     }
 
+    /// A sequential reader's chunks are read as a stream (past the kernel's page cache, where
+    /// the kernel then holds them as plaintext); a read at random keeps the page cache's copy.
+    @Test func onlyASequentialReadersChunksAreStreamed() throws {
+        let storage = CountingStorageFolder(try TestVaults.storage())
+        let bytes = TestVaults.content(6 * Self.chunk)
+        let writer = try TestVaults.open(storage)
+        let id = try writer.makeFile("f", bytes)
+        try writer.lock()
+        let vault = try TestVaults.open(storage)
+        storage.reset()
+        for index in [4, 1] {
+            let start = index * Self.chunk + 5000
+            #expect(try vault.read(id, offset: UInt64(start), count: 4096) == Array(bytes[start..<start + 4096]))
+        }
+        #expect(storage.current.reads == 2 && storage.current.streamedReads == 0)
+        storage.reset()
+        for start in stride(from: 0, to: bytes.count, by: Self.piece) {
+            #expect(try vault.read(id, offset: UInt64(start), count: Self.piece) == Array(bytes[start..<start + Self.piece]))
+        }
+        #expect(storage.current.reads == 4 && storage.current.streamedReads == 4, "chunks 0, 2, 3 and 5: 1 and 4 were cached")
+        try vault.lock()
+    }
+
     @Test func aLoadWhoseFileIsTakenMeanwhileReadsAgain() throws {
         let storage = GatedStorageFolder(try TestVaults.storage())
         let writer = try TestVaults.open(storage)

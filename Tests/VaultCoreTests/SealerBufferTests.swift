@@ -23,8 +23,10 @@ import VaultFormat
                                            with: oneTime, seal: seal)
         #expect(file == (try Sealer.sealEnvelope(kind: .chunk, body: body[...], padding: padding, with: oneTime, seal: seal)))
 
+        // As a streamed read gives it: a slice of a larger array, not starting at index 0.
+        let read = [UInt8](repeating: 0xa5, count: 4000) + file + [0xa5]
         let opened = PlaintextBuffer(pool: pool)
-        try Sealer.openEnvelope(file, expectedNonce: oneTime.nonce, kind: .chunk, with: oneTime, seal: seal, into: opened)
+        try Sealer.openEnvelope(read[4000..<4000 + file.count], expectedNonce: oneTime.nonce, kind: .chunk, with: oneTime, seal: seal, into: opened)
         #expect(opened.allBytes == body)
         #expect(Self.zeroFrom(bodyCount, opened, pool), "the padding is left in the cache's memory")
     }
@@ -55,7 +57,7 @@ import VaultFormat
                 try Sealer.openEnvelope(file, expectedNonce: expected, kind: .chunk, with: key, seal: context)
             }
             #expect(throws: (any Error).self, "\(what)") {
-                try Sealer.openEnvelope(file, expectedNonce: expected, kind: .chunk, with: key, seal: context, into: buffer)
+                try Sealer.openEnvelope(([0] + file)[1...], expectedNonce: expected, kind: .chunk, with: key, seal: context, into: buffer)
             }
             #expect(buffer.count == 0 || buffer.allBytes == [1, 2, 3], "\(what): the buffer holds what did not open")
             if buffer.count == 0 { #expect(Self.zeroFrom(0, buffer, pool), "\(what): plaintext left in the block") }

@@ -114,6 +114,40 @@ import VaultStore
         #expect(try folder.listAllNames() == [taken])
     }
 
+    /// A streamed read (a sequential reader's chunk) leaves no copy of the file in the kernel's
+    /// page cache, where an ordinary read leaves one; both give the file's bytes.
+    @Test func aStreamedReadLeavesNothingInThePageCache() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        // On tmpfs the page cache is the file itself: the bytes are all that can be checked.
+        let tmpfs = try shell("stat -f -c %T '\(base)'").hasPrefix("tmpfs")
+        let folder = try DiskStorageFolder(path: base)
+        let name = FileName.encode([UInt8](repeating: 7, count: Format.nameBytes))
+        let contents = try SystemRandom().bytes(Format.fileSize)
+        try folder.create(name, contents: contents, durable: true)
+
+        #expect(try Self.residentPages(base + "/" + name, dropFirst: true) == 0 || tmpfs)
+        #expect(try folder.readStreaming(name).map(Array.init) == contents)
+        #expect(try Self.residentPages(base + "/" + name) == 0 || tmpfs, "a streamed read went through the page cache")
+        #expect(try folder.read(name) == contents)
+        #expect(try Self.residentPages(base + "/" + name) == (Format.fileSize + 4095) / 4096, "an ordinary read is cached")
+    }
+
+    /// How many of a file's pages the kernel's page cache holds (mincore), optionally after
+    /// asking it to drop them.
+    static func residentPages(_ path: String, dropFirst: Bool = false) throws -> Int {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw HarnessError("open \(path): errno \(errno)") }
+        defer { close(fd) }
+        if dropFirst { _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED)) }
+        let pages = (Format.fileSize + 4095) / 4096
+        guard let map = mmap(nil, Format.fileSize, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { throw HarnessError("mmap: errno \(errno)") }
+        defer { munmap(map, Format.fileSize) }
+        var resident = [UInt8](repeating: 0, count: pages)
+        guard mincore(map, Format.fileSize, &resident) == 0 else { throw HarnessError("mincore: errno \(errno)") }
+        return resident.filter { $0 & 1 != 0 }.count
+    }
+
     @Test func fileNamesHaveOneFormAndAlphabet() {
         #expect(FileName.encode([UInt8](repeating: 0, count: 16)) == "aaaaaaaaaaaaaaaaaaaaaaaaaa")
         #expect(FileName.encode([UInt8](repeating: 0xff, count: 16)) == "77777777777777777777777774") // python3: base64.b32encode(b"\xff" * 16)

@@ -19,18 +19,22 @@ import VaultStore
         let a = Self.name(1), b = Self.name(2)
         try storage.create(a, contents: Self.contents(1), durable: true)
         try storage.create(b, contents: Self.contents(2), durable: false)
+        #expect(try storage.readStreaming(b).map(Array.init) == Self.contents(2), "a stream reads what is not yet on disk")
         try storage.sync([b])
         try storage.syncFolder()
         #expect(try storage.listFiles().sorted() == [a, b].sorted())
         #expect(try storage.listAllNames().sorted() == [a, b].sorted())
         #expect(try storage.entryExists(a))
         #expect(try storage.read(a) == Self.contents(1))
+        #expect(try storage.readStreaming(a).map(Array.init) == Self.contents(1))
         #expect(try storage.read(b, offset: 1000, count: 17) == Array(Self.contents(2)[1000..<1017]))
 
+        _ = try storage.readStreaming(a)
         try storage.write(a, offset: 5, bytes: [9, 8, 7])
-        try storage.sync([a])
         var expected = Self.contents(1)
         expected.replaceSubrange(5..<8, with: [9, 8, 7])
+        #expect(try storage.readStreaming(a).map(Array.init) == expected, "a stream reads a write not yet on disk")
+        try storage.sync([a])
         #expect(try storage.read(a) == expected)
         #expect(try storage.read(b) == Self.contents(2), "a write reaches only its own file")
 
@@ -38,6 +42,7 @@ import VaultStore
         try storage.syncFolder()
         #expect(try storage.listFiles() == [b])
         #expect(try storage.read(a) == nil)
+        #expect(try storage.readStreaming(a) == nil)
         #expect(try !storage.entryExists(a))
     }
 
@@ -125,6 +130,7 @@ import VaultStore
         #expect(try storage.entryExists(name))
         if entry != .badName {
             #expect(throws: StoreError.unusableFile(name)) { try storage.read(name) }
+            #expect(throws: StoreError.unusableFile(name)) { try storage.readStreaming(name) }
             #expect(throws: StoreError.unusableFile(name)) { try storage.read(name, offset: 0, count: 16) }
             #expect(throws: StoreError.unusableFile(name)) { try storage.write(name, offset: 0, bytes: [0xee]) }
         }
