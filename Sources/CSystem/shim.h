@@ -38,6 +38,11 @@ static inline int dotsafe_open_unnamed(int folder) {
     return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);
 }
 
+/// The same, opened with O_DIRECT: its writes skip the kernel's page cache.
+static inline int dotsafe_open_unnamed_direct(int folder) {
+    return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | DOTSAFE_O_DIRECT | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);
+}
+
 /// accept4(2) with SOCK_CLOEXEC (accept4 hides behind _GNU_SOURCE); -1 with errno on failure.
 static inline int dotsafe_accept_cloexec(int fd) { return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC); }
 

@@ -376,7 +376,7 @@ struct FileWriter {
 
     /// A write-behind sealed its chunk (or failed to); returns the group to make
     /// when this was the last of it.
-    mutating func deposit(_ write: ChunkWrite, _ sealed: Result<[UInt8], any Error>) -> GroupCreation? {
+    mutating func deposit(_ write: ChunkWrite, _ sealed: Result<GroupFile, any Error>) -> GroupCreation? {
         guard let index = assemblies.firstIndex(where: { $0.contains(write.number) }) else { return nil }
         assemblies[index].deposit(write, sealed)
         guard assemblies[index].isFull else { return nil }

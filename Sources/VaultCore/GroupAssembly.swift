@@ -3,7 +3,8 @@ import VaultFormat
 import VaultStore
 
 /// A new group whose files are the chunks written behind a sequential write (docs/FORMAT.md
-/// §3.3): each chunk is sealed into memory as its file, and the 16 files are made together once
+/// §3.3): each chunk is sealed as its file and written unnamed where the storage can (else kept
+/// in memory), and the 16 files are named together once
 /// every number has been taken and its chunk sealed, or before the next commit, the numbers no
 /// chunk took holding random bytes. Data is written once, never over a random pre-fill, and the
 /// group appears whole. Until the group exists, its chunks' bytes stay readable in their flights.
@@ -16,7 +17,7 @@ struct GroupAssembly {
     private(set) var untaken: [UInt64]
     /// Handed out, the chunk not sealed yet.
     private(set) var outstanding: Set<UInt64> = []
-    private(set) var files: [UInt64: [UInt8]] = [:]
+    private(set) var files: [UInt64: GroupFile] = [:]
     /// The write-behinds whose files are here, with why sealing failed: published once the
     /// group exists.
     private(set) var writes: [(write: ChunkWrite, failure: (any Error)?)] = []
@@ -50,7 +51,7 @@ struct GroupAssembly {
 
     /// The sealed file of a write-behind, or why sealing failed (the number then gets random
     /// bytes, and the chunk stays dirty).
-    mutating func deposit(_ write: ChunkWrite, _ sealed: Result<[UInt8], any Error>) {
+    mutating func deposit(_ write: ChunkWrite, _ sealed: Result<GroupFile, any Error>) {
         outstanding.remove(write.number)
         switch sealed {
         case .success(let file):
@@ -70,19 +71,38 @@ struct GroupAssembly {
     }
 }
 
+/// A sealed chunk's file in an assembly: written unnamed, or its bytes where the storage has no
+/// unnamed files.
+enum GroupFile: Sendable {
+    case written(UnnamedFile)
+    case contents([UInt8])
+
+    /// Written unnamed if the storage can.
+    static func store(_ sealed: [UInt8], in storage: any StorageFolder) throws -> GroupFile {
+        try storage.writeUnnamed(sealed).map(GroupFile.written) ?? .contents(sealed)
+    }
+}
+
 /// The files of an assembled group, made outside the lock (`StorageFolder.createGroup`).
 struct GroupCreation: Sendable {
     let numbers: Range<UInt64>
     /// Numbers no chunk took: free once the group exists.
     let untaken: [UInt64]
-    let members: [(number: UInt64, name: String, file: [UInt8]?)]
+    let members: [(number: UInt64, name: String, file: GroupFile?)]
     let writes: [(write: ChunkWrite, failure: (any Error)?)]
     let random: any RandomSource
 
     var created: [UInt64] { members.map(\.number) }
 
     func run(_ storage: any StorageFolder) throws {
-        let files = try members.map { member in (name: member.name, contents: try member.file ?? random.bytes(Format.fileSize)) }
-        try storage.createGroup(files)
+        var files: [(name: String, contents: [UInt8])] = [], written: [(name: String, file: UnnamedFile)] = []
+        for member in members {
+            switch member.file {
+            case .written(let file): written.append((member.name, file))
+            case .contents(let bytes): files.append((member.name, bytes))
+            case nil: files.append((member.name, try random.bytes(Format.fileSize)))
+            }
+        }
+        try storage.createGroup(files, written: written)
     }
 }

@@ -341,7 +341,7 @@ public final class Vault: Sendable {
             writeBehind.submit { [self] in
                 switch job {
                 case .chunk(let write) where write.target == .group:
-                    let sealed = Result { try write.seal() }
+                    let sealed = Result { try GroupFile.store(try write.seal(), in: storage) }
                     if let group = state.withLock({ $0.depositChunkWrite(write, sealed) }) { makeAssembledGroup(group) }
                 case .chunk(let write):
                     var failure: (any Error)?

@@ -184,7 +184,7 @@ extension VaultState {
 
     /// A write-behind into an assembled group sealed its chunk (`sealed`); returns the group to
     /// make when it was the last.
-    mutating func depositChunkWrite(_ write: ChunkWrite, _ sealed: Result<[UInt8], any Error>) -> GroupCreation? {
+    mutating func depositChunkWrite(_ write: ChunkWrite, _ sealed: Result<GroupFile, any Error>) -> GroupCreation? {
         writer.deposit(write, sealed)
     }
 

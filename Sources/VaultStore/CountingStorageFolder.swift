@@ -48,6 +48,11 @@ public final class CountingStorageFolder: StorageFolder {
         counts.withLock { $0.creates += files.count; $0.groups += 1 }
         try base.createGroup(files)
     }
+    public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { try base.writeUnnamed(contents) }
+    public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
+        counts.withLock { $0.creates += files.count + written.count; $0.groups += 1 }
+        try base.createGroup(files, written: written)
+    }
     public func write(_ name: String, offset: Int, bytes: [UInt8]) throws { count(\.writes); try base.write(name, offset: offset, bytes: bytes) }
     public func sync(_ names: [String]) throws { count(\.syncs); try base.sync(names) }
     public func syncFolder() throws { count(\.folderSyncs); try base.syncFolder() }

@@ -18,6 +18,8 @@ public final class DiskStorageFolder: StorageFolder {
     /// What the last re-creation did (for the daemon's report and the tests).
     public var lastRecreation: StorageRecreator.Summary? { recreated.withLock { $0 } }
     private let recreated = Mutex<StorageRecreator.Summary?>(nil)
+    /// Where a new group's files are staged for their writes past the page cache (`DirectIO`).
+    private let staging = AlignedBuffers(count: Format.fileSize / DirectIO.alignment * DirectIO.alignment)
 
     public init(path: String, recreation: RecreationBudget = .standard) throws {
         self.path = path
@@ -53,19 +55,17 @@ public final class DiskStorageFolder: StorageFolder {
         return try read(name, offset: 0, count: Format.fileSize)
     }
 
-    /// O_DIRECT: through the page cache a streamed chunk costs a copy out of it and the cache's
-    /// bookkeeping, a quarter of the daemon's CPU in a cold read (docs/PERFORMANCE.md, "A stream's
-    /// chunks past the page cache"). A file system without O_DIRECT reads it as `read`.
+    /// Past the page cache where the file system allows (`DirectIO`), else as `read`.
     public func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? {
         let fd: Int32
-        do { fd = try Syscalls.openFile(folder, name, O_RDONLY | Syscalls.direct) } catch StoreError.system(_, let code) {
+        do { fd = try Syscalls.openFile(folder, name, O_RDONLY | DirectIO.flag) } catch StoreError.system(_, let code) {
             if code == ENOENT { return nil }
             return try read(name)?[...]
         }
         defer { Syscalls.close(fd) }
         let status = try Syscalls.status(fd)
         guard status.isRegular, status.size == Format.fileSize else { throw StoreError.unusableFile(name) }
-        return try Syscalls.readDirect(fd, count: Format.fileSize) ?? Syscalls.readFully(fd, count: Format.fileSize, offset: 0)[...]
+        return try DirectIO.readWhole(fd, count: Format.fileSize) ?? Syscalls.readFully(fd, count: Format.fileSize, offset: 0)[...]
     }
 
     /// Reads take no flock, only writes do (`SharedFolderLock`): a re-creation (FORMAT.md §11.3)
@@ -90,20 +90,25 @@ public final class DiskStorageFolder: StorageFolder {
     /// of files moves by the group at once, and a failure or a crash before the links leaves
     /// nothing. Without `O_TMPFILE`, one file after the other.
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws {
-        precondition(files.allSatisfy { $0.contents.count == Format.fileSize && FileName.isWellFormed($0.name) },
-                     "storage files have one size and name form")
+        try createGroup(files, written: [])
+    }
+
+    public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
+        precondition(files.allSatisfy { $0.contents.count == Format.fileSize && FileName.isWellFormed($0.name) }
+                     && written.allSatisfy { FileName.isWellFormed($0.name) }, "storage files have one size and name form")
         try writers.withShared {
-            var unnamed: [Int32] = []
-            defer { unnamed.forEach(Syscalls.close) }
+            var unnamed = written
             for file in files {
-                guard let fd = try Syscalls.openUnnamed(folder) else { return try createOneByOne(files) }
-                unnamed.append(fd)
-                try Syscalls.writeFully(fd, file.contents, offset: 0)
+                guard let made = try writeUnnamed(file.contents) else {
+                    precondition(written.isEmpty, "unnamed files where there are none")
+                    return try createOneByOne(files)
+                }
+                unnamed.append((file.name, made))
             }
             var linked: [String] = []
             do {
-                for (fd, file) in zip(unnamed, files) {
-                    try Syscalls.link(unnamed: fd, folder: folder, name: file.name)
+                for file in unnamed {
+                    try Syscalls.link(unnamed: file.file.descriptor, folder: folder, name: file.name)
                     linked.append(file.name)
                 }
             } catch {
@@ -111,7 +116,21 @@ public final class DiskStorageFolder: StorageFolder {
                 throw error
             }
         }
-        changes.withLock { changes in for file in files { changes.change(file.name, before: 0) } }
+        changes.withLock { changes in for name in files.map(\.name) + written.map(\.name) { changes.change(name, before: 0) } }
+    }
+
+    /// Past the page cache where the file system allows (`DirectIO`), else through it.
+    public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? {
+        precondition(contents.count == Format.fileSize, "storage files have one size")
+        if let fd = DirectIO.openUnnamed(folder) {
+            let file = UnnamedFile(descriptor: fd)
+            try staging.withBuffer { try DirectIO.write(fd, contents, staging: $0) }
+            return file
+        }
+        guard let fd = try Syscalls.openUnnamed(folder) else { return nil }
+        let file = UnnamedFile(descriptor: fd)
+        try Syscalls.writeFully(fd, contents, offset: 0)
+        return file
     }
 
     /// Renamed in, under the writers' shared lock (docs/FORMAT.md §13.11): each group's fill is

@@ -32,6 +32,11 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// written in full before any has its name, then all are named, one after the other. On a
     /// failure none is left that could be removed. Durable as `create` without `durable`.
     func createGroup(_ files: [(name: String, contents: [UInt8])]) throws
+    /// A file of the group to come, written now and named by `createGroup(_:written:)`; nil
+    /// where the folder has no unnamed files (its groups are made from their bytes).
+    func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile?
+    /// `createGroup` with some of the group's files written beforehand (`writeUnnamed`).
+    func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws
     /// Overwrites bytes of an existing file of the storage's form; the size never changes.
     func write(_ name: String, offset: Int, bytes: [UInt8]) throws
     /// Makes earlier writes to these files durable.
@@ -71,6 +76,13 @@ extension StorageFolder {
     public func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? { try read(name)?[...] }
 
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
+
+    public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { nil }
+
+    public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
+        precondition(written.isEmpty, "a folder without unnamed files wrote one")
+        try createGroup(files)
+    }
 
     /// A group made one file after the other, each through `create`: what a crash between two
     /// creates leaves is what a crash between two links of `DiskStorageFolder` leaves.

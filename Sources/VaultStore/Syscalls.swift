@@ -19,9 +19,6 @@ enum Syscalls {
         try retrying("open") { openWithoutAccessTime(folder, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
     }
 
-    /// O_DIRECT, which Swift's Glibc hides.
-    static let direct = dotsafe_o_direct()
-
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     struct FileStatus {
@@ -55,33 +52,6 @@ enum Syscalls {
                 done += n
             }
         }
-    }
-
-    /// A whole file opened with O_DIRECT, into page-aligned memory inside an array (the
-    /// device's transfer must be aligned; 4 KiB covers every block size Linux has); nil when
-    /// the file system refuses the read (EINVAL), which the caller then reads through the cache.
-    static func readDirect(_ fd: Int32, count: Int) throws -> ArraySlice<UInt8>? {
-        let page = 4096, length = (count + page - 1) / page * page
-        var start = 0, refused = false
-        let bytes = try [UInt8](unsafeUninitializedCapacity: length + page - 1) { buffer, done in
-            let base = buffer.baseAddress!
-            start = (page - Int(bitPattern: base) % page) % page
-            base.initialize(repeating: 0, count: start)
-            done = start
-            var read = 0
-            while read < count {
-                let n = pread(fd, base + start + read, length - read, off_t(read))
-                if n < 0 && Glibc.errno == EINTR { continue }
-                if n < 0 && Glibc.errno == EINVAL && read == 0 { refused = true; return }
-                if n < 0 { throw StoreError.fromErrno("read", Glibc.errno) }
-                // A short read inside the file leaves the next one unaligned: not expected of a
-                // local file system, and treated as a damaged file rather than read around.
-                if n == 0 || (read + n < count && (read + n) % page != 0) { throw StoreError.unusableFile("(short read)") }
-                read += n
-            }
-            done = start + count
-        }
-        return refused ? nil : bytes[start..<start + count]
     }
 
     static func writeFully(_ fd: Int32, _ bytes: [UInt8], offset: Int) throws {

@@ -18,6 +18,15 @@ open class ForwardingStorageFolder: StorageFolder, @unchecked Sendable {
     open func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
     open func create(_ name: String, contents: [UInt8], durable: Bool) throws { try base.create(name, contents: contents, durable: durable) }
     open func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try base.createGroup(files) }
+    /// Through `read`, which a subclass may hold, cut or fail.
+    open func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? { try read(name)?[...] }
+    /// No unnamed files: every group's bytes reach `createGroup`, which a subclass may hold, cut
+    /// or fail.
+    open func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { nil }
+    open func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
+        precondition(written.isEmpty, "no unnamed files here")
+        try createGroup(files)
+    }
     open func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try base.write(name, offset: offset, bytes: bytes) }
     open func sync(_ names: [String]) throws { try base.sync(names) }
     open func syncFolder() throws { try base.syncFolder() }

@@ -1,4 +1,5 @@
 import Testing
+import DotSafeTestSupport
 import VaultCore
 import VaultCrypto
 import VaultFormat
@@ -37,6 +38,34 @@ import VaultStore
         try vault.lock()
         #expect(try TestVaults.open(storage.base).readAll("big") == Self.bytes)
         try checkStorageInvariants(storage.base as! SimulatedStorageFolder)
+    }
+
+    /// On disk each sealed chunk waits as an unnamed file, not as bytes in memory: the folder
+    /// shows whole groups only, every one of the group's files is the vault's, and the file
+    /// reads back after the vault is opened again.
+    @Test func onDiskChunksWaitForTheirGroupAsUnnamedFiles() throws {
+        let path = try TestFolder.make("assembly")
+        defer { TestFolder.remove(path) }
+        let disk = try DiskStorageFolder(path: path)
+        _ = try Storage.addCovers(to: disk, random: SystemRandom())
+        let storage = CountingStorageFolder(disk)
+        let vault = try TestVaults.open(storage, cacheBytes: 64 << 20)
+        try vault.makeFile("small", [1, 2, 3])
+        try vault.commit()
+        let id = try vault.create(.file, in: Vault.rootID, named: Array("big".utf8), mode: 0o644)
+        var waiting = 0
+        for start in stride(from: 0, to: Self.bytes.count, by: 1 << 20) {
+            try vault.write(id, offset: UInt64(start), bytes: Array(Self.bytes[start..<min(start + (1 << 20), Self.bytes.count)]))
+            #expect(try disk.listAllNames().count % Format.groupSize == 0, "a group shows in part")
+            waiting = max(waiting, try unnamedFilesOpen(in: path))
+        }
+        #expect(waiting > 0, "no chunk waited as an unnamed file")
+        try vault.commit()
+        #expect(try unnamedFilesOpen(in: path) == 0)
+        #expect(storage.current.creates >= 48)
+        try vault.lock()
+        #expect(try TestVaults.open(disk).readAll("big") == Self.bytes)
+        #expect(try disk.listAllNames().count % Format.groupSize == 0)
     }
 
     /// A crash at every mutation of a long write and its commit, as a process death and as a

@@ -126,26 +126,51 @@ import VaultStore
         let contents = try SystemRandom().bytes(Format.fileSize)
         try folder.create(name, contents: contents, durable: true)
 
-        #expect(try Self.residentPages(base + "/" + name, dropFirst: true) == 0 || tmpfs)
+        let path = base + "/" + name, size = Format.fileSize
+        #expect(try residentPages(path, bytes: size, dropFirst: true) == 0 || tmpfs)
         #expect(try folder.readStreaming(name).map(Array.init) == contents)
-        #expect(try Self.residentPages(base + "/" + name) == 0 || tmpfs, "a streamed read went through the page cache")
+        #expect(try residentPages(path, bytes: size) == 0 || tmpfs, "a streamed read went through the page cache")
         #expect(try folder.read(name) == contents)
-        #expect(try Self.residentPages(base + "/" + name) == (Format.fileSize + 4095) / 4096, "an ordinary read is cached")
+        #expect(try residentPages(path, bytes: size) == (size + 4095) / 4096, "an ordinary read is cached")
     }
 
-    /// How many of a file's pages the kernel's page cache holds (mincore), optionally after
-    /// asking it to drop them.
-    static func residentPages(_ path: String, dropFirst: Bool = false) throws -> Int {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw HarnessError("open \(path): errno \(errno)") }
-        defer { close(fd) }
-        if dropFirst { _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED)) }
-        let pages = (Format.fileSize + 4095) / 4096
-        guard let map = mmap(nil, Format.fileSize, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { throw HarnessError("mmap: errno \(errno)") }
-        defer { munmap(map, Format.fileSize) }
-        var resident = [UInt8](repeating: 0, count: pages)
-        guard mincore(map, Format.fileSize, &resident) == 0 else { throw HarnessError("mincore: errno \(errno)") }
-        return resident.filter { $0 & 1 != 0 }.count
+    /// Files written unnamed (a group being assembled) are nowhere in the folder until their
+    /// group is named with them, and one dropped leaves nothing, not even a descriptor. Their
+    /// whole pages went past the page cache (what lingers is the last, partial one).
+    @Test func unnamedFilesAppearOnlyWithTheirGroup() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let tmpfs = try shell("stat -f -c %T '\(base)'").hasPrefix("tmpfs")
+        let folder = try DiskStorageFolder(path: base)
+        let files = try (0..<16).map { index in
+            (name: FileName.encode([UInt8](repeating: UInt8(index + 40), count: Format.nameBytes)), contents: try SystemRandom().bytes(Format.fileSize))
+        }
+        func writeUnnamed() throws -> [(name: String, file: UnnamedFile)] {
+            try files[0..<10].map { (name: $0.name, file: try #require(try folder.writeUnnamed($0.contents))) }
+        }
+        var written = try writeUnnamed()
+        _ = try folder.writeUnnamed(try SystemRandom().bytes(Format.fileSize))  // dropped
+        #expect(try folder.listAllNames().isEmpty, "an unnamed file shows in the folder")
+        #expect(try unnamedFilesOpen(in: base) == 10)
+
+        // A name taken: nothing is left named (a file once named cannot be named again: the
+        // vault gives such a group up and writes its chunks anew).
+        try folder.create(files[12].name, contents: files[12].contents, durable: false)
+        #expect(throws: StoreError.exists(files[12].name)) { try folder.createGroup(Array(files[10...]), written: written) }
+        #expect(try folder.listAllNames() == [files[12].name])
+        try folder.remove(files[12].name)
+
+        written = try writeUnnamed()
+        try folder.createGroup(Array(files[10...]), written: written)
+        written = []
+        #expect(Set(try folder.listFiles()) == Set(files.map(\.name)))
+        try folder.syncFolder()
+        for file in files {
+            #expect(try residentPages(base + "/" + file.name, bytes: Format.fileSize) <= 1 || tmpfs, "written through the page cache")
+            #expect(try folder.read(file.name) == file.contents)
+            #expect(try #require(try folder.allocatedBytes(file.name)) >= Format.fileSize, "sparse file \(file.name)")
+        }
+        #expect(try unnamedFilesOpen(in: base) == 0, "a descriptor left open")
     }
 
     @Test func fileNamesHaveOneFormAndAlphabet() {
