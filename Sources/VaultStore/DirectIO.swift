@@ -7,7 +7,8 @@ import Synchronization
 /// own bookkeeping, and memory the kernel holds twice (the plaintext is cached by FUSE anyway);
 /// docs/PERFORMANCE.md, "Storage files past the page cache". The device wants its transfers
 /// aligned: 4 KiB covers every logical block size Linux has. A file system that refuses
-/// O_DIRECT (EINVAL) gets the ordinary calls instead; pointer code stays here.
+/// O_DIRECT (EINVAL) gets the ordinary calls instead. Pointer code stays here; the calls are
+/// `Syscalls.retrying`'s (EINTR) like every other.
 enum DirectIO {
     static let flag = dotsafe_o_direct()
     static let alignment = 4096
@@ -24,10 +25,11 @@ enum DirectIO {
             done = start
             var read = 0
             while read < count {
-                let n = pread(fd, base + start + read, length - read, off_t(read))
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 && errno == EINVAL && read == 0 { refused = true; return }
-                if n < 0 { throw StoreError.fromErrno("read", errno) }
+                let n: Int
+                do { n = try Syscalls.retrying("read") { pread(fd, base + start + read, length - read, off_t(read)) } } catch StoreError.system(_, EINVAL) where read == 0 {
+                    refused = true
+                    return
+                }
                 // A short read inside the file leaves the next one unaligned: not expected of a
                 // local file system, and treated as a damaged file rather than read around.
                 if n == 0 || (read + n < count && (read + n) % alignment != 0) { throw StoreError.unusableFile("(short read)") }
@@ -56,16 +58,14 @@ enum DirectIO {
         if whole > 0 {
             bytes.withUnsafeBytes { staging.pointer.copyMemory(from: $0.baseAddress!, byteCount: whole) }
             while done < whole {
-                let n = pwrite(fd, staging.pointer + done, whole - done, off_t(done))
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 && errno == EINVAL && done == 0 { break }
-                if n < 0 { throw StoreError.fromErrno("write", errno) }
-                done += n
+                do { done += try Syscalls.retrying("write") { pwrite(fd, staging.pointer + done, whole - done, off_t(done)) } } catch StoreError.system(_, EINVAL) where done == 0 {
+                    break
+                }
                 if done < whole && done % alignment != 0 { break }  // the rest through the cache
             }
         }
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags & ~flag) == 0 else { throw StoreError.fromErrno("fcntl", errno) }
+        let flags = try Syscalls.retrying("fcntl") { fcntl(fd, F_GETFL) }
+        _ = try Syscalls.retrying("fcntl") { fcntl(fd, F_SETFL, flags & ~flag) }
         if done < bytes.count { try Syscalls.writeFully(fd, Array(bytes[done...]), offset: done) }
     }
 }
