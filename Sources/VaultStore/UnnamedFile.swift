@@ -1,4 +1,3 @@
-import Glibc
 
 /// A storage file written but not named yet (O_TMPFILE): no one listing the folder sees it, and
 /// once dropped, or after a crash, it is gone. `StorageFolder.createGroup(_:written:)` names it

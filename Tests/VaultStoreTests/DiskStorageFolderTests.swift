@@ -173,6 +173,28 @@ import VaultStore
         #expect(try unnamedFilesOpen(in: base) == 0, "a descriptor left open")
     }
 
+    /// ramfs refuses O_DIRECT (EINVAL at open) but has O_TMPFILE: a stream's read, an unnamed
+    /// file and a group go through the page cache there, with the same bytes and the same group.
+    @Test func aFileSystemWithoutDirectIOIsUsedThroughTheCache() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try shell("mount -t ramfs ramfs '\(base)'")
+        defer { _ = try? shell("umount '\(base)'") }
+        #expect(try shell("python3 -c \"import os; os.open('\(base)', os.O_RDONLY | os.O_DIRECT)\" 2>&1 || true").contains("Invalid argument"),
+                "ramfs takes O_DIRECT now: this test needs another file system without it")
+        let folder = try DiskStorageFolder(path: base)
+        let files = try (0..<16).map { index in
+            (name: FileName.encode([UInt8](repeating: UInt8(index + 80), count: Format.nameBytes)), contents: try SystemRandom().bytes(Format.fileSize))
+        }
+        let written = try files[0..<4].map { (name: $0.name, file: try #require(try folder.writeUnnamed($0.contents))) }
+        #expect(try folder.listAllNames().isEmpty)
+        try folder.createGroup(Array(files[4...]), written: written)
+        #expect(Set(try folder.listFiles()) == Set(files.map(\.name)))
+        for file in files {
+            #expect(try folder.readStreaming(file.name).map(Array.init) == file.contents)
+        }
+    }
+
     @Test func fileNamesHaveOneFormAndAlphabet() {
         #expect(FileName.encode([UInt8](repeating: 0, count: 16)) == "aaaaaaaaaaaaaaaaaaaaaaaaaa")
         #expect(FileName.encode([UInt8](repeating: 0xff, count: 16)) == "77777777777777777777777774") // python3: base64.b32encode(b"\xff" * 16)
