@@ -291,6 +291,28 @@ struct ItemTree {
         dirtyItems.insert(id)
     }
 
+    /// Applies `drop` to item `id` (a folder keeps everything: the kernel drops nothing from one);
+    /// true if that changed it. Costs a lookup when there is nothing to drop, as for almost
+    /// every file.
+    @discardableResult
+    mutating func dropPrivileges(_ id: UInt64, _ drop: PrivilegeDrop, now: Int64) -> Bool {
+        guard let record = items[id]?.record, record.type != .folder,
+              record.mode & (PrivilegeDrop.setUserID | PrivilegeDrop.setGroupID) != 0 || !record.xattrs.isEmpty else { return false }
+        var changed = false
+        if let mode = drop.mode(after: record.mode, gid: record.gid) {
+            items[id]!.record.mode = mode
+            changed = true
+        }
+        if let index = record.xattrs.firstIndex(where: { $0.name == PrivilegeDrop.capabilityAttribute }) {
+            items[id]!.record.xattrs.remove(at: index)
+            changed = true
+        }
+        guard changed else { return false }
+        items[id]!.record.ctime = now
+        dirtyItems.insert(id)
+        return true
+    }
+
     /// Content changes move mtime and ctime.
     mutating func touchContent(_ id: UInt64, now: Int64) {
         items[id]?.record.mtime = now

@@ -198,6 +198,15 @@ public final class Vault: Sendable {
         try locked { try $0.setAttributes(id, mode: mode, uid: uid, gid: gid, atime: atime, mtime: mtime) }
     }
 
+    /// What a change of owner takes from the item (`PrivilegeDrop`).
+    public func dropPrivileges(_ id: UInt64, _ drop: PrivilegeDrop) throws {
+        try locked { state in
+            try state.checkWritable()
+            try state.fault(id)
+            state.tree.dropPrivileges(id, drop, now: state.session.clock.now())
+        }
+    }
+
     public func extendedAttribute(_ id: UInt64, _ name: [UInt8]) throws -> [UInt8] {
         try locked { state in
             try state.fault(id)
@@ -303,9 +312,11 @@ public final class Vault: Sendable {
     }
 
     /// A write from memory the caller owns (a FUSE request's buffer): its bytes are copied
-    /// once, into the chunks they change.
-    public func write(_ id: UInt64, offset: UInt64, bytes: RawSpan) throws {
-        try write(id, at: offset, bytes: bytes)
+    /// once, into the chunks they change. `drop`: what the write takes from the file; true if
+    /// it took something.
+    @discardableResult
+    public func write(_ id: UInt64, offset: UInt64, bytes: RawSpan, dropping drop: PrivilegeDrop? = nil) throws -> Bool {
+        try write(id, at: offset, bytes: bytes, dropping: drop)
     }
 
     /// Writes at the end of the file as it is under the lock (O_APPEND): two appends never
@@ -314,25 +325,29 @@ public final class Vault: Sendable {
         try write(id, at: nil, bytes: bytes.span.bytes)
     }
 
-    public func append(_ id: UInt64, bytes: RawSpan) throws {
-        try write(id, at: nil, bytes: bytes)
+    @discardableResult
+    public func append(_ id: UInt64, bytes: RawSpan, dropping drop: PrivilegeDrop? = nil) throws -> Bool {
+        try write(id, at: nil, bytes: bytes, dropping: drop)
     }
 
     /// A write at `offset`, or at the end for nil. A writer that finds no room for its
     /// write-behinds waits here, outside the vault's lock and any lock of the caller's.
-    private func write(_ id: UInt64, at offset: UInt64?, bytes: RawSpan) throws {
-        let (jobs, waiting, evictionWaits) = try locked { state in
+    @discardableResult
+    private func write(_ id: UInt64, at offset: UInt64?, bytes: RawSpan, dropping drop: PrivilegeDrop? = nil) throws -> Bool {
+        let (jobs, waiting, evictionWaits, dropped) = try locked { state in
             try state.onDataPath { state in
                 try state.fault(id)
                 let position = try offset ?? state.file(id).record.size
                 let completed = try state.write(id, offset: position, bytes: bytes)
                 state.tree.touchContent(id, now: state.session.clock.now())
+                let dropped = drop.map { state.tree.dropPrivileges(id, $0, now: state.session.clock.now()) } ?? false
                 let (jobs, waiting) = state.startWritesBehind(id, completed)
-                return (jobs, waiting, state.evictionWaitsForGroup)
+                return (jobs, waiting, state.evictionWaitsForGroup, dropped)
             }
         }
         submit(jobs)
         if !waiting.isEmpty || evictionWaits { try settleData(writesOf: id, waiting: waiting) }
+        return dropped
     }
 
     /// Runs write-behinds outside the lock (queued: a writer that finds no room waits here).
@@ -404,16 +419,21 @@ public final class Vault: Sendable {
     /// Erases a copy of plaintext (`chunkForKernelCache`'s) before it is freed.
     public static func wipe(_ bytes: inout [UInt8]) { bytes.wipe() }
 
-    public func truncate(_ id: UInt64, size: UInt64) throws {
-        let evictionWaits = try locked { state in
+    /// Cuts or extends file `id` to `size` (zeros). `drop`: what the truncate takes from the
+    /// file; true if it took something.
+    @discardableResult
+    public func truncate(_ id: UInt64, size: UInt64, dropping drop: PrivilegeDrop? = nil) throws -> Bool {
+        let (evictionWaits, dropped) = try locked { state in
             try state.onDataPath { state in
                 try state.fault(id)
                 try state.truncate(id, size: size)
                 state.tree.touchContent(id, now: state.session.clock.now())
-                return state.evictionWaitsForGroup
+                let dropped = drop.map { state.tree.dropPrivileges(id, $0, now: state.session.clock.now()) } ?? false
+                return (state.evictionWaitsForGroup, dropped)
             }
         }
         if evictionWaits { try settleData() }
+        return dropped
     }
 
     // MARK: Durability

@@ -10,6 +10,7 @@ final class FUSEContext: Sendable {
     let attributeTimeout: Double
     let entryTimeout: Double
     let cacheFill = KernelCacheFill()
+    let device = FUSEDevice.State()
 
     init(fileSystem: FileSystem, attributeTimeout: Double, entryTimeout: Double) {
         self.fileSystem = fileSystem

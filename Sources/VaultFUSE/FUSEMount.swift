@@ -100,8 +100,10 @@ public final class FUSEMount: Sendable {
             context.release()
             throw .mountFailed(mountPoint)
         }
+        _ = FUSEDevice.install(on: created)
         context.takeUnretainedValue().cacheFill.attach(SessionPointer(raw: created))
         let mount = FUSEMount(mountPoint: mountPoint, fileSystem: fileSystem, session: SessionPointer(raw: created), context: context)
+        fileSystem.whenAttributesChangeUnseen { [weak mount] item in mount?.invalidateAttributes(of: item) }
         try mount.startLoop(maxThreads: max(1, options.maxThreads))
         return mount
     }
@@ -159,6 +161,16 @@ public final class FUSEMount: Sendable {
                     _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), 0, 0)
                 }
             }
+        }
+    }
+
+    /// Makes the kernel forget the attributes it holds of `item` (not its pages or names): safe
+    /// from a request, as it waits for no lock a request may hold.
+    func invalidateAttributes(of item: UInt64) {
+        notifiable.withLock { open in
+            guard open, isServing else { return }
+            // A negative offset: the attributes only.
+            _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), -1, 0)
         }
     }
 

@@ -23,10 +23,12 @@ enum FUSEOperations {
             connection.pointee.time_gran = 1
             // O_TRUNC arrives with open (the file system truncates), not as a separate setattr.
             connection.pointee.want |= UInt32(FUSE_CAP_ATOMIC_O_TRUNC) & connection.pointee.capable
-            // Not wanted: NFS export (inode numbers are not stable across mounts), and the
+            // Not wanted: NFS export (inode numbers are not stable across mounts), the
             // writeback cache (the kernel would keep size and mtime itself; O_APPEND and the
-            // vault's mtime handling assume writes arrive as they happen).
-            connection.pointee.want &= ~UInt32(FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_WRITEBACK_CACHE)
+            // vault's mtime handling assume writes arrive as they happen), and the first form of
+            // dropping set-ID bits here (v1 says nothing of who lacks CAP_FSETID; libfuse 3.14
+            // wants it but never tells the kernel; FUSEDevice asks for v2, which says it).
+            connection.pointee.want &= ~UInt32(FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV)
         }
 
         ops.lookup = { request, parent, name in
@@ -58,7 +60,7 @@ enum FUSEOperations {
             reply(request) { context throws(FSError) in
                 guard let new = attributes?.pointee else { throw .invalidArgument }
                 let changes = attributeChanges(new, toSet)
-                let attributes = Handed(value: (request, try context.fileSystem.setAttributes(inode, changes)))
+                let attributes = Handed(value: (request, try context.fileSystem.setAttributes(inode, changes, changedBy: Caller(request))))
                 let replySet: @Sendable () -> Void = { replyAttributes(attributes.value.0, context, attributes.value.1) }
                 // The kernel drops its pages past a truncate after this reply: after any push into them.
                 if changes.size != nil { context.cacheFill.afterFills(of: inode, replySet) } else { replySet() }
@@ -147,7 +149,7 @@ enum FUSEOperations {
         ops.open = { request, inode, info in
             reply(request) { context throws(FSError) in
                 guard let info else { throw .invalidArgument }
-                info.pointee.fh = try context.fileSystem.open(inode, flags: info.pointee.flags)
+                info.pointee.fh = try context.fileSystem.open(inode, flags: info.pointee.flags, caller: Caller(request))
                 // The kernel's page cache is kept across opens while the file has not changed
                 // (a second read costs no request); otherwise the kernel drops it here.
                 info.pointee.keep_cache = context.fileSystem.keepsKernelCache(info.pointee.fh) ? 1 : 0
@@ -186,7 +188,8 @@ enum FUSEOperations {
                 guard let info, offset >= 0 else { throw .invalidArgument }
                 // The request's own buffer, not copied: libfuse keeps it until the callback returns.
                 let data = UnsafeRawBufferPointer(start: buffer, count: buffer == nil ? 0 : size)
-                let written = try context.fileSystem.write(info.pointee.fh, offset: UInt64(offset), bytes: data.bytes)
+                let written = try context.fileSystem.write(info.pointee.fh, offset: UInt64(offset), bytes: data.bytes,
+                                                           changedBy: Caller(request))
                 fuse_reply_write(request, written)
             }
         }
@@ -398,6 +401,7 @@ private func attributeChanges(_ new: stat, _ toSet: Int32) -> AttributeChanges {
     if has(FUSE_SET_ATTR_UID) { changes.uid = new.st_uid }
     if has(FUSE_SET_ATTR_GID) { changes.gid = new.st_gid }
     if has(FUSE_SET_ATTR_SIZE) { changes.size = UInt64(max(0, new.st_size)) }
+    changes.dropsSetIDs = has(FUSE_SET_ATTR_KILL_SUID)
     if has(FUSE_SET_ATTR_ATIME_NOW) {
         changes.accessTime = .now
     } else if has(FUSE_SET_ATTR_ATIME) {

@@ -27,6 +27,9 @@ public struct AttributeChanges: Equatable, Sendable {
     public var size: UInt64?
     public var accessTime: TimeChange?
     public var modificationTime: TimeChange?
+    /// The kernel's FATTR_KILL_SUIDGID: a truncate by a caller without CAP_FSETID, or a chown
+    /// (`FileSystem.dropsPrivileges`).
+    public var dropsSetIDs = false
 
     public init(mode: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, size: UInt64? = nil,
                 accessTime: TimeChange? = nil, modificationTime: TimeChange? = nil) {

@@ -1,3 +1,5 @@
+import VaultCore
+
 /// Who asks: the calling process's ids and umask, as FUSE reports them for each request. New
 /// items belong to the caller (or to the folder's group when the folder is set-group-ID).
 public struct Caller: Equatable, Sendable {
@@ -10,4 +12,10 @@ public struct Caller: Equatable, Sendable {
     }
 
     public static let root = Caller(uid: 0, gid: 0)
+}
+
+extension Caller {
+    /// What this caller's change of a file's content takes from it. Root stands for a caller
+    /// with CAP_FSETID: FUSE does not say, and a root caller without it is rare.
+    public var changingContent: PrivilegeDrop { PrivilegeDrop(unprivilegedGroup: uid == 0 ? nil : gid) }
 }

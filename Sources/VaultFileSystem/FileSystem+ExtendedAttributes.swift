@@ -11,7 +11,8 @@ extension FileSystem {
                                                               Array("system.posix_acl_default".utf8)]
 
     public func extendedAttribute(_ inode: UInt64, _ name: [UInt8]) throws(FSError) -> [UInt8] {
-        try withState(FSError.Context(notFound: .noAttribute)) { _ in
+        attributeReads.add(1, ordering: .relaxed)
+        return try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
             return try vault.extendedAttribute(inode, name)
         }

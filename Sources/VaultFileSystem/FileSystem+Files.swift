@@ -3,15 +3,18 @@ import VaultCore
 
 /// Open files: open, read, write, flush, release, fsync.
 extension FileSystem {
-    /// open(2) of an existing regular file. O_TRUNC (with write access) empties it; O_APPEND
-    /// makes every write of this handle go to the end.
-    public func open(_ inode: UInt64, flags: Int32) throws(FSError) -> UInt64 {
-        try withState { state in
+    /// open(2) of an existing regular file. O_TRUNC (with write access) empties it (and takes
+    /// set-ID bits from a caller other than root); O_APPEND makes every write of this handle go
+    /// to the end.
+    public func open(_ inode: UInt64, flags: Int32, caller: Caller) throws(FSError) -> UInt64 {
+        let (handle, dropped) = try withState { state in
             try openable(inode)
-            try truncateIfAsked(inode, flags: flags)
+            let dropped = try truncateIfAsked(inode, flags: flags, caller: caller)
             let keepsCache = state.inodes.opened(inode, at: vault.contentVersion(inode))
-            return openHandle(.file(HandleTable.OpenFile(inode: inode, flags: flags, keepsCache: keepsCache)), &state)
+            return (openHandle(.file(HandleTable.OpenFile(inode: inode, flags: flags, keepsCache: keepsCache)), &state), dropped)
         }
+        if dropped { attributesChangedUnseen(inode) }
+        return handle
     }
 
     /// Whether the kernel may keep the page cache it holds of the handle's file (FUSE's
@@ -114,13 +117,21 @@ extension FileSystem {
     }
 
     /// The same from the caller's memory (the FUSE request's buffer, not copied first).
-    public func write(_ handle: UInt64, offset: UInt64, bytes: RawSpan) throws(FSError) -> Int {
+    /// `caller`: whose change it is, for what it takes from the file (`dropsPrivileges`).
+    public func write(_ handle: UInt64, offset: UInt64, bytes: RawSpan, changedBy caller: Caller = .root) throws(FSError) -> Int {
         let file = try withState { state in try state.handles.file(handle) }
+        let drop = dropsPrivileges ? caller.changingContent : nil
+        let dropped: Bool
         do {
-            if file.append { try vault.append(file.inode, bytes: bytes) } else { try vault.write(file.inode, offset: offset, bytes: bytes) }
+            if file.append {
+                dropped = try vault.append(file.inode, bytes: bytes, dropping: drop)
+            } else {
+                dropped = try vault.write(file.inode, offset: offset, bytes: bytes, dropping: drop)
+            }
         } catch {
             throw FSError(error)
         }
+        if dropped { attributesChangedUnseen(file.inode) }
         commitScheduler.noteChange()
         return bytes.byteCount
     }

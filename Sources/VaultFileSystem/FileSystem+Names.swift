@@ -18,7 +18,7 @@ extension FileSystem {
             } catch VaultError.exists where flags & O_EXCL == 0 {
                 id = try vault.lookup(parent, name)
                 try openable(id)
-                try truncateIfAsked(id, flags: flags)
+                try truncateIfAsked(id, flags: flags, caller: caller)
             }
             let attributes = try fileAttributes(id)
             remember(id, parent: parent, &state)

@@ -55,6 +55,11 @@ public final class FileSystem: Sendable {
     /// When a request last came in (the vault clock's nanoseconds): the idle timeout reads it.
     private let activity: Atomic<Int64>
     let reads = Atomic<Int>(0)
+    let attributeReads = Atomic<Int>(0)
+    /// getxattr requests served (the kernel asks for `security.capability` before writes).
+    public var attributeReadCount: Int { attributeReads.load(ordering: .relaxed) }
+    private let privilegesDropped = Atomic<Bool>(false)
+    private let unseenChange = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
     /// Read requests served (the tests' count of what reached the daemon).
     public var readCount: Int { reads.load(ordering: .relaxed) }
 
@@ -118,14 +123,16 @@ public final class FileSystem: Sendable {
     }
 
     /// chmod, chown, truncate/ftruncate and utimens in one (for ftruncate the inode says which
-    /// item; the handle is not needed).
-    public func setAttributes(_ inode: UInt64, _ changes: AttributeChanges) throws(FSError) -> FileAttributes {
-        try withState { _ in
+    /// item; the handle is not needed). `caller`: whose change it is, for what a truncate or a
+    /// change of owner takes from the item (`dropsPrivileges`).
+    public func setAttributes(_ inode: UInt64, _ changes: AttributeChanges, changedBy caller: Caller = .root) throws(FSError) -> FileAttributes {
+        let drop = dropsPrivileges ? Self.privilegeDrop(changes, caller) : nil
+        return try withState { _ in
             if let size = changes.size {
                 guard try vault.attributes(inode).type == .file else {
                     throw try vault.attributes(inode).type == .folder ? FSError.isADirectory : FSError.invalidArgument
                 }
-                try vault.truncate(inode, size: size)
+                try vault.truncate(inode, size: size, dropping: changes.uid == nil && changes.gid == nil ? drop : nil)
                 commitScheduler.noteChange()
             }
             if changes.changesMetadata {
@@ -139,10 +146,38 @@ public final class FileSystem: Sendable {
                 }
                 try vault.setAttributes(inode, mode: changes.mode.map { $0 & 0o7777 }, uid: changes.uid, gid: changes.gid,
                                         atime: resolve(changes.accessTime), mtime: resolve(changes.modificationTime))
+                if let drop, changes.uid != nil || changes.gid != nil { try vault.dropPrivileges(inode, drop) }
                 commitScheduler.noteChange()
             }
             return try fileAttributes(inode)
         }
+    }
+
+    /// Whether the kernel leaves dropping set-ID bits and capabilities on write, truncate and
+    /// chown to this file system (FUSE_HANDLE_KILLPRIV_V2), as the mount's INIT reply decided.
+    /// An open with O_TRUNC drops them either way: the kernel never does (atomic O_TRUNC).
+    public var dropsPrivileges: Bool {
+        get { privilegesDropped.load(ordering: .acquiring) }
+        set { privilegesDropped.store(newValue, ordering: .releasing) }
+    }
+
+    /// Told of an item whose attributes this file system changed with no reply that carries
+    /// them (a write or an open with O_TRUNC that dropped set-ID bits or a capability): the
+    /// mount makes the kernel forget its copy, which it would otherwise show for a second.
+    public func whenAttributesChangeUnseen(_ body: @escaping @Sendable (UInt64) -> Void) {
+        unseenChange.withLock { $0 = body }
+    }
+
+    func attributesChangedUnseen(_ id: UInt64) { unseenChange.withLock { $0 }?(id) }
+
+    /// What a setattr takes from the item: the kernel marks a truncate by a caller without
+    /// CAP_FSETID, and every chown of a non-folder (`dropsSetIDs`); capabilities go in any case.
+    static func privilegeDrop(_ changes: AttributeChanges, _ caller: Caller) -> PrivilegeDrop? {
+        if changes.uid != nil || changes.gid != nil {
+            return PrivilegeDrop(isOwnerChange: true, unprivilegedGroup: caller.changingContent.unprivilegedGroup)
+        }
+        guard changes.size != nil else { return nil }
+        return PrivilegeDrop(unprivilegedGroup: changes.dropsSetIDs ? caller.gid : nil)
     }
 
     // MARK: The volume
@@ -233,10 +268,15 @@ public final class FileSystem: Sendable {
         }
     }
 
-    func truncateIfAsked(_ id: UInt64, flags: Int32) throws {
-        guard flags & O_TRUNC != 0, flags & O_ACCMODE != O_RDONLY else { return }
-        try vault.truncate(id, size: 0)
+    /// O_TRUNC of an open: the kernel leaves it to us (atomic O_TRUNC), and with it what it
+    /// would take from the file for a truncate (`Caller.changingContent`).
+    /// True if that dropped something.
+    @discardableResult
+    func truncateIfAsked(_ id: UInt64, flags: Int32, caller: Caller) throws -> Bool {
+        guard flags & O_TRUNC != 0, flags & O_ACCMODE != O_RDONLY else { return false }
+        let dropped = try vault.truncate(id, size: 0, dropping: caller.changingContent)
         commitScheduler.noteChange()
+        return dropped
     }
 
     func openHandle(_ handle: HandleTable.Handle, _ state: inout State) -> UInt64 {

@@ -29,7 +29,7 @@ import VaultFileSystem
         let h = try FileSystemHarness()
         let start = h.commits
         let id = try h.createFile("f")
-        let handle = try h.fs.open(id, flags: O_WRONLY)
+        let handle = try h.fs.open(id, flags: O_WRONLY, caller: .root)
         defer { h.fs.release(handle) }
         // Writes every 0.1 s for 12 s: a commit at 5 s and at 10 s, never one per write.
         for i in 0..<120 {

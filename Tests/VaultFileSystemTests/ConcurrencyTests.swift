@@ -16,7 +16,7 @@ import VaultFileSystem
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             let folder = folders[worker]
             do {
-                let append = try h.fs.open(shared, flags: O_WRONLY | O_APPEND)
+                let append = try h.fs.open(shared, flags: O_WRONLY | O_APPEND, caller: .root)
                 for i in 0..<60 {
                     let name = "f\(i)".bytes
                     let (attributes, handle) = try h.fs.create(folder, name, mode: 0o644, flags: O_CREAT | O_RDWR, caller: h.caller)

@@ -48,7 +48,7 @@ import VaultFileSystem
         let attributes = try h.fs.setAttributes(id, AttributeChanges(size: tebibyte))
         #expect(attributes.size == tebibyte)
         #expect(attributes.blocks == tebibyte / 512)
-        let handle = try h.fs.open(id, flags: O_RDWR)
+        let handle = try h.fs.open(id, flags: O_RDWR, caller: .root)
         defer { h.fs.release(handle) }
         #expect(try h.fs.read(handle, offset: tebibyte - 4096, count: 8192) == [UInt8](repeating: 0, count: 4096))
         _ = try h.fs.write(handle, offset: tebibyte - 3, bytes: [1, 2, 3])
@@ -59,9 +59,9 @@ import VaultFileSystem
     @Test func appendWritesAtTheCurrentEndWhateverTheOffset() throws {
         let h = try FileSystemHarness()
         let id = try h.createFile("log", contents: "start\n".bytes)
-        let first = try h.fs.open(id, flags: O_WRONLY | O_APPEND)
-        let second = try h.fs.open(id, flags: O_WRONLY | O_APPEND)
-        let plain = try h.fs.open(id, flags: O_RDWR)
+        let first = try h.fs.open(id, flags: O_WRONLY | O_APPEND, caller: .root)
+        let second = try h.fs.open(id, flags: O_WRONLY | O_APPEND, caller: .root)
+        let plain = try h.fs.open(id, flags: O_RDWR, caller: .root)
         _ = try h.fs.write(first, offset: 0, bytes: "one\n".bytes)
         _ = try h.fs.write(second, offset: 0, bytes: "two\n".bytes)
         _ = try h.fs.write(plain, offset: 0, bytes: "S".bytes)
@@ -73,10 +73,10 @@ import VaultFileSystem
     @Test func openWithTruncateEmptiesOnlyWhenWriting() throws {
         let h = try FileSystemHarness()
         let id = try h.createFile("f", contents: pattern(5000))
-        h.fs.release(try h.fs.open(id, flags: O_RDONLY | O_TRUNC))
+        h.fs.release(try h.fs.open(id, flags: O_RDONLY | O_TRUNC, caller: .root))
         #expect(try h.fs.attributes(id).size == 5000)
         h.clock.advance(seconds: 3)
-        h.fs.release(try h.fs.open(id, flags: O_WRONLY | O_TRUNC))
+        h.fs.release(try h.fs.open(id, flags: O_WRONLY | O_TRUNC, caller: .root))
         let attributes = try h.fs.attributes(id)
         #expect(attributes.size == 0)
         #expect(attributes.modificationTime == Timestamp(nanosecondsSinceEpoch: h.clock.now()))
@@ -90,7 +90,7 @@ import VaultFileSystem
         let again = try h.reopened()
         let inode = try again.lookup("f").inode
         #expect(inode == id)
-        let handle = try again.fs.open(inode, flags: O_RDWR)
+        let handle = try again.fs.open(inode, flags: O_RDWR, caller: .root)
         try again.fs.unlink(again.root, "f".bytes)
         again.fs.forget(inode, count: 1)
         #expect(throws: FSError.notFound) { try again.lookup("f") }

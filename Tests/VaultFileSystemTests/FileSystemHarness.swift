@@ -56,7 +56,7 @@ struct FileSystemHarness {
     }
 
     func readAll(_ inode: UInt64) throws -> [UInt8] {
-        let handle = try fs.open(inode, flags: O_RDONLY)
+        let handle = try fs.open(inode, flags: O_RDONLY, caller: .root)
         defer { fs.release(handle) }
         return try fs.read(handle, offset: 0, count: Int(try fs.attributes(inode).size) + 1)
     }

@@ -98,7 +98,7 @@ import VaultFileSystem
         let h = try FileSystemHarness()
         let old = try h.createFile("target", contents: pattern(1000, seed: 1))
         let new = try h.createFile("source", contents: pattern(2000, seed: 2))
-        let handle = try h.fs.open(old, flags: O_RDONLY)
+        let handle = try h.fs.open(old, flags: O_RDONLY, caller: .root)
         h.fs.forget(old, count: 1)
         try h.fs.rename(h.root, "source".bytes, to: h.root, "target".bytes)
         #expect(try h.lookup("target").inode == new)
@@ -174,8 +174,8 @@ import VaultFileSystem
         #expect(throws: FSError.nameTooLong) {
             try h.fs.makeSymbolicLink(h.root, "long".bytes, target: [UInt8](repeating: 0x61, count: 4096), caller: h.caller)
         }
-        #expect(throws: FSError.isADirectory) { try h.fs.open(h.root, flags: O_RDONLY) }
-        #expect(throws: FSError.invalidArgument) { try h.fs.open(link.inode, flags: O_RDONLY) }
+        #expect(throws: FSError.isADirectory) { try h.fs.open(h.root, flags: O_RDONLY, caller: .root) }
+        #expect(throws: FSError.invalidArgument) { try h.fs.open(link.inode, flags: O_RDONLY, caller: .root) }
     }
 
     @Test func specialFilesAreEntries() throws {

@@ -74,7 +74,7 @@ import VaultStore
         #expect(try writer.result?.get() == bytes.count)
         if !answered { _ = others.wait(seconds: 60) }
         fs.release(handle)
-        let reader = try fs.open(attributes.inode, flags: O_RDONLY)
+        let reader = try fs.open(attributes.inode, flags: O_RDONLY, caller: .root)
         #expect(try fs.read(reader, offset: 0, count: bytes.count) == bytes)
         fs.release(reader)
         try fs.close()
