@@ -3,23 +3,31 @@ import VaultCore
 
 /// Extended attributes: getxattr, listxattr, setxattr, removexattr.
 extension FileSystem {
-    /// The attributes that carry POSIX ACLs. The kernel passes them through to a FUSE file
-    /// system that did not ask for ACL support (on the host's user namespace); storing them would
-    /// make `cp -a` believe the ACL, hence the mode, was set and skip its chmod. No ACL support:
-    /// setting one is EOPNOTSUPP, as on a file system mounted `noacl`, and reading one ENODATA.
-    public static let accessControlListNames: Set<[UInt8]> = [Array("system.posix_acl_access".utf8),
-                                                              Array("system.posix_acl_default".utf8)]
+    /// Attributes the vault does not keep, answered EOPNOTSUPP (read, set or removed) as by a
+    /// file system without them. POSIX ACLs: the kernel passes them through to a FUSE file
+    /// system that did not ask for ACL support (on the host's user namespace); storing them
+    /// would make `cp -a` believe the ACL, hence the mode, was set and skip its chmod. SELinux
+    /// labels: SELinux labels a FUSE mount by its policy and answers reads of a label itself, so
+    /// the attribute reaches the vault only where SELinux is off and it means nothing. `ls -l`
+    /// asks for both for every entry until one answers EOPNOTSUPP, then never again on that
+    /// mount: two round trips per entry fewer than ENODATA.
+    public static let unsupportedAttributeNames: Set<[UInt8]> = [Array("system.posix_acl_access".utf8),
+                                                                 Array("system.posix_acl_default".utf8),
+                                                                 Array("security.selinux".utf8)]
 
     public func extendedAttribute(_ inode: UInt64, _ name: [UInt8]) throws(FSError) -> [UInt8] {
         attributeReads.add(1, ordering: .relaxed)
         return try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
+            _ = try vault.attributes(inode)
+            guard !Self.unsupportedAttributeNames.contains(name) else { throw FSError.notSupported }
             return try vault.extendedAttribute(inode, name)
         }
     }
 
+    /// Without any the vault does not keep (one stored before it stopped keeping them).
     public func extendedAttributeNames(_ inode: UInt64) throws(FSError) -> [[UInt8]] {
-        try withState { _ in try vault.extendedAttributeNames(inode) }
+        try withState { _ in try vault.extendedAttributeNames(inode).filter { !Self.unsupportedAttributeNames.contains($0) } }
     }
 
     /// setxattr(2): `create` is XATTR_CREATE (EEXIST if present), `replace` XATTR_REPLACE
@@ -27,7 +35,7 @@ extension FileSystem {
     public func setExtendedAttribute(_ inode: UInt64, _ name: [UInt8], _ value: [UInt8],
                                      create: Bool = false, replace: Bool = false) throws(FSError) {
         guard !(create && replace) else { throw .invalidArgument }
-        guard !Self.accessControlListNames.contains(name) else { throw .notSupported }
+        guard !Self.unsupportedAttributeNames.contains(name) else { throw .notSupported }
         guard value.count <= Self.maximumAttributeValue else { throw .attributeTooLarge }
         try withState(FSError.Context(notFound: .noAttribute, tooLarge: .noSpace)) { _ in
             try Self.checkAttributeName(name)
@@ -41,6 +49,7 @@ extension FileSystem {
         try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
             _ = try vault.attributes(inode)
+            guard !Self.unsupportedAttributeNames.contains(name) else { throw FSError.notSupported }
             try vault.setExtendedAttribute(inode, name, nil)
             commitScheduler.noteChange()
         }

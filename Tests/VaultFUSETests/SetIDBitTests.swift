@@ -83,4 +83,21 @@ import VaultFUSE
             #expect(try shell("stat -c %s f", in: vault) == "819200\n")
         }
     }
+
+    /// `ls -l` asks for every entry's ACL and SELinux label until the file system answers
+    /// EOPNOTSUPP, then never again on that mount (coreutils keeps the device it failed on).
+    @Test func listingAsksForLabelsAndACLsOnce() throws {
+        let harness = try MountHarness(.inProcess)
+        defer { harness.finish() }
+        let vault = try harness.mountPoint()
+        try harness.withMount(at: vault) { mount throws in
+            try shell("mkdir d && for i in $(seq 100); do echo $i > d/f$i; done", in: vault)
+            let before = mount.fileSystem.attributeReadCount
+            #expect(try shell("ls -lR | grep -c '^-rw-r--r-- '", in: vault) == "100\n")
+            let asked = mount.fileSystem.attributeReadCount - before
+            #expect(asked <= 4, "getxattr requests for ls -lR of 101 entries: \(asked)")
+            let refused = try shell("python3 -c \"import os; os.getxattr('d/f1', 'system.posix_acl_access')\" 2>&1 || true", in: vault)
+            #expect(refused.contains("Operation not supported"), "\(refused)")
+        }
+    }
 }

@@ -56,13 +56,16 @@ import VaultFileSystem
         #expect(throws: FSError.noAttribute) { try h.fs.extendedAttribute(id, "user.b".bytes) }
     }
 
-    @Test func accessControlListsAreNotSupported() throws {
+    @Test(arguments: ["system.posix_acl_access", "system.posix_acl_default", "security.selinux"])
+    func accessControlListsAndLabelsAreNotSupported(name: String) throws {
         let h = try FileSystemHarness()
         let id = try h.createFile("f")
-        #expect(throws: FSError.notSupported) {
-            try h.fs.setExtendedAttribute(id, "system.posix_acl_access".bytes, [2, 0, 0, 0])
-        }
-        #expect(throws: FSError.noAttribute) { try h.fs.extendedAttribute(id, "system.posix_acl_access".bytes) }
+        #expect(throws: FSError.notSupported) { try h.fs.setExtendedAttribute(id, name.bytes, [2, 0, 0, 0]) }
+        #expect(throws: FSError.notSupported) { try h.fs.extendedAttribute(id, name.bytes) }
+        #expect(throws: FSError.notSupported) { try h.fs.removeExtendedAttribute(id, name.bytes) }
         #expect(FSError.notSupported.errno == EOPNOTSUPP)
+        // Other attributes of the namespace are kept as before.
+        try h.fs.setExtendedAttribute(id, "security.other".bytes, [1])
+        #expect(try h.fs.extendedAttributeNames(id) == ["security.other".bytes])
     }
 }
