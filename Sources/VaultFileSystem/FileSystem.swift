@@ -55,13 +55,14 @@ public final class FileSystem: Sendable {
     /// When a request last came in (the vault clock's nanoseconds): the idle timeout reads it.
     private let activity: Atomic<Int64>
     let reads = Atomic<Int>(0)
+    /// Read requests served (the tests' count of what reached the daemon).
+    public var readCount: Int { reads.load(ordering: .relaxed) }
     let attributeReads = Atomic<Int>(0)
-    /// getxattr requests served (the kernel asks for `security.capability` before writes).
+    /// getxattr requests served (the kernel asks for `security.capability` before writes, `ls
+    /// -l` for ACLs and labels).
     public var attributeReadCount: Int { attributeReads.load(ordering: .relaxed) }
     private let privilegesDropped = Atomic<Bool>(false)
     private let unseenChange = Mutex<(@Sendable (UInt64) -> Void)?>(nil)
-    /// Read requests served (the tests' count of what reached the daemon).
-    public var readCount: Int { reads.load(ordering: .relaxed) }
 
     struct State {
         var inodes = InodeTable()
