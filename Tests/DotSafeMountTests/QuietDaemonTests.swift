@@ -16,7 +16,10 @@ import Testing
         try #require(h.mount(vault, pattern: Self.pattern).status == 0)
         // Written behind and synced, the chunks leave the cache: their frames are free, and the
         // pool keeps up to 32 of them (8 MiB) ready for the next write. Nothing reads the file
-        // back before the look, or its chunks would be in the cache, in use.
+        // back before the look, or its chunks would be in the cache, in use. Not all 8 MiB are
+        // resident: a region is mapped whole, and its frames beyond RLIMIT_MEMLOCK are faulted
+        // in only once written, so the quiet daemon gives back 5 to 8 MiB (6.2 here, 5.5 on a
+        // CI run); without the release, the heap's trim alone gives back 0.2 MiB.
         h.sh("""
             head -c 48M /dev/urandom > ../big.source && sha256sum < ../big.source > ../big.sha
             dd if=../big.source of=big.bin bs=1M status=none conv=fsync
@@ -28,10 +31,10 @@ import Testing
         for _ in 0..<30 {
             sleep(1)
             quiet = try Self.status(pid, "RssAnon")
-            if busy - quiet >= 6 << 10 { break }
+            if busy - quiet >= 4 << 10 { break }
         }
         let locked = try Self.status(pid, "VmLck")
-        #expect(busy - quiet >= 6 << 10, "anonymous memory \(busy) KiB after the write, \(quiet) KiB once quiet (locked: \(locked) KiB)")
+        #expect(busy - quiet >= 4 << 10, "anonymous memory \(busy) KiB after the write, \(quiet) KiB once quiet (locked: \(locked) KiB)")
         h.sh("sha256sum < big.bin | cmp - ../big.sha && dd if=/dev/urandom of=more.bin bs=1M count=8 status=none conv=fsync",
              in: vault)
         #expect(h.lock(vault).status == 0)
