@@ -32,7 +32,7 @@ struct FileWriter {
     private(set) var createdSinceCommit = false
     /// Files of released groups that may still exist: in the `releasing` of every root until
     /// they are removed (docs/FORMAT.md §9.2 step 6).
-    private var releasingFiles: [UInt64] = []
+    private(set) var releasingFiles: [UInt64] = []
 
     /// Free files which data never takes (a group is made before): on a full disk they let a
     /// delete commit (its index pages are written copy-on-write, while the deleted data's files
@@ -42,6 +42,10 @@ struct FileWriter {
     /// Whether freed files get random bytes (§9.2 step 6); off only in a test that shows what
     /// format 1's keys alone leave readable.
     var refillsFreedFiles = true
+    /// Whether groups are released as the root is written, after the pages, as releases before
+    /// 2026-12-05 did (their index 3 could keep a file block of no owned number, §15.4); on only
+    /// in the test that opens what they wrote.
+    var releasesAtRoot = false
 
     /// Format 2, a new vault: its owner unlock record (name and sealed file), made before any
     /// other file of the vault, so that a crash leaves nothing the next open cannot find
@@ -438,10 +442,9 @@ struct FileWriter {
 
     /// Groups leave the allocator before the commit point: until their files are gone they are
     /// listed in every root written, so that neither a failed commit nor a failed removal
-    /// strands them. Returns the files the next root lists as releasing.
-    mutating func takeReleasing() -> [UInt64] {
+    /// strands them. Before a commit's pages: its root lists the device's groups as they are then.
+    mutating func releaseGroups() {
         releasingFiles += allocator.takeReleasableGroups()
-        return releasingFiles
     }
 
     /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever

@@ -35,13 +35,20 @@ extension VaultState {
                 tree.countVersions(device: formatTwo.localDevice)
             }
             try loadForCommit()
+            // The groups this commit gives up leave before the pages are placed: index 3's file
+            // blocks are derived there from the groups the device owns, which the root's device
+            // entry must then list unchanged (§15.4; releasing after left a block of no owned
+            // number, which the next open refused as damaged).
+            try writer.dropUnusedNewGroups()
+            if !writer.releasesAtRoot { writer.releaseGroups() }
             committer.markChangedRecords(&tree)
             try writeIndexPages { key, tree, arena, format in
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
             if let generations = syncBases.pending { try writeSyncBase(generations) }
+        } else {
+            try writer.dropUnusedNewGroups()
         }
-        try writer.dropUnusedNewGroups()
         try writer.createUnwrittenFiles()
         try writer.syncData()
         // A lock that writes only the refill's root (nothing saved since the covers' last
@@ -151,7 +158,8 @@ extension VaultState {
     /// other slot of a first commit is made. Returns the files the root released, which go in
     /// `afterRoot`.
     private mutating func writeRoot(coversRefreshed: Bool) throws -> [UInt64] {
-        let releasing = writer.takeReleasing()
+        if writer.releasesAtRoot { writer.releaseGroups() }
+        let releasing = writer.releasingFiles
         let upgrading = committer.upgrade != nil
         prepareStagedRoot()
         try committer.writeRoot(releasing: releasing, nextItemID: tree.nextItemID, writer: &writer, arena: session.arena,

@@ -25,6 +25,10 @@ public struct FileBlock: Equatable, Sendable {
 
     public func isHeld(_ index: Int) -> Bool { held[index >> 3] & (1 << (index & 7)) != 0 }
 
+    /// No bit set and no pack: what releases before 2026-12-05 could leave of a block whose
+    /// owned numbers a commit released (`validate`).
+    public var isEmpty: Bool { packs.isEmpty && !held.contains { $0 != 0 } }
+
     public func encode() -> [UInt8] {
         precondition(held.count == Self.heldSize, "512 bytes of held bits")
         var writer = ByteWriter(capacity: Self.heldSize + 2 + packs.count * 10)
@@ -58,17 +62,18 @@ public struct FileBlock: Equatable, Sendable {
         return block
     }
 
-    /// A block exists only where the device owns a number, and sets bits only on owned numbers
-    /// that are not slots or covers (those are never referenced by an index).
+    /// Bits only on owned numbers that are not slots or covers (those are never referenced by an
+    /// index). A writer makes a block exactly where the device owns a number; a reader also takes
+    /// an empty block of no owned number, which releases before 2026-12-05 left when a commit
+    /// released the last groups of a block, and which the next commit removes (docs/FORMAT.md
+    /// §15.4). One with a bit fails here, a pack needs a bit (`decode`).
     public func validate(block: UInt32, of device: DeviceEntry) throws {
         let first = UInt64(block) * IndexKeyV3.numbersPerBlock
-        var ownsOne = false
-        for index in 0..<Self.numbers {
+        for index in 0..<Self.numbers where isHeld(index) {
             let number = first + UInt64(index)
-            let usable = number >= device.reservedNumbers && device.owns(number)
-            ownsOne = ownsOne || device.owns(number)
-            if isHeld(index) && !usable { throw FormatError.invalid("file block \(block): bit on number \(number), not a data file of the device") }
+            guard number >= device.reservedNumbers && device.owns(number) else {
+                throw FormatError.invalid("file block \(block): bit on number \(number), not a data file of the device")
+            }
         }
-        guard ownsOne else { throw FormatError.invalid("file block \(block): the device owns none of its numbers") }
     }
 }

@@ -35,7 +35,7 @@ import VaultFormat
             "summary": .invalid("folder summary: more subfolders than entries"),
             "cover bit": .invalid("file block 0: bit on number 3, not a data file of the device"),
             "bit outside the groups": .invalid("file block 0: bit on number 40, not a data file of the device"),
-            "block outside the groups": .invalid("file block 1: the device owns none of its numbers"),
+            "block outside the groups": .invalid("file block 1: bit on number 4100, not a data file of the device"),
             "pack on a clear bit": .invalid("file block: pack 9 on a number not held"),
             "live bytes": .invalid("file block: pack 9 with 141 live bytes of 140"),
             "list order": .invalid("pack members: items out of order"),
