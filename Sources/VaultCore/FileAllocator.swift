@@ -280,8 +280,10 @@ struct FileAllocator {
     }
 
     /// Groups other than 0 all of whose files are (or become at this commit) free, beyond the
-    /// one kept for the next writes: the ones to release now, highest first (§9.2).
-    mutating func takeReleasableGroups() -> [UInt64] {
+    /// one kept for the next writes: the ones to release now, highest first (§9.2). With
+    /// `keepingBlocksOf`, only groups whose block of that many numbers keeps another owned group:
+    /// index 3's file blocks, once derived, stay those of the groups owned (§15.4).
+    mutating func takeReleasableGroups(keepingBlocksOf blockSize: UInt64? = nil) -> [UInt64] {
         var freeAfterCommit = Set(free)
         freeAfterCommit.formUnion(pendingFree)
         var candidates: [UInt64] = []
@@ -292,13 +294,17 @@ struct FileAllocator {
             }
         }
         guard candidates.count > 1 else { return [] }
-        let released = Array(candidates.dropLast())
-        for group in released {
-            let numbers = group * Self.group..<(group + 1) * Self.group
-            free.removeAll { numbers.contains($0) }
-            pendingFree.removeAll { numbers.contains($0) }
-            removeOwned(group)
+        var released = Array(candidates.dropLast())
+        if let blockSize {
+            let going = Set(released), perBlock = blockSize / Self.group, first = base / Self.group
+            let block = { (group: UInt64) in (group - first) / perBlock }
+            let keptBlocks = Set(ownedGroups.lazy.flatMap { $0.first..<$0.end }.filter { !going.contains($0) }.map(block))
+            released.removeAll { !keptBlocks.contains(block($0)) }
         }
+        let numbers = Set(released.lazy.flatMap { $0 * Self.group..<($0 + 1) * Self.group })
+        free.removeAll { numbers.contains($0) }
+        pendingFree.removeAll { numbers.contains($0) }
+        for group in released { removeOwned(group) }
         return released.flatMap { Array($0 * Self.group..<($0 + 1) * Self.group) }
     }
 

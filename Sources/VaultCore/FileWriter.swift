@@ -442,9 +442,11 @@ struct FileWriter {
 
     /// Groups leave the allocator before the commit point: until their files are gone they are
     /// listed in every root written, so that neither a failed commit nor a failed removal
-    /// strands them. Before a commit's pages: its root lists the device's groups as they are then.
-    mutating func releaseGroups() {
-        releasingFiles += allocator.takeReleasableGroups()
+    /// strands them. Index 3 derives its file blocks from the groups owned when a commit places
+    /// its pages: groups are released before, and after only where a block keeps an owned group
+    /// (`keepingBlocks`), so that the root's device entry and its blocks agree (§15.4).
+    mutating func releaseGroups(keepingBlocks: Bool = false) {
+        releasingFiles += allocator.takeReleasableGroups(keepingBlocksOf: keepingBlocks ? IndexKeyV3.numbersPerBlock : nil)
     }
 
     /// Makes a slot file and syncs its name. The file exists once `create` returns, whatever

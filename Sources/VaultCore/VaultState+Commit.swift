@@ -35,10 +35,10 @@ extension VaultState {
                 tree.countVersions(device: formatTwo.localDevice)
             }
             try loadForCommit()
-            // The groups this commit gives up leave before the pages are placed: index 3's file
-            // blocks are derived there from the groups the device owns, which the root's device
-            // entry must then list unchanged (§15.4; releasing after left a block of no owned
-            // number, which the next open refused as damaged).
+            // Index 3's file blocks are derived from the groups owned as the pages are placed,
+            // and the root's device entry must list the same (§15.4; releasing after left a block
+            // of no owned number, which the next open refused as damaged). So groups go before;
+            // after, those the old pages freed, where a block keeps an owned group.
             try writer.dropUnusedNewGroups()
             if !writer.releasesAtRoot { writer.releaseGroups() }
             committer.markChangedRecords(&tree)
@@ -46,6 +46,7 @@ extension VaultState {
                 format == .one ? Self.encodeRecord(key, tree, arena) : Self.encodeRecordV2(key, tree, arena)
             }
             if let generations = syncBases.pending { try writeSyncBase(generations) }
+            if !writer.releasesAtRoot { writer.releaseGroups(keepingBlocks: committer.indexThree != nil) }
         } else {
             try writer.dropUnusedNewGroups()
         }

@@ -62,6 +62,23 @@ import VaultStore
         try Self.expectWhole(vault, "reopened")
     }
 
+    /// After a commit's pages are placed, the groups their old pages freed are released only
+    /// where the block keeps an owned group (`FileWriter.releaseGroups(keepingBlocks:)`).
+    /// Groups 0 to 3 and 256 (numbers 4096 … 4111, block 1) owned, 2, 3 and 256 all free.
+    @Test func aReleaseAfterThePagesKeepsTheBlocks() {
+        let device = DeviceEntry(deviceID: [UInt8](repeating: 1, count: DeviceEntry.idSize), namesKey: [UInt8](repeating: 2, count: 32),
+                                 itemPrefix: 1, nextItemCounter: 2, nextFileNumber: 257 * 16, coverCount: 4,
+                                 ownedGroups: [GroupRange(first: 0, count: 4), GroupRange(first: 256, count: 1)], releasing: [], name: [])
+        let used = Set<UInt64>(Format.indexSlotCount + 4..<32)
+        func groups(_ numbers: [UInt64]) -> Set<UInt64> { Set(numbers.map { $0 / 16 }) }
+        var allocator = FileAllocator(device: device, used: used)
+        // The lowest free group stays for the next writes.
+        #expect(groups(allocator.takeReleasableGroups()) == [3, 256])
+        allocator = FileAllocator(device: device, used: used)
+        #expect(groups(allocator.takeReleasableGroups(keepingBlocksOf: IndexKeyV3.numbersPerBlock)) == [3])
+        #expect(IndexRecordsV3.Numbers(allocator).blocks == [0, 1])
+    }
+
     /// Writes the churn file, commits, deletes it, commits; returns the blocks owned in between.
     static func churnOnce(_ vault: Vault) throws -> Set<UInt32> {
         try vault.makeFile("churn", churn)
