@@ -87,6 +87,7 @@ extension VaultState {
         }
         if !sequential { return .ready(try chunk(id, index, in: range), ahead: []) }
         let bytes = try chunk(id, index, in: range)
+        if index >= ChunkStore.readBehind { chunks.dropRead(ChunkCache.Key(item: id, index: index - ChunkStore.readBehind)) }
         var ahead: [ChunkLoad] = []
         for next in index + 1...index + ChunkStore.readAhead {
             let nextKey = ChunkCache.Key(item: id, index: next)

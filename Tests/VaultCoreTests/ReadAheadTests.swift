@@ -26,6 +26,26 @@ import VaultStore
         try vault.lock()
     }
 
+    /// A sequential reader keeps the chunks just behind it, not the whole file (the cache
+    /// streams, `ChunkStore.dropRead`); a chunk with unsaved changes stays, and reads as written.
+    @Test func aSequentialReadLeavesOnlyTheChunksNearItCached() throws {
+        let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 12)
+        var expected = bytes
+        let changed = TestVaults.content(1000, seed: 9), at = 3 * Self.chunk + 10
+        try vault.write(id, offset: UInt64(at), bytes: changed)
+        expected.replaceSubrange(at..<at + changed.count, with: changed)
+        for start in stride(from: 0, to: bytes.count, by: Self.piece) {
+            #expect(try vault.read(id, offset: UInt64(start), count: Self.piece) == Array(expected[start..<start + Self.piece]))
+        }
+        #expect(Self.cachedChunks(vault, id, of: 12) == [3, 10, 11], "the changed chunk and the last two")
+        #expect(vault.statistics.chunkDecrypts == 12, "each chunk once, the changed one by its write")
+        try vault.lock()
+    }
+
+    static func cachedChunks(_ vault: Vault, _ id: UInt64, of count: Int) -> [Int] {
+        vault.state.withLock { state in (0..<count).filter { state.chunks.contains(ChunkCache.Key(item: id, index: $0)) } }
+    }
+
     @Test func randomReadsLoadNothingAhead() throws {
         let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 8)
         for index in [5, 2, 7, 1, 2] {
