@@ -22,8 +22,8 @@ struct ChunkStore {
     private var runs: [UInt64: SequentialRun] = [:]
     /// Chunks being loaded outside the lock (ChunkLoad.swift).
     private var loads: [Key: LoadInProgress] = [:]
-    /// Where each file's last read ended.
-    private var readEnds: [UInt64: UInt64] = [:]
+    /// Each file's last few reads (`noteRead`).
+    private var recentReads: [UInt64: RecentReads] = [:]
     /// Each item's content version: moved on by every change of its content this session (0:
     /// none). The file system keeps the kernel's page cache of a file across opens only while
     /// the version it was cached at is current.
@@ -108,7 +108,7 @@ struct ChunkStore {
     mutating func forget(_ item: UInt64) {
         removeChunks(of: item, from: 0)
         runs[item] = nil
-        readEnds[item] = nil
+        recentReads[item] = nil
     }
 
     /// A sync replaced the item's content (or removed it): its chunks go, and its version moves
@@ -162,13 +162,20 @@ struct ChunkStore {
         if cache.buffer(key) === buffer, !cache.isDirty(key) { cache.remove(key) }
     }
 
-    /// A chunk `readBehind` chunks behind a sequential reader leaves the cache, unless it is
-    /// dirty or being written behind: a long read streams through a few blocks instead of filling
-    /// the cache with chunks the kernel's page cache holds now (a cold read of 512 MiB took the
-    /// daemon to 290 MiB, and faulting that memory in was a tenth of its time). Not the chunk just
-    /// behind: the kernel's read-ahead requests reach the vault a little out of order.
-    mutating func dropRead(_ key: Key) {
-        if cache.contains(key), !cache.isDirty(key), flights[key] == nil { cache.remove(key) }
+    /// The chunks `readBehind` chunks and more behind a sequential reader at `key` leave the
+    /// cache, unless dirty or being written behind: a long read streams through a few blocks
+    /// instead of filling the cache with chunks the kernel's page cache holds now (a cold read of
+    /// 512 MiB took the daemon to 290 MiB, and faulting that memory in was a tenth of its time).
+    /// Not the chunk just behind: the kernel's read-ahead requests reach the vault a little out of
+    /// order. And a few more than the one `readBehind` back, which a reader whose requests there
+    /// all came out of order (not sequential) passed without a drop.
+    mutating func dropRead(behind key: Key) {
+        let last = key.index - Self.readBehind
+        guard last >= 0 else { return }
+        for index in max(0, last - Self.readBehind)...last {
+            let behind = Key(item: key.item, index: index)
+            if cache.contains(behind), !cache.isDirty(behind), flights[behind] == nil { cache.remove(behind) }
+        }
     }
 
     /// After a failed write-behind (the latest of its chunk): the chunk is dirty again. The cache
@@ -193,14 +200,17 @@ struct ChunkStore {
 
     // MARK: Reads
 
-    /// Notes a read ending at `end`. Returns whether it continues the file's previous read or
-    /// starts at 0 (then chunks are loaded ahead), and whether it is at random: away from where
-    /// the previous read ended by more than the kernel's read-ahead sends out of order.
+    /// Notes a read of `offset..<end`. Returns whether it is sequential: it starts at 0, or
+    /// touches one of the file's last few reads (starts where one ended, or ends where one
+    /// started); then chunks are loaded ahead and those behind it leave the cache. And whether
+    /// it is at random: away from where the previous read ended by more than the kernel's
+    /// read-ahead sends out of order.
     mutating func noteRead(_ id: UInt64, offset: UInt64, end: UInt64) -> (sequential: Bool, atRandom: Bool) {
-        let previous = readEnds[id]
-        readEnds[id] = end
-        let sequential = offset == 0 || previous == offset
+        let recent = recentReads[id] ?? RecentReads()
+        let previous = recent.lastEnd
+        let sequential = offset == 0 || recent.touch(offset..<end)
         let near = previous.map { (offset > $0 ? offset - $0 : $0 - offset) <= Self.readAheadReach } ?? false
+        recentReads[id, default: RecentReads()].note(offset..<end)
         return (sequential, !sequential && !near)
     }
 
@@ -220,6 +230,30 @@ struct ChunkStore {
     mutating func removeAll() {
         cache.removeAll()
         flights = [:]
+    }
+}
+
+/// A file's last few reads. The kernel sends a stream's read-ahead a request or two ahead of
+/// the one it waits for, and the daemon's threads serve them a little out of order: a request
+/// then starts where no read has ended yet, and the one after it where the last one did not
+/// end. Testing against the last read only, two fio readers of 256 MiB each were sequential in
+/// few of their reads, so their chunks were neither loaded ahead nor dropped behind them: the
+/// daemon grew to the cache's limit (292 MiB) during a read the kernel's page cache held.
+struct RecentReads {
+    static let kept = 8
+    /// Oldest first.
+    private var ranges: [Range<UInt64>] = []
+
+    var lastEnd: UInt64? { ranges.last?.upperBound }
+
+    /// Whether `range` starts where one of them ended or ends where one started.
+    func touch(_ range: Range<UInt64>) -> Bool {
+        ranges.contains { $0.upperBound == range.lowerBound || $0.lowerBound == range.upperBound }
+    }
+
+    mutating func note(_ range: Range<UInt64>) {
+        if ranges.count == Self.kept { ranges.removeFirst() }
+        ranges.append(range)
     }
 }
 

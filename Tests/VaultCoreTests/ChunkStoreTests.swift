@@ -130,6 +130,17 @@ import VaultFormat
         #expect(reads == [true, true, false, true], "from 0, or where the last read ended")
     }
 
+    /// The kernel's read-ahead requests reach the vault a little out of order: a read that
+    /// touches one of the file's last few reads continues the stream, even if not the last.
+    @Test func readsServedOutOfOrderStaySequential() {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let k: UInt64 = 128 << 10
+        let reads = [(0, 1), (2, 3), (1, 2), (4, 5), (3, 4), (5, 6), (40, 41)].map { first, last in
+            store.noteRead(1, offset: first * k, end: last * k).sequential
+        }
+        #expect(reads == [true, false, true, false, true, true, false])
+    }
+
     /// At random: not where the last read ended, and farther from it than the kernel's
     /// read-ahead lands its requests out of order; a file's first read elsewhere than 0 too.
     @Test func readsAreAtRandomWhenTheyLandFarFromTheLast() {

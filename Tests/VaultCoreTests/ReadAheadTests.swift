@@ -42,6 +42,19 @@ import VaultStore
         try vault.lock()
     }
 
+    /// The kernel may ask for a whole chunk at a time (fio's 1 MiB reads came as one 256 KiB
+    /// request per chunk): each read then loads its own chunk, and the chunks behind it still
+    /// leave the cache.
+    @Test func aReaderOfWholeChunksLeavesOnlyTheChunksNearItCached() throws {
+        let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 12)
+        for start in stride(from: 0, to: bytes.count, by: Self.chunk) {
+            #expect(try vault.read(id, offset: UInt64(start), count: Self.chunk) == Array(bytes[start..<start + Self.chunk]))
+        }
+        #expect(vault.statistics.chunkDecrypts == 12, "each chunk once")
+        #expect(Self.cachedChunks(vault, id, of: 12) == [10, 11], "the last two")
+        try vault.lock()
+    }
+
     static func cachedChunks(_ vault: Vault, _ id: UInt64, of count: Int) -> [Int] {
         vault.state.withLock { state in (0..<count).filter { state.chunks.contains(ChunkCache.Key(item: id, index: $0)) } }
     }
