@@ -10,7 +10,7 @@ import Glibc
 ///   for a user) is recorded in `isLocked` rather than thrown, see `CryptoError.memoryLockFailed`;
 /// - `MADV_DONTDUMP`, so a core dump does not contain them;
 /// - `MADV_WIPEONFORK`, so a forked child (e.g. a helper spawned by the CLI) sees zeros;
-/// - zeroed with `SecureZero` (`OPENSSL_cleanse`), then unlocked and unmapped, when the owner goes away.
+/// - zeroed with `SecureZero` (`explicit_bzero`), then unlocked and unmapped, when the owner goes away.
 ///
 /// `@unchecked Sendable` so that `SecretPagePool` can hand mappings between threads: the fields are
 /// immutable, and access to the bytes is governed by the owner (`SecretBytes`, `SecretArena`).

@@ -30,6 +30,20 @@ import VaultCrypto
         #expect(secret.copyBytes() == [UInt8](repeating: 0, count: 64))
     }
 
+    /// Exactly the bytes asked for, from any address and of any length (a chunk's 256 KiB, an
+    /// odd tail), and no byte beside them.
+    @Test func secureZeroWipesExactlyItsRange() {
+        for (start, count) in [(0, 262_144), (3, 1), (7, 4093), (1, 65_537)] {
+            var bytes = [UInt8](repeating: 0xA5, count: start + count + 9)
+            bytes.withUnsafeMutableBytes { SecureZero.wipe(UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + count])) }
+            #expect(bytes[start..<start + count].allSatisfy { $0 == 0 }, "\(count) bytes at \(start)")
+            #expect(bytes[..<start].allSatisfy { $0 == 0xA5 } && bytes[(start + count)...].allSatisfy { $0 == 0xA5 })
+        }
+        var array = [UInt8](repeating: 7, count: 33)
+        array.wipe()
+        #expect(array == [UInt8](repeating: 0, count: 33))
+    }
+
     @Test func randomDiffersEachTime() throws {
         let a = try SecretBytes.random(count: 32), b = try SecretBytes.random(count: 32)
         #expect(a.copyBytes() != b.copyBytes())
