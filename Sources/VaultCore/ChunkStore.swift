@@ -235,10 +235,10 @@ struct ChunkStore {
 
 /// A file's last few reads. The kernel sends a stream's read-ahead a request or two ahead of
 /// the one it waits for, and the daemon's threads serve them a little out of order: a request
-/// then starts where no read has ended yet, and the one after it where the last one did not
-/// end. Testing against the last read only, two fio readers of 256 MiB each were sequential in
-/// few of their reads, so their chunks were neither loaded ahead nor dropped behind them: the
-/// daemon grew to the cache's limit (292 MiB) during a read the kernel's page cache held.
+/// served early starts where no read has ended yet, and the late one where the last read did
+/// not end. Tested against the last read only, both counted as not sequential (2 of the 512
+/// requests of two fio readers here, and every request while such swaps go on), so they loaded
+/// nothing ahead and dropped nothing behind.
 struct RecentReads {
     static let kept = 8
     /// Oldest first.
