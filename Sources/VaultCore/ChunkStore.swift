@@ -218,6 +218,12 @@ struct ChunkStore {
     /// are served by several threads, so they reach the vault a little out of order.
     static let readAheadReach: UInt64 = 4 << 20
 
+    /// Forgets the file's last reads (its last handle closed): its next read starts afresh.
+    mutating func forgetReads(of id: UInt64) { recentReads[id] = nil }
+
+    /// Files whose last reads are kept.
+    var filesWithReads: Int { recentReads.count }
+
     func loading(_ key: Key) -> LoadInProgress? { loads[key] }
 
     /// Registers a load, so that other readers wait for it instead of loading again.

@@ -72,7 +72,12 @@ extension VaultState {
     }
 
     mutating func hold(_ id: UInt64) { tree.hold(id) }
-    mutating func release(_ id: UInt64) { free(tree.release(id)) }
+    /// The last handle's close also ends the file's read streams: what `noteRead` kept of them
+    /// would otherwise stay for every file read this session.
+    mutating func release(_ id: UInt64) {
+        free(tree.release(id))
+        if tree.items[id]?.holds == 0 { chunks.forgetReads(of: id) }
+    }
 
     /// An item gone from the tree: its files are freed (after the next commit: the committed root
     /// still uses them), its chunks forgotten, its key erased (R-DEL-1).

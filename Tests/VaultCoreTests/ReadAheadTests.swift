@@ -55,6 +55,22 @@ import VaultStore
         try vault.lock()
     }
 
+    /// What a file's reads left to tell a stream goes with its last handle: a session that
+    /// reads many files keeps nothing of the closed ones.
+    @Test func aFilesReadHistoryGoesWithItsLastHandle() throws {
+        let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 2)
+        let files = { vault.state.withLock { $0.chunks.filesWithReads } }
+        vault.hold(id)
+        vault.hold(id)
+        #expect(try vault.read(id, offset: 0, count: 4096) == Array(bytes[0..<4096]))
+        #expect(files() == 1)
+        vault.release(id)
+        #expect(files() == 1, "a handle is still open")
+        vault.release(id)
+        #expect(files() == 0)
+        try vault.lock()
+    }
+
     static func cachedChunks(_ vault: Vault, _ id: UInt64, of count: Int) -> [Int] {
         vault.state.withLock { state in (0..<count).filter { state.chunks.contains(ChunkCache.Key(item: id, index: $0)) } }
     }
