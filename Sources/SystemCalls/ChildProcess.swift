@@ -17,10 +17,13 @@ public enum ChildProcess {
     /// program that keeps going after a failure that already decides the outcome.
     /// `takingErrorLines` is offered each whole line of standard error first (without its
     /// newline): a line it takes (returns true for) is a report, such as a file done, and
-    /// neither error output nor a reason to stop.
+    /// neither error output nor a reason to stop. `whenQuiet.goOn` is asked, each time
+    /// `whenQuiet.seconds` pass with no line taken, whether the child should go on; a no ends
+    /// it (SIGTERM): for a program whose silence may mean it is stuck retrying.
     public static func run(_ path: String, _ arguments: [String], environment: [String],
                            input: [UInt8] = [], stopOnErrorOutput: Bool = false,
-                           takingErrorLines: ((String) -> Bool)? = nil) throws(SystemError) -> Result {
+                           takingErrorLines: ((String) -> Bool)? = nil,
+                           whenQuiet: (seconds: Int, goOn: () -> Bool)? = nil) throws(SystemError) -> Result {
         ignoreBrokenPipes
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         let pid: pid_t
@@ -34,7 +37,8 @@ public enum ChildProcess {
         }
         SystemCall.close(stdin.read); SystemCall.close(stdout.write); SystemCall.close(stderr.write)
         let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
-                                             stopping: stopOnErrorOutput ? pid : nil, taking: takingErrorLines)
+                                             child: pid, stopOnErrorOutput: stopOnErrorOutput, taking: takingErrorLines,
+                                             whenQuiet: whenQuiet)
         var status: Int32 = 0
         _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
         let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
@@ -74,15 +78,18 @@ public enum ChildProcess {
     }
 
     /// Feeds the input and drains both outputs together, so that no full pipe blocks the child.
-    private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32,
-                                 stopping child: pid_t?, taking: ((String) -> Bool)?) -> ([UInt8], [UInt8]) {
+    private static func exchange(input: [UInt8], stdin: Int32, stdout: Int32, stderr: Int32, child: pid_t,
+                                 stopOnErrorOutput: Bool, taking: ((String) -> Bool)?,
+                                 whenQuiet: (seconds: Int, goOn: () -> Bool)?) -> ([UInt8], [UInt8]) {
         var output: [UInt8] = [], errorOutput: [UInt8] = []
         // With `taking`, standard error waits here until its line is whole.
         var partialLine: [UInt8] = []
         func addErrorOutput(_ bytes: some Collection<UInt8>) {
-            if let child, errorOutput.isEmpty { kill(child, SIGTERM) }
+            if stopOnErrorOutput && errorOutput.isEmpty { kill(child, SIGTERM) }
             errorOutput.append(contentsOf: bytes)
         }
+        let clock = ContinuousClock()
+        var quietUntil = whenQuiet.map { clock.now + .seconds($0.seconds) }
         var written = 0
         var inputOpen = true, outputOpen = true, errorOpen = true
         if input.isEmpty { SystemCall.close(stdin); inputOpen = false }
@@ -92,9 +99,17 @@ public enum ChildProcess {
             var polled = [pollfd(fd: inputOpen ? stdin : -1, events: Int16(POLLOUT), revents: 0),
                           pollfd(fd: outputOpen ? stdout : -1, events: Int16(POLLIN), revents: 0),
                           pollfd(fd: errorOpen ? stderr : -1, events: Int16(POLLIN), revents: 0)]
-            if poll(&polled, 3, -1) < 0 {
+            let ready = poll(&polled, 3, quietUntil.map { milliseconds(clock.now.duration(to: $0)) } ?? -1)
+            if ready < 0 {
                 if errno == EINTR { continue }
                 break
+            }
+            if ready == 0, let deadline = quietUntil, let whenQuiet, clock.now >= deadline {
+                if whenQuiet.goOn() { quietUntil = clock.now + .seconds(whenQuiet.seconds) } else {
+                    kill(child, SIGTERM)
+                    quietUntil = nil
+                }
+                continue
             }
             if inputOpen && polled[0].revents != 0 {
                 let count = input.withUnsafeBytes { write(stdin, $0.baseAddress! + written, $0.count - written) }
@@ -116,7 +131,11 @@ public enum ChildProcess {
                     partialLine.append(contentsOf: buffer[0..<count])
                     while let end = partialLine.firstIndex(of: 0x0a) {
                         let line = partialLine[...end]
-                        if !taking(String(decoding: line.dropLast(), as: UTF8.self)) { addErrorOutput(line) }
+                        if taking(String(decoding: line.dropLast(), as: UTF8.self)) {
+                            if let whenQuiet, quietUntil != nil { quietUntil = clock.now + .seconds(whenQuiet.seconds) }
+                        } else {
+                            addErrorOutput(line)
+                        }
                         partialLine.removeSubrange(...end)
                     }
                 } else {
@@ -125,5 +144,13 @@ public enum ChildProcess {
             }
         }
         return (output, errorOutput)
+    }
+
+    /// A poll timeout: whole milliseconds, rounded up so that the deadline has passed when poll
+    /// returns, and never negative.
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 && (seconds > 0 || attoseconds > 0) else { return 0 }
+        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 }

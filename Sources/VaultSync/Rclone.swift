@@ -21,6 +21,11 @@ public struct Rclone: Sendable {
         /// Retries of one request inside rclone; a failed operation is never repeated whole
         /// (the sync decides what to do next).
         public var lowLevelRetries = 3
+        /// A command that completes no file for this long has its remote probed, and is ended
+        /// when the remote cannot be reached. rclone itself says so only once a file has used
+        /// up its retries, which its shared pacer spaces up to 2 s apart across all transfers:
+        /// 99 s into a batch of 48 files whose WebDAV server died (rclone 1.60).
+        public var probeAfterQuietSeconds = 10
         /// More rclone flags (tests slow transfers down with `--bwlimit`).
         public var extraArguments: [String] = []
         public init() {}
@@ -64,8 +69,8 @@ public struct Rclone: Sendable {
     /// away would otherwise try every remaining file in turn (seconds each), and one failed
     /// file fails the batch anyway. With `filesDone`, a copy tells it how many files it has
     /// moved so far, after each one.
-    func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [],
-             stopAtFirstError: Bool = false, filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> ChildProcess.Result {
+    func run(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], stopAtFirstError: Bool = false,
+             filesDone: ((Int) -> Void)? = nil, whenQuiet: (() -> Bool)? = nil) throws(RemoteError) -> ChildProcess.Result {
         let config: [String]
         if let configFile { config = ["--config", configFile] } else if case .named = remote.kind { config = [] } else { config = ["--config", ""] }
         // At level INFO rclone says "INFO  : NAME: Copied (new)" for each file; its statistics
@@ -89,7 +94,8 @@ public struct Rclone: Sendable {
         do {
             return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
                                             + arguments.dropFirst(), environment: environment, input: input,
-                                        stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking)
+                                        stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking,
+                                        whenQuiet: whenQuiet.map { (settings.probeAfterQuietSeconds, $0) })
         } catch {
             throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
         }
@@ -101,11 +107,17 @@ public struct Rclone: Sendable {
         line.contains(" INFO  : ") || line.contains(" NOTICE: ")
     }
 
-    /// Runs a command that must succeed (ended at its first error); its standard output.
+    /// Runs a command that must succeed (ended at its first error, or when it has gone quiet
+    /// and its remote cannot be reached); its standard output.
     @discardableResult
     func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool,
                filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> [UInt8] {
-        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true, filesDone: filesDone)
+        var lost: RemoteError?
+        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true, filesDone: filesDone) {
+            lost = unreachable(remote)
+            return lost == nil
+        }
+        if let lost { throw lost }
         guard result.status == 0 && result.errorOutput.isEmpty else {
             let error = RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
             throw probed(error, remote)
@@ -115,14 +127,20 @@ public struct Rclone: Sendable {
 
     /// A lost server shows first as whatever the transfer was doing (SFTP: "corrupted on
     /// transfer: md5 hash differ", the hash command having died with the connection). An
-    /// unexplained failure is therefore followed by one listing: if the remote cannot be
-    /// reached, that is the error.
+    /// unexplained failure is therefore followed by a probe: if the remote cannot be reached,
+    /// that is the error.
     private func probed(_ error: RemoteError, _ remote: RemoteLocation) -> RemoteError {
-        guard case .failed = error,
-              let probe = try? run(["lsjson", "--files-only", "--no-modtime", "--no-mimetype", remote.path], on: remote),
-              probe.status != 0 && probe.status != 3 else { return error }
-        let second = RemoteError.classify(status: probe.status, errorOutput: probe.errorOutput, remote: remote, writing: false)
-        if case .unreachable = second { return second }
-        return error
+        guard case .failed = error else { return error }
+        return unreachable(remote) ?? error
+    }
+
+    /// Why the remote cannot be reached now, from one cheap request (the storage folder's own
+    /// entry, not its listing; a folder not made yet was reached), or nil when it answers.
+    private func unreachable(_ remote: RemoteLocation) -> RemoteError? {
+        guard let probe = try? run(["lsjson", "--stat", "--no-modtime", "--no-mimetype", remote.path], on: remote),
+              probe.status != 0 && probe.status != 3 else { return nil }
+        let error = RemoteError.classify(status: probe.status, errorOutput: probe.errorOutput, remote: remote, writing: false)
+        if case .unreachable = error { return error }
+        return nil
     }
 }

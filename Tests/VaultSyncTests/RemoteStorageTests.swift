@@ -199,6 +199,69 @@ import VaultFormat
         for (name, bytes) in files { #expect(Self.contents(down + "/" + name) == bytes) }
     }
 
+    /// A sync's batches report each file and move eight at once. Once their server is gone,
+    /// rclone would print its first error only after minutes (its shared pacer spaces every
+    /// transfer's retries); a batch that completes no file for `probeAfterQuietSeconds` has its
+    /// remote probed, and ends within seconds of the default 10.
+    @Test(arguments: [true, false])
+    func aReportedBatchEndsSoonAfterItsServerDies(uploading: Bool) throws {
+        let remote = try TestRemote(.webdav)
+        defer { remote.finish() }
+        var slow = Rclone.Settings()
+        slow.extraArguments = ["--bwlimit", "4M"]
+        let slowStorage = try Self.storage(remote, settings: slow)
+        let local = remote.folder + "/local", down = remote.folder + "/down"
+        let files = try Self.localFiles(local, count: 48)
+        let names = files.keys.sorted()
+        try FileManager.default.createDirectory(atPath: down, withIntermediateDirectories: true)
+        if !uploading { try Self.storage(remote).upload(names, from: local) }
+
+        // 12 MiB at 4 MiB/s: the server dies half a second into it.
+        let failure = ErrorBox()
+        let transfer = Thread {
+            do {
+                if uploading { try slowStorage.upload(names, from: local, filesDone: { _ in }) }
+                else { try slowStorage.download(names, into: down, filesDone: { _ in }) }
+            } catch let error as RemoteError {
+                failure.value.withLock { $0 = error }
+            } catch {}
+        }
+        transfer.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        remote.stop()
+        let stopped = ContinuousClock.now
+        // Not a speed figure: without the probe the first error came after 99 s here.
+        #expect(waitFor(seconds: 120) { transfer.isFinished })
+        let waited = ContinuousClock.now - stopped
+        #expect(waited < .seconds(30), "ended \(waited) after the server died")
+        let error = try #require(failure.value.withLock { $0 }, "the batch must fail when its server dies")
+        guard case .unreachable = error else { Issue.record("not unreachable: \(error)"); return }
+        #expect(error.description.hasPrefix("the remote \(slowStorage.location) cannot be reached: "))
+        #expect(!error.description.contains("\n") && !error.description.contains("url="))
+        print("RemoteStorage: a reported \(uploading ? "upload" : "download") ended \(waited) after its server died")
+    }
+
+    /// A batch that stays quiet longer than `probeAfterQuietSeconds` over a slow but live link
+    /// is probed and goes on: it is never ended for being slow.
+    @Test func aQuietBatchOverALiveLinkCompletes() throws {
+        let remote = try TestRemote(.webdav)
+        defer { remote.finish() }
+        var slow = Rclone.Settings()
+        slow.extraArguments = ["--bwlimit", "512k"]
+        slow.probeAfterQuietSeconds = 1
+        let storage = try Self.storage(remote, settings: slow)
+        let local = remote.folder + "/local"
+        // Eight files at once, 2 MiB at 512 KiB/s: no file completes for about 4 s.
+        let files = try Self.localFiles(local, count: 8)
+        var reported: [Int] = []
+        try storage.upload(files.keys.sorted(), from: local, filesDone: { reported.append($0) })
+        #expect(reported == Array(1...8))
+        let down = remote.folder + "/down"
+        try FileManager.default.createDirectory(atPath: down, withIntermediateDirectories: true)
+        try storage.download(files.keys.sorted(), into: down)
+        for (name, bytes) in files { #expect(Self.contents(down + "/" + name) == bytes) }
+    }
+
     /// A remote whose disk fills up: the local folder and SFTP over a 1 MiB tmpfs (root only:
     /// it mounts one), 8 files of 256 KiB.
     @Test(.enabled(if: getuid() == 0, "mounts a tmpfs"), arguments: [TestRemote.Kind.local, .sftp])
