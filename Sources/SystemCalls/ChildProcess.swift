@@ -99,12 +99,11 @@ public enum ChildProcess {
             var polled = [pollfd(fd: inputOpen ? stdin : -1, events: Int16(POLLOUT), revents: 0),
                           pollfd(fd: outputOpen ? stdout : -1, events: Int16(POLLIN), revents: 0),
                           pollfd(fd: errorOpen ? stderr : -1, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&polled, 3, quietUntil.map { milliseconds(clock.now.duration(to: $0)) } ?? -1)
-            if ready < 0 {
+            if poll(&polled, 3, quietUntil.map { milliseconds(clock.now.duration(to: $0)) } ?? -1) < 0 {
                 if errno == EINTR { continue }
                 break
             }
-            if ready == 0, let deadline = quietUntil, let whenQuiet, clock.now >= deadline {
+            if let deadline = quietUntil, let whenQuiet, clock.now >= deadline {
                 if whenQuiet.goOn() { quietUntil = clock.now + .seconds(whenQuiet.seconds) } else {
                     kill(child, SIGTERM)
                     quietUntil = nil

@@ -10,7 +10,10 @@ import SystemCalls
 /// `RCLONE_MAX_TRANSFER`, ...) would change what a sync does, so every `RCLONE_*` variable is
 /// dropped except `RCLONE_CONFIG`, `RCLONE_CONFIG_*` (remotes defined in the environment, the
 /// config password) and `RCLONE_PASSWORD_COMMAND`. rclone runs under umask 077, so that what it
-/// creates in a local folder is as private as the storage's own files.
+/// creates in a local folder is as private as the storage's own files. `TCELL_MINIMIZE=1` keeps
+/// rclone's terminal library (for `rclone ncdu`, never used here) from building a table of every
+/// character's width at each start: that table was half of a short command's CPU (rclone 1.60),
+/// and a sync runs several commands.
 public struct Rclone: Sendable {
     public struct Settings: Sendable {
         /// Files moved at once by one batch.
@@ -45,7 +48,9 @@ public struct Rclone: Sendable {
         executable = found
         self.configFile = configFile
         self.settings = settings
-        self.environment = environment.filter { Self.passes($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
+        var passed = environment.filter { Self.passes($0.key) }
+        passed["TCELL_MINIMIZE"] = "1"
+        self.environment = passed.map { "\($0.key)=\($0.value)" }.sorted()
     }
 
     static func passes(_ variable: String) -> Bool {

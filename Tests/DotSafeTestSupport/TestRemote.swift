@@ -25,10 +25,12 @@ public final class TestRemote: @unchecked Sendable {
     private var server: Process?
 
     /// The environment for rclone here: this machine sets AWS_CA_BUNDLE, which rclone 1.60's S3
-    /// client cannot load ("unsupported transport"); nothing else is changed.
+    /// client cannot load ("unsupported transport"); and the servers start without the width
+    /// table DotSafe's own rclone runs skip too (`Rclone`'s TCELL_MINIMIZE).
     public static var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["AWS_CA_BUNDLE"] = nil
+        environment["TCELL_MINIMIZE"] = "1"
         return environment
     }
 

@@ -314,6 +314,28 @@ import VaultFormat
                 == "rclone is not installed (no rclone program on PATH): sync needs it (apt-get install rclone)")
     }
 
+    /// Every rclone run skips the table of character widths its terminal library builds at
+    /// each start (half of a short command's CPU): `TCELL_MINIMIZE=1`, whatever the caller's
+    /// environment says.
+    @Test func rcloneStartsWithoutItsWidthTable() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let bin = remote.folder + "/bin", seen = remote.folder + "/environment"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try "#!/bin/sh\nenv >> '\(seen)'\nexec /usr/bin/rclone \"$@\"\n".write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
+        try #require(try run(["install", "-m", "755", bin + "/rclone.sh", bin + "/rclone"]).succeeded)
+        var environment = TestRemote.environment
+        environment["PATH"] = bin + ":/usr/bin:/bin"
+        environment["TCELL_MINIMIZE"] = nil
+        let storage = RemoteStorage(try RemoteLocation(remote.path), rclone: try Rclone(environment: environment))
+        let local = remote.folder + "/local"
+        let files = try Self.localFiles(local, count: 2)
+        try storage.upload(files.keys.sorted(), from: local)
+        #expect(try storage.list().storageFiles == files.keys.sorted())
+        let lines = try String(contentsOfFile: seen, encoding: .utf8).split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("TCELL_MINIMIZE=") } == ["TCELL_MINIMIZE=1", "TCELL_MINIMIZE=1"], "both runs")
+    }
+
     @Test func environmentCannotChangeWhatRcloneDoes() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
