@@ -108,7 +108,7 @@ struct ChunkStore {
     mutating func forget(_ item: UInt64) {
         removeChunks(of: item, from: 0)
         runs[item] = nil
-        recentReads[item] = nil
+        forgetReads(of: item)
     }
 
     /// A sync replaced the item's content (or removed it): its chunks go, and its version moves
