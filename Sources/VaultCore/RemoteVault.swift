@@ -119,6 +119,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     case patternChanging
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
+    /// The remote does not hold the state this device last synced with: put back to an older
+    /// copy, maybe synced since by a device that never saw what went (SYNC-DESIGN §3.4 step 3).
+    /// A merge would take everything written since as deleted there.
+    case rolledBack(String)
     /// This device withdrew a grant, and another device of the owner withdrew one too and
     /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
     case withdrawnOnTwoDevices
@@ -142,6 +146,7 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .patternChanging:
             "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
+        case .rolledBack(let why): "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "

@@ -45,6 +45,13 @@ public struct LocalSyncView: Sendable {
     public var nextItemID: UInt64
 }
 
+/// The sync base a device's committed root records (FORMAT.md §13.11), and the device's index.
+public struct RecordedSyncBase: Sendable {
+    public var header: SyncBase.Header
+    public var base: SyncBase?
+    public var localDevice: UInt16
+}
+
 /// What a sync moves to and from the remote, by storage name.
 public struct SyncTransfer: Sendable {
     /// Own chunks and packs the remote lacks under their keys.

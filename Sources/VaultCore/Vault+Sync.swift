@@ -83,6 +83,9 @@ extension Vault {
     /// This vault's side of a sync.
     public func localSyncView(deviceName: String) throws -> LocalSyncView { try syncLocked { try $0.localSyncView(deviceName: deviceName) } }
 
+    /// The sync base the committed root records (nil: never synced), without the tree's entries.
+    public func recordedSyncBase() throws -> RecordedSyncBase? { try syncLocked { try $0.recordedSyncBase() } }
+
     /// Makes the merged tree this vault's (not yet committed); returns the other devices' files
     /// to download into the storage before `finishMerge`.
     public func applyMerge(_ remote: RemoteVault, merged: [MergedItem], nextItemID: UInt64, deviceName: String) throws -> [String] {

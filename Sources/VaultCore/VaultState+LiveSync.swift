@@ -9,22 +9,28 @@ extension VaultState {
     func localSyncView(deviceName: String) throws -> LocalSyncView {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
         let entries = try VaultState.entries(tree.allItems, session.arena)
-        var header: SyncBase.Header?, base: SyncBase?
-        if !isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value {
-            let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],
-                                                  nextItemID: tree.nextItemID, writer: writer, arena: session.arena)
-            defer { root.wipeKeys() }
-            let read = try VaultState.readSyncBase(root, storage: storage, secrets: secrets)
-            base = read?.base
-            header = try SyncBase.Header.decode(value)
-            for piece in header!.pieces { piece.key.wipeStorage() }
-            header!.pieces = []
-        }
+        let recorded = try recordedSyncBase()
+        let header = recorded?.header, base = recorded?.base
         var names: [UInt16: String] = [:]
         for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
         names[formatTwo.localDevice] = deviceName
         return LocalSyncView(entries: entries, header: header, base: base, generation: committer.generation, isNew: isNew,
                              localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: tree.nextItemID)
+    }
+
+    /// The sync base the committed root records (nil: this device never synced), without the
+    /// local tree's entries: a mount's round checks the remote against it before it downloads.
+    func recordedSyncBase() throws -> RecordedSyncBase? {
+        guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
+        guard !isNew, let value = formatTwo.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return nil }
+        let root = try committer.rootV2(formatTwo, generation: committer.generation, releasing: [],
+                                        nextItemID: tree.nextItemID, writer: writer, arena: session.arena)
+        defer { root.wipeKeys() }
+        let read = try VaultState.readSyncBase(root, storage: storage, secrets: secrets)
+        var header = try SyncBase.Header.decode(value)
+        for piece in header.pieces { piece.key.wipeStorage() }
+        header.pieces = []
+        return RecordedSyncBase(header: header, base: read?.base, localDevice: formatTwo.localDevice)
     }
 
     func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {

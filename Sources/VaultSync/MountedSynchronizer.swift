@@ -76,6 +76,13 @@ public struct MountedSynchronizer: Sendable {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
+        // A remote put back to an older state, as `dotsafe sync` refuses it: before anything
+        // comes down or changes here (the base changes only in this mount's rounds, one at a time).
+        if let recorded = try vault.recordedSyncBase(),
+           let refusal = RemoteRollback.refusal(header: recorded.header, base: recorded.base, localDevice: recorded.localDevice,
+                                                remote: remoteVault) {
+            throw refusal
+        }
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         var remoteEntries: [SyncEntry] = []

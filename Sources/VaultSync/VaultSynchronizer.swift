@@ -67,6 +67,10 @@ public struct VaultSynchronizer {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
+        // A remote put back to an older state: refused before anything changes (`RemoteRollback`).
+        if let refusal = RemoteRollback.refusal(header: view.header, base: view.base, localDevice: view.localDevice, remote: remoteVault) {
+            throw refusal
+        }
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
@@ -76,13 +80,6 @@ public struct VaultSynchronizer {
             remoteEntries = try vault.loadRemoteTree(remoteVault)
         }
         step(3)
-        let header = view.header
-        // A remote older than the one this device merged with was restored or rolled back: a
-        // merge with it would take everything since as deleted there.
-        if let header, remoteVault.generation < header.readGeneration {
-            throw SyncRefusal.damagedRemote("it holds generation \(remoteVault.generation), older than generation "
-                                            + "\(header.readGeneration) this device synced with (restored or rolled back?)")
-        }
         let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).

@@ -192,6 +192,72 @@ import VaultStore
         #expect(h.lock(desktopPoint).status == 0)
     }
 
+    /// README, "A remote put back to an older state ... is refused": by `mount --sync` as by
+    /// `dotsafe sync`. The first round's refusal is the mount's warning, the vault mounts as it is
+    /// here, later rounds are refused too (status), the lock says it went without its last sync,
+    /// and neither the vault nor the remote loses anything.
+    @Test func aRemotePutBackIsRefusedByTheMountAsBySync() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let served = try #require(remote.servedFolder)
+        let h = try MountHarness()
+        defer { h.finish() }
+        let laptop = try h.mountPoint("laptop")
+        let sync = ["sync", h.storage, remote.path, "--pattern", Self.pattern, "--device", "laptop"]
+        try #require(h.mount(laptop, pattern: Self.pattern).status == 0)
+        h.sh("printf base > base.txt", in: laptop)
+        #expect(h.lock(laptop).status == 0)
+        try #require(h.dotsafe(sync).status == 0)
+        let old = h.base + "/remote-old"
+        try FileManager.default.copyItem(atPath: served, toPath: old)
+        try #require(h.mount(laptop, pattern: Self.pattern).status == 0)
+        h.sh("printf important > F.txt", in: laptop)
+        #expect(h.lock(laptop).status == 0)
+        try #require(h.dotsafe(sync).status == 0)
+        // The provider puts the older copy back.
+        try FileManager.default.removeItem(atPath: served)
+        try FileManager.default.copyItem(atPath: old, toPath: served)
+        func remoteFiles() throws -> [String: Data] {
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: served) {
+                files[name] = FileManager.default.contents(atPath: served + "/" + name)
+            }
+            return files
+        }
+        let remoteBefore = try remoteFiles()
+
+        let refused = h.dotsafe(sync)
+        let reason = "the vault on the remote is damaged: it holds generation 1, older than generation 2 this device synced with "
+            + "(restored or rolled back?); nothing was changed"
+        #expect(refused.status == 1 && refused.error == "dotsafe: \(reason)\n", "\(refused)")
+
+        let log = try DatagramListener(name: h.base + "/log")
+        let mounted = h.mount(laptop, pattern: Self.pattern, options: Self.syncOptions(remote, device: "laptop"),
+                              environment: ["DOTSAFE_LOG_SOCKET": log.name])
+        try #require(mounted.status == 0, "\(mounted)")
+        #expect(mounted.error.hasPrefix("dotsafe: warning: the first sync failed (\(reason)): the vault is mounted as it is here"), "\(mounted)")
+        #expect(mounted.error.split(separator: "\n").filter { $0.hasPrefix("dotsafe: ") }.count == 1, "\(mounted)")
+        let state = Self.syncState(h, laptop)
+        #expect(state?.hasPrefix("failed at ") == true && state?.hasSuffix(": " + reason) == true, "\(state ?? "no state")")
+        h.sh("test \"$(cat base.txt F.txt)\" = baseimportant", in: laptop)
+
+        // A round after a change: refused as well; the change stays here.
+        let time = Date()
+        h.sh("printf later > later.txt && sync later.txt", in: laptop)
+        #expect(Self.waitForSync(h, laptop, "failed", after: time), "\(Self.syncState(h, laptop) ?? "no state")")
+        #expect(Self.syncState(h, laptop)?.hasSuffix(": " + reason) == true, "\(Self.syncState(h, laptop) ?? "no state")")
+        h.sh("test \"$(cat base.txt F.txt later.txt)\" = baseimportantlater", in: laptop)
+        let pid = try #require(MountHarness.daemonPID(for: laptop))
+        #expect(h.lock(laptop).status == 0)
+        #expect(log.receive() == "<12>dotsafe[\(pid)]: \(laptop): locked without the last sync (it failed): changes are sent at the next sync")
+
+        #expect(try remoteFiles() == remoteBefore, "nothing changed on the remote")
+        let vault = try Self.openDesktop(h, h.storage)
+        defer { try? vault.lock() }
+        #expect(try Self.contents(vault, "F.txt") == "important")
+        #expect(try Self.contents(vault, "later.txt") == "later")
+    }
+
     @Test func badSyncOptionsSayOneLineAndMountNothing() throws {
         let h = try MountHarness()
         defer { h.finish() }

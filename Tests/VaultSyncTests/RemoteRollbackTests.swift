@@ -6,7 +6,8 @@ import VaultCore
 
 /// A remote put back to an older state (a provider's restore, a backup copied over it): a
 /// merge with it would take everything written since as deleted there, so the sync refuses with
-/// one line and changes nothing on either side.
+/// one line and changes nothing on either side: `dotsafe sync` and a mount's round
+/// (`mounted`: `MountedSynchronizer`, `mount --sync`) alike.
 @Suite(.serialized) struct RemoteRollbackTests {
     static func contents(_ folder: String) throws -> [String: Data] {
         var result: [String: Data] = [:]
@@ -16,7 +17,34 @@ import VaultCore
         return result
     }
 
-    @Test func aRemoteRolledBackIsRefusedAndNothingChanges() throws {
+    /// The remote as `old` holds it again.
+    static func putBack(_ old: String, as served: String) throws {
+        try FileManager.default.removeItem(atPath: served)
+        try FileManager.default.copyItem(atPath: old, toPath: served)
+    }
+
+    /// `device`'s next sync (or round) is refused as a rollback, whose reason starts with
+    /// `reason`; neither the remote nor the device's storage changes, and its tree stays.
+    static func expectRefused(_ device: SyncDevice, _ remote: TestRemote, mounted: Bool, reason: String,
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let served = try #require(remote.servedFolder)
+        let remoteBefore = try Self.contents(served), localBefore = try Self.contents(device.folder)
+        let tree = try device.tree()
+        let error = #expect(throws: SyncRefusal.self, sourceLocation: sourceLocation) { try device.sync(remote, mounted: mounted) }
+        guard case .rolledBack = error else {
+            Issue.record("not refused as rolled back: \(String(describing: error))", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(error!.description.hasPrefix("the vault on the remote is damaged: " + reason), "\(error!)", sourceLocation: sourceLocation)
+        #expect(error!.description.hasSuffix(" (restored or rolled back?); nothing was changed"), "\(error!)", sourceLocation: sourceLocation)
+        #expect(try Self.contents(served) == remoteBefore, "nothing changed on the remote", sourceLocation: sourceLocation)
+        #expect(try Self.contents(device.folder) == localBefore, "nothing changed in the storage", sourceLocation: sourceLocation)
+        try device.reopen()
+        #expect(try device.tree() == tree, sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: [false, true])
+    func aRemoteRolledBackIsRefusedAndNothingChanges(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
@@ -27,21 +55,14 @@ import VaultCore
 
         try first.write("newer.txt", "written after the copy")
         try first.sync(remote)
-        try second.sync(remote)
+        try second.sync(remote, mounted: mounted)
         #expect(try second.read("newer.txt") == "written after the copy")
 
         // The old copy replaces the remote.
-        try FileManager.default.removeItem(atPath: served)
-        try FileManager.default.copyItem(atPath: old, toPath: served)
-        let remoteBefore = try Self.contents(served), localBefore = try Self.contents(second.folder)
-        let tree = try second.tree()
-        let error = #expect(throws: SyncRefusal.self) { try second.sync(remote) }
-        guard case .damagedRemote = error else { Issue.record("not refused as damaged: \(String(describing: error))"); return }
-        #expect(error!.description.hasPrefix("the vault on the remote is damaged: it holds generation "), "\(error!)")
-        #expect(error!.description.contains("restored or rolled back"))
-        #expect(try Self.contents(served) == remoteBefore, "nothing changed on the remote")
-        #expect(try Self.contents(second.folder) == localBefore, "nothing changed in the storage")
-        try second.reopen()
-        #expect(try second.tree() == tree)
+        try Self.putBack(old, as: served)
+        try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
+        #expect(try second.read("newer.txt") == "written after the copy")
+        // Refused again: the refusal changed nothing that would let a later sync merge.
+        try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
     }
 }
