@@ -75,6 +75,9 @@ public final class RemoteVault: @unchecked Sendable {
     public var generation: UInt64 { root?.generation ?? 0 }
     /// The device that wrote the remote root.
     public var writerDevice: UInt16? { root?.writerDevice }
+    /// The remote root's device table as item counters: each device's item prefix, and the
+    /// counter below which it had handed out item IDs (FORMAT.md §13.4); empty without a root.
+    public var itemCounters: [(prefix: UInt32, next: UInt32)] { root?.devices.map { ($0.itemPrefix, $0.nextItemCounter) } ?? [] }
 
     /// The names of the remote's two root slots (`"remote"`, from the record's RL).
     public func slotNames() throws -> [String] { try Self.slotNames(rootLocator) }

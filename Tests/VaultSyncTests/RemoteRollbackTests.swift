@@ -7,7 +7,9 @@ import VaultCore
 /// A remote put back to an older state (a provider's restore, a backup copied over it): a
 /// merge with it would take everything written since as deleted there, so the sync refuses with
 /// one line and changes nothing on either side: `dotsafe sync` and a mount's round
-/// (`mounted`: `MountedSynchronizer`, `mount --sync`) alike.
+/// (`mounted`: `MountedSynchronizer`, `mount --sync`) alike. Also when another device, which
+/// never saw what was lost, synced with the old copy since and took its generation to this
+/// device's or beyond (docs/SYNC-DESIGN.md §3.4, "A remote put back").
 @Suite(.serialized) struct RemoteRollbackTests {
     static func contents(_ folder: String) throws -> [String: Data] {
         var result: [String: Data] = [:]
@@ -17,10 +19,14 @@ import VaultCore
         return result
     }
 
-    /// The remote as `old` holds it again.
-    static func putBack(_ old: String, as served: String) throws {
-        try FileManager.default.removeItem(atPath: served)
-        try FileManager.default.copyItem(atPath: old, toPath: served)
+    /// A copy of the remote as it is now; the function returned puts it back over the remote.
+    static func copy(of remote: TestRemote) throws -> () throws -> Void {
+        let served = try #require(remote.servedFolder), old = remote.folder + "/old"
+        try FileManager.default.copyItem(atPath: served, toPath: old)
+        return {
+            try FileManager.default.removeItem(atPath: served)
+            try FileManager.default.copyItem(atPath: old, toPath: served)
+        }
     }
 
     /// `device`'s next sync (or round) is refused as a rollback, whose reason starts with
@@ -49,9 +55,7 @@ import VaultCore
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
-        let served = try #require(remote.servedFolder)
-        let old = remote.folder + "/old"
-        try FileManager.default.copyItem(atPath: served, toPath: old)
+        let putBack = try Self.copy(of: remote)
 
         try first.write("newer.txt", "written after the copy")
         try first.sync(remote)
@@ -59,10 +63,34 @@ import VaultCore
         #expect(try second.read("newer.txt") == "written after the copy")
 
         // The old copy replaces the remote.
-        try Self.putBack(old, as: served)
+        try putBack()
         try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
         #expect(try second.read("newer.txt") == "written after the copy")
         // Refused again: the refusal changed nothing that would let a later sync merge.
         try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
+    }
+
+    /// The laptop adds a file and syncs; the remote is put back; the desktop, which never saw
+    /// that file, changes something and syncs with the old copy: the remote is at the laptop's
+    /// generation again, or (`rounds` 2) beyond it. Taking the remote as it is would delete the
+    /// laptop's file: its sync is refused.
+    @Test(arguments: [(false, 1), (true, 1), (false, 2), (true, 2)])
+    func aRemoteRolledBackThenSyncedByAnotherDeviceIsRefused(mounted: Bool, rounds: Int) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        let putBack = try Self.copy(of: remote)
+
+        try first.write("important.txt", "written after the copy")
+        try first.sync(remote, mounted: mounted)
+        try putBack()
+        for round in 0..<rounds {
+            try second.write("desktop-\(round).txt", "from the desktop")
+            try second.sync(remote)
+        }
+        try Self.expectRefused(first, remote, mounted: mounted,
+                               reason: rounds == 1 ? "it holds generation " : "it lacks items this device synced with at generation ")
+        #expect(try first.read("important.txt") == "written after the copy")
     }
 }
