@@ -237,6 +237,9 @@ extension VaultState {
             defer { three?.entryHashKey.wipe() }
             contents = try Self.loadContentsV2(root, storage: storage, secrets: names, arena: session.arena, redirects: try stagedRedirects(),
                                                indexThree: three)
+        } catch VaultError.damagedIndex(let why) {
+            // Its description ends as a refusal's does ("; nothing was changed"): the reason alone.
+            throw SyncRefusal.damagedRemote(why)
         } catch let error as VaultError {
             throw SyncRefusal.damagedRemote("\(error)")
         }
