@@ -249,16 +249,11 @@ struct MountDaemon {
 
     // MARK: Ways to lock
 
-    /// SIGTERM, SIGINT and SIGHUP unmount (lazily: the system may be going down); the main thread
-    /// then commits and erases the keys.
+    /// SIGTERM, SIGINT, SIGHUP and every other signal that would end the process (`LockSignals`)
+    /// unmount (lazily: the system may be going down); the main thread then commits and erases
+    /// the keys.
     private static func lockOnSignals(_ mount: FUSEMount) -> [any DispatchSourceSignal] {
-        [SIGTERM, SIGINT, SIGHUP].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { try? mount.unmount(lazy: true) }
-            source.resume()
-            return source
-        }
+        LockSignals.watch { try? mount.unmount(lazy: true) }
     }
 
     /// Seconds without a request after which the daemon gives back what it keeps for the next
