@@ -98,9 +98,11 @@ struct StatusCommand: Command {
         return text == "not yet synced" ? "not yet" : text
     }
 
-    /// `in 4m 10s`, `in 1h 2m`, `in 12s`.
+    /// `in 4m 10s`, `in 1h 2m`, `in 12s`. Any number may come from a daemon (one started by an
+    /// older DotSafe took any `--idle`): held to 0...1e12 before it becomes an Int, which would trap.
     static func duration(_ seconds: Double) -> String {
-        let total = Int(seconds.rounded(.up))
+        guard !seconds.isNaN else { return "?" }
+        let total = Int(min(max(seconds, 0), 1e12).rounded(.up))
         let (hours, minutes, rest) = (total / 3600, total % 3600 / 60, total % 60)
         if hours > 0 { return "in \(hours)h \(minutes)m" }
         return minutes > 0 ? "in \(minutes)m \(rest)s" : "in \(rest)s"
