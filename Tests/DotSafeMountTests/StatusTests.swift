@@ -1,5 +1,7 @@
 import DotSafeTestSupport
 import Foundation
+import Glibc
+import Synchronization
 import Testing
 
 /// `dotsafe status` and `dotsafe lock --all` (R-INT-3) on real mounts. Each test has a runtime
@@ -79,6 +81,48 @@ import Testing
         try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
         s.h.sh("test \"$(cat written)\" = data", in: first)
         #expect(s.dotsafe(["lock", first]).status == 0)
+    }
+
+    /// A stopped daemon (SIGSTOP) answers nothing: `status` waits for it a couple of seconds,
+    /// lists it without its state and says so, and lists the others; `lock` keeps waiting (a big
+    /// commit may take long) but says, after some seconds, what it waits for.
+    @Test func aDaemonThatDoesNotAnswerHoldsUpNeitherStatusNorTheUser() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let first = try s.h.mountPoint("first"), second = try s.h.mountPoint("second")
+        try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
+        try #require(s.mount(second, pattern: Self.patterns[1]).status == 0)
+        s.h.sh("echo kept > kept.txt", in: second)
+        let pid = try #require(MountHarness.daemonPID(for: second))
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+
+        let start = Date()
+        let status = s.dotsafe(["status", "--json"])
+        #expect(Date().timeIntervalSince(start) < 8, "status waited \(Date().timeIntervalSince(start)) s")
+        #expect(status.status == 0 && status.error == "dotsafe: the daemon of \(second) (pid \(pid)) does not answer\n", "\(status)")
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
+        let byPoint = Dictionary(uniqueKeysWithValues: entries.map { ($0["mountpoint"] as! String, $0) })
+        #expect(byPoint.count == 2 && byPoint[first]?["sync"] as? String == "off", "\(entries)")
+        #expect(byPoint[second]?["pending"] is NSNull && byPoint[second]?["sync"] is NSNull, "\(entries)")
+
+        let locked = Mutex<CommandResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result = s.dotsafe(["lock", second])
+            locked.withLock { $0 = result }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 7) == .timedOut, "lock returned while its daemon was stopped")
+        kill(pid, SIGCONT)
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let result = try #require(locked.withLock { $0 })
+        #expect(result.status == 0 && result.output == "Locked \(second).\n", "\(result)")
+        #expect(result.error == "dotsafe: still waiting for the daemon of \(second) (pid \(pid)) to lock it: it may be writing a lot, or be stopped\n")
+        #expect(s.dotsafe(["lock", "--all"]).output == "Locked \(first).\n")
+        try #require(s.mount(second, pattern: Self.patterns[1]).status == 0)
+        s.h.sh("test \"$(cat kept.txt)\" = kept", in: second)
+        #expect(s.dotsafe(["lock", second]).status == 0)
     }
 
     /// A socket path has room for 107 bytes; a deep XDG_RUNTIME_DIR must not stop a mount.
