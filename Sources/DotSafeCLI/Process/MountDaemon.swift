@@ -41,6 +41,10 @@ struct MountDaemon {
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
+        // Before the keys: a failure to open it then has nothing to wipe.
+        let channel = try LockChannel.open(in: folder)
+        // On every failure from here on: its socket would be left in the folder.
+        defer { channel.unregister() }
         let sharedBy = try options.sharedBy.map { try ContactCommand.parseCode($0) }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt)
         let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint),
@@ -48,10 +52,8 @@ struct MountDaemon {
             "this vault is already \($0)"
         }
         defer { vaultLock.release() }
-        let channel: LockChannel
         let vault: Vault
         do {
-            channel = try LockChannel.open(in: folder)
             var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
                                                                       owner: (getuid(), getgid()), writeBehind: .background(limit: 4)),
                                                         context.environment, onDemand: true)
@@ -80,7 +82,6 @@ struct MountDaemon {
             syncWarning = try sync?.first(filesMoved: filesMoved)
         } catch {
             vault.discard()
-            channel.unregister()
             throw error
         }
         let storageFolder = storage
@@ -95,11 +96,9 @@ struct MountDaemon {
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
-            channel.unregister()
             throw CLIError.failure("\(error)")
         }
         do { _ = try channel.register(options) } catch {
-            channel.unregister()
             try? mount.unmount(lazy: true)
             try? mount.waitUntilUnmounted()
             throw error

@@ -66,10 +66,19 @@ struct MountRecord: Codable, Equatable {
         }
     }
 
-    /// Removes records whose daemon is gone (killed): their channel no longer answers.
+    /// Removes records whose daemon is gone (killed): their channel no longer answers. Also
+    /// removes lock-channel sockets without a record that nobody listens on: a daemon killed
+    /// while it started leaves one. Sockets bound in the last seconds are left alone: their maker
+    /// may be between its bind and its listen.
     static func removeStale(in folder: RuntimeFolder) {
-        for record in all(in: folder) where isDead(folder.file(record.socketName)) {
+        let records = all(in: folder)
+        for record in records where isDead(folder.file(record.socketName)) {
             record.remove(from: folder)
+        }
+        let recorded = Set(records.map(\.socketName))
+        for name in (try? SystemCall.listFolder(folder.path)) ?? [] where name.hasSuffix(socketSuffix) && !recorded.contains(name) {
+            guard folder.isSettled(name), isDead(folder.file(name)) else { continue }
+            try? SystemCall.unlink(folder.file(name))
         }
     }
 
