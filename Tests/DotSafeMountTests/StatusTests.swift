@@ -125,6 +125,22 @@ import Testing
         #expect(s.dotsafe(["lock", second]).status == 0)
     }
 
+    /// `mount` prints the command that locks the vault: a mount point with spaces, quotes or `$`
+    /// is quoted so that the line can be pasted into a shell as it is.
+    @Test func theLockCommandMountPrintsCanBePasted() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let vault = try s.h.mountPoint("it's my $HOME vault")
+        let mounted = s.mount(vault, pattern: Self.patterns[0])
+        let quoted = "'" + vault.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        #expect(mounted.status == 0 && mounted.output == "Mounted the vault at \(vault). Lock it with: dotsafe lock \(quoted)\n", "\(mounted)")
+        let command = try #require(mounted.output.components(separatedBy: "Lock it with: ").last?.dropLast())
+        let pasted = s.h.run("/usr/bin/env", ["XDG_RUNTIME_DIR=\(s.runtime)", "PATH=\((MountHarness.binary as NSString).deletingLastPathComponent):/usr/bin:/bin",
+                                             "/bin/sh", "-c", String(command)], input: nil)
+        #expect(pasted.status == 0 && pasted.output == "Locked \(vault).\n", "\(pasted)")
+        #expect(!MountHarness.isMounted(vault))
+    }
+
     /// A socket path has room for 107 bytes; a deep XDG_RUNTIME_DIR must not stop a mount.
     @Test func aRuntimeFolderTooDeepForASocketPathStillWorks() throws {
         let s = try Session(runtimeName: String(repeating: "r", count: 110))

@@ -156,7 +156,7 @@ struct MountCommand: Command {
             }
             try MountDaemon.spawn(options: options, pattern: pattern, context: context, showingProgress: showingProgress)
             if context.isMountHelper { return 0 }
-            context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
+            context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(ShellWord.word(options.mountPoint))")
             if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }
             return 0
         } catch {
