@@ -125,6 +125,37 @@ import Testing
         #expect(s.dotsafe(["lock", second]).status == 0)
     }
 
+    /// `lock --all` goes on past a vault that fails to lock, and its error line names that
+    /// vault. The failing one is a stand-in daemon (a real one fails only when its storage
+    /// does): it answers `lock` as a daemon whose final commit failed.
+    @Test func lockAllNamesTheVaultThatFailed() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let real = try s.h.mountPoint("real"), failing = s.h.base + "/failing"
+        try #require(s.mount(real, pattern: Self.patterns[0]).status == 0)
+        let folder = s.runtime + "/dotsafe", name = String(repeating: "ab", count: 16)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", """
+            import socket,sys
+            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+            print('listening', flush=True)
+            c,_=s.accept(); c.recv(100); c.sendall(b'failed: the commit failed: no space left on device\\n'); c.close()
+            """, folder + "/" + name + ".sock"]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit(); unlink(folder + "/" + name + ".sock") }
+        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
+        let record = #"{"mountPoint":"\#(failing)","storage":"\#(s.h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
+        #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        let locked = s.dotsafe(["lock", "--all"])
+        #expect(locked.status == 1 && locked.output == "Locked \(real).\n", "\(locked)")
+        #expect(locked.error == "dotsafe: could not lock \(failing): the commit failed: no space left on device\n", "\(locked)")
+        #expect(!MountHarness.isMounted(real))
+    }
+
     /// `mount` prints the command that locks the vault: a mount point with spaces, quotes or `$`
     /// is quoted so that the line can be pasted into a shell as it is.
     @Test func theLockCommandMountPrintsCanBePasted() throws {

@@ -54,7 +54,8 @@ struct LockCommand: Command {
     /// Seconds after which `lock` says it is still waiting for the daemon.
     static let patienceSeconds = 5
 
-    /// Asks the daemon of `path` to lock and returns once it has exited.
+    /// Asks the daemon of `path` to lock and returns once it has exited. Each error names `path`
+    /// (`lock --all` prints one per vault).
     private static func lock(_ path: String, folder: RuntimeFolder?, context: CommandContext) throws {
         let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
         // A lock may take long (a big commit, its recreation budget), so it is never given up
@@ -83,7 +84,7 @@ struct LockCommand: Command {
         case "busy":
             throw CLIError.failure("\(path) is busy: a program has a file or folder open in it")
         default:
-            throw CLIError.failure(answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer)
+            throw CLIError.failure("could not lock \(path): " + (answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer))
         }
     }
 
