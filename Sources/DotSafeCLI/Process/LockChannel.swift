@@ -76,6 +76,15 @@ final class LockChannel: Sendable {
             if let reply = other(request) { peer.send(reply) }
             return
         }
+        // Everything is written while the vault is still mounted: a commit that fails (a full
+        // disk, a storage made read-only) would otherwise fail at the close, after the unmount,
+        // and the changes would go with the keys. The user is there to make room and lock again.
+        do { try mount.fileSystem.synchronize() } catch {
+            peer.send("failed: the changes could not be written (\(error)), so \(mount.mountPoint) stays mounted with "
+                      + "them: make room on the storage's disk or remove files from the vault, then lock again "
+                      + "(or unmount it with fusermount3 -u to give them up)")
+            return
+        }
         waiting.withLock { $0.append(peer) }
         do { try mount.unmount() } catch FUSEError.busy {
             answer(peer, "busy")
