@@ -41,6 +41,13 @@ struct MountDaemon {
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
+        // A storage nothing can be written to is mounted read-only: mounted for writing, every
+        // change would be taken into memory and then lost at the lock.
+        let storageReadOnly = !options.readOnly && ((try? storage.isOnReadOnlyFileSystem()) ?? false)
+        if storageReadOnly, options.sync != nil {
+            throw CLIError.failure("\(options.storage) is on a read-only file system: a sync cannot write it")
+        }
+        let readOnly = options.readOnly || storageReadOnly
         // Before the keys: a failure to open it then has nothing to wipe.
         let channel = try LockChannel.open(in: folder)
         // On every failure from here on: its socket would be left in the folder.
@@ -54,7 +61,7 @@ struct MountDaemon {
         defer { vaultLock.release() }
         let vault: Vault
         do {
-            var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
+            var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: readOnly, cacheBytes: options.cacheMebibytes << 20,
                                                                       owner: (getuid(), getgid()), writeBehind: .background(limit: 4)),
                                                         context.environment, onDemand: true)
             if vaultOptions.loadsOnDemand { vaultOptions.indexCacheLeaves = options.indexCachePages }
@@ -92,7 +99,7 @@ struct MountDaemon {
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
-                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly, noExec: options.noExec,
+                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: readOnly, noExec: options.noExec,
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
@@ -108,6 +115,7 @@ struct MountDaemon {
             sync.start(mount: mount, fileSystem: fileSystem)
         }
         var notes = [Self.cacheLockNote(vault.cacheLocking)].compactMap { $0 }
+        if storageReadOnly { notes.append("\(options.storage) is on a read-only file system: the vault is mounted read-only") }
         if let watcher, watcher.sessionPath == nil {
             notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
         }
