@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "DotSafeMountTests", dependencies: ["DotSafeTestSupport", "dotsafe", "VaultCore", "VaultStore", "VaultCrypto"]),
         .testTarget(name: "VaultFormatTests", dependencies: ["DotSafeTestSupport", "VaultFormat", "VaultCore", "VaultStore", "VaultCrypto", "CLibCrypto"],
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
+        .testTarget(name: "DotSafeCLITests", dependencies: ["DotSafeTestSupport", "DotSafeCLI", "SystemCalls", "VaultCore", "VaultStore", "VaultCrypto", "VaultFormat"]),
         .testTarget(name: "VaultSyncTests", dependencies: ["DotSafeTestSupport", "VaultSync", "VaultFormat", "SystemCalls", "VaultCore",
                                                             "VaultStore", "VaultCrypto"]),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "VaultCore", "VaultFormat"]),

@@ -5,7 +5,9 @@
 /// `--`, after which every token is positional. A lone `-` is positional (it often means
 /// standard input). A value given as a separate token must not start with `-`, so that
 /// `--pattern --force` reports the missing value instead of swallowing the next option;
-/// `--pattern=-x` passes such a value. An empty value counts as missing.
+/// `--pattern=-x` passes such a value. A negative number (`--idle -5s`) is taken as the value,
+/// no option being a digit, so that the option can say what is wrong with it. An empty value
+/// counts as missing.
 enum CommandLineParser {
     /// Parses all of `tokens` (the arguments after the command name).
     static func parse(_ tokens: [String], signature: CommandSignature) throws(CLIError) -> ParsedArguments {
@@ -58,7 +60,13 @@ enum CommandLineParser {
 
     /// Whether `token` may be taken as the value of the option before it.
     private static func isValue(_ token: String) -> Bool {
-        !isOption(token) && !token.isEmpty
+        (!isOption(token) || isNegativeNumber(token)) && !token.isEmpty
+    }
+
+    /// `-5`, `-5s`, `-.5`: a minus and a digit, which no option spells.
+    private static func isNegativeNumber(_ token: String) -> Bool {
+        let digits = token.dropFirst(token.hasPrefix("-.") ? 2 : 1)
+        return token.hasPrefix("-") && digits.first.map { ("0"..."9").contains($0) } == true
     }
 
     /// Parses one option token (`--name`, `--name=value` or a short bundle), taking a value from

@@ -119,7 +119,7 @@ enum CompletionScript {
     // MARK: zsh
 
     private static func zsh(_ commands: [any Command.Type]) -> String {
-        func quoted(_ text: String) -> String { "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'" }
+        let quoted = ShellWord.quoted
         func bracketed(_ help: String) -> String {
             "[" + help.map { "[]\\".contains($0) ? "\\\($0)" : String($0) }.joined() + "]"
         }

@@ -70,7 +70,7 @@ public enum ChildProcess {
         var pid = pid_t()
         let code = argv.withUnsafeBufferPointer { argv in
             envp.withUnsafeBufferPointer { envp in
-                posix_spawn(&pid, path, &actions, nil, argv.baseAddress!, envp.baseAddress!)
+                SpawnAttributes.withDefaultSignals { posix_spawn(&pid, path, &actions, $0, argv.baseAddress!, envp.baseAddress!) }
             }
         }
         guard code == 0 else { throw SystemError("spawn \(path)", code) }

@@ -11,7 +11,7 @@ public enum ProcessCalls {
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
         let spawned = argv.withUnsafeBufferPointer { argv in
-            posix_spawnp(&pid, program, nil, nil, argv.baseAddress!, environ)
+            SpawnAttributes.withDefaultSignals { posix_spawnp(&pid, program, nil, $0, argv.baseAddress!, environ) }
         }
         guard spawned == 0 else { return -1 }
         var status: Int32 = 0
@@ -67,7 +67,9 @@ extension ProcessCalls {
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let spawned = argv.withUnsafeBufferPointer { posix_spawn(&pid, "/bin/sh", &actions, nil, $0.baseAddress!, environ) }
+        let spawned = argv.withUnsafeBufferPointer { argv in
+            SpawnAttributes.withDefaultSignals { posix_spawn(&pid, "/bin/sh", &actions, $0, argv.baseAddress!, environ) }
+        }
         SystemCall.close(writeEnd)
         guard spawned == 0 else {
             SystemCall.close(readEnd)

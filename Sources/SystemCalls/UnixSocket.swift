@@ -14,11 +14,12 @@ public final class UnixSocket: Sendable {
     }
 
     public enum Failure: Error, Equatable, CustomStringConvertible {
-        case inUse, notListening, tooLong, system(SystemError)
+        case inUse, notListening, notAnswering, tooLong, system(SystemError)
         public var description: String {
             switch self {
             case .inUse: "the address is in use"
             case .notListening: "nothing listens there"
+            case .notAnswering: "the listener takes no connection (its queue is full)"
             case .tooLong: "the socket path is too long"
             case .system(let error): error.description
             }
@@ -34,8 +35,11 @@ public final class UnixSocket: Sendable {
         try reachable(path) { path throws(Failure) in try listen(short: path) }
     }
 
-    public static func connect(_ path: String) throws(Failure) -> UnixSocket {
-        try reachable(path) { path throws(Failure) in try connect(short: path) }
+    /// Connects to the listener at `path`. A listener that accepts nothing (a stopped process)
+    /// fills its queue, and then connect waits until it accepts: `waiting` bounds that wait
+    /// (`notAnswering` after that many seconds); nil waits as long as it takes.
+    public static func connect(_ path: String, waiting seconds: Int? = nil) throws(Failure) -> UnixSocket {
+        try reachable(path) { path throws(Failure) in try connect(short: path, waiting: seconds) }
     }
 
     /// Runs `body` with `path`, or, when `path` does not fit a socket address (108 bytes: a
@@ -62,15 +66,18 @@ public final class UnixSocket: Sendable {
         return socket
     }
 
-    private static func connect(short path: String) throws(Failure) -> UnixSocket {
+    private static func connect(short path: String, waiting seconds: Int?) throws(Failure) -> UnixSocket {
         let socket = try make()
         var (address, length) = try address(path)
+        // A Unix socket's connect waits for room in the listener's queue as long as its send timeout.
+        if let seconds { socket.setTimeout(SO_SNDTIMEO, seconds: seconds) }
         while true {
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket.descriptor, $0, length) }
             }
             if connected == 0 { return socket }
             if errno == EINTR { continue }
+            if errno == EAGAIN { throw .notAnswering }
             throw errno == ECONNREFUSED || errno == ENOENT ? .notListening : .system(SystemError("connect", errno))
         }
     }
@@ -92,8 +99,12 @@ public final class UnixSocket: Sendable {
     /// Makes `receiveLine` give up after `seconds` without data, so that a peer that says
     /// nothing cannot hold the thread serving it.
     public func setReceiveTimeout(seconds: Int) {
+        setTimeout(SO_RCVTIMEO, seconds: seconds)
+    }
+
+    private func setTimeout(_ option: Int32, seconds: Int) {
         var limit = timeval(tv_sec: seconds, tv_usec: 0)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(descriptor, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Sends one line; a peer that went away is ignored (MSG_NOSIGNAL: no SIGPIPE).

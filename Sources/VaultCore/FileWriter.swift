@@ -30,6 +30,9 @@ struct FileWriter {
     /// Files written since the last commit: synced before the next root.
     private(set) var unsynced: Set<UInt64> = []
     private(set) var createdSinceCommit = false
+    /// A file could not be made for lack of room (ENOSPC) since the last group made: data that
+    /// needs a new group is refused before it goes in (`checkRoomForData`).
+    var storageIsFull = false
     /// Files of released groups that may still exist: in the `releasing` of every root until
     /// they are removed (docs/FORMAT.md §9.2 step 6).
     private(set) var releasingFiles: [UInt64] = []
@@ -107,9 +110,11 @@ struct FileWriter {
                 // for the index pages of a delete, and no later commit needs room for the group.
                 let numbers = allocator.makeGroup()
                 do { try createGroupFiles(numbers) } catch {
+                    noteWriteFailure(error)
                     try? dropUnusedNewGroups()
                     throw error
                 }
+                storageIsFull = false
             }
             let number = allocator.allocate()
             let name = try name(number)
@@ -342,10 +347,12 @@ struct FileWriter {
     mutating func finishGroupWrite(_ write: GroupWrite, _ outcome: GroupWrite.Outcome) {
         for number in outcome.created + outcome.present { allocator.markCreated(number) }
         if outcome.complete {
+            storageIsFull = false
             unsynced.formUnion(outcome.created)
             if !outcome.created.isEmpty { createdSinceCommit = true }
             allocator.groupIsMade(write.numbers, except: Set(outcome.present))
         } else {
+            noteWriteFailure(outcome.failure)
             allocator.giveUpGroup(write.numbers)
         }
         groupsBeingMade -= 1
@@ -399,7 +406,11 @@ struct FileWriter {
     mutating func finishAssembly(_ creation: GroupCreation, failure: (any Error)?) {
         // Taken numbers are their write-behinds' to release; something not ours is never ours.
         let notFree = Set(creation.numbers).subtracting(creation.untaken)
-        guard failure == nil else { return allocator.giveUpGroup(creation.numbers) }
+        guard failure == nil else {
+            noteWriteFailure(failure)
+            return allocator.giveUpGroup(creation.numbers)
+        }
+        storageIsFull = false
         for number in creation.numbers { allocator.markCreated(number) }
         unsynced.formUnion(creation.created)
         if !creation.created.isEmpty { createdSinceCommit = true }

@@ -117,9 +117,10 @@ public final class Keyring: Sendable {
     /// Returns the tags added or replaced.
     @discardableResult
     public func importExport(_ bytes: [UInt8], passphrase: [UInt8], replace: Bool = false) throws -> [String] {
+        guard bytes.starts(with: KeyringExport.magic) else { throw KeyringError.unreadableExport("the file is not a DotSafe keyring export") }
         let export: KeyringExport
         do { export = try KeyringExport.decode(bytes) } catch let error as FormatError {
-            throw KeyringError.damaged(path: "the export", reason: error.description)
+            throw Self.exportFailure(error)
         }
         guard Int(export.rounds) >= Format.minimumKDFRounds || allowWeakKDF else { throw KeyringError.weakKDF(.pbkdf2(rounds: Int(export.rounds))) }
         let key = try PBKDF2.deriveKey(password: passphrase, salt: export.salt, rounds: Int(export.rounds), count: Format.keySize)
@@ -131,9 +132,16 @@ public final class Keyring: Sendable {
         defer { Sealer.wipe(&plain) }
         let imported: [KeyringFile.Item]
         do { imported = try KeyringFile.decode(plain, checksum: SHA256.hash).items } catch let error as FormatError {
-            throw KeyringError.damaged(path: "the export", reason: error.description)
+            throw Self.exportFailure(error)
         }
         return try merge(imported, replace: replace)
+    }
+
+    /// What `importExport` says of an export that does not decode: FormatError's text names the
+    /// structure ("truncated keyring export"), so the subject is the file. A newer version is no damage.
+    private static func exportFailure(_ error: FormatError) -> KeyringError {
+        if case .newerVersion = error { return .unreadableExport("the file was \(error)") }
+        return .unreadableExport("the file is damaged: \(error)")
     }
 
     /// Adds `imported`: an item that exists with the same secret is left; one with a different

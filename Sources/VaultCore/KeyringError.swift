@@ -9,6 +9,8 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
     case missing(String)
     /// The file is not a keyring, or its checksum fails.
     case damaged(path: String, reason: String)
+    /// The file to import is not a keyring export this DotSafe can read; the text is the line.
+    case unreadableExport(String)
     /// The keyring asks for fewer rounds than DotSafe accepts (R-KEY-5).
     case weakKDF(PatternKDF)
     case unknownKDF(String)
@@ -36,6 +38,7 @@ public enum KeyringError: Error, Equatable, Sendable, CustomStringConvertible {
         case .secretService(let text): text
         case .unknownBackend(let path, let name): "the keyring \(path) says the keyring is in '\(name)', which this DotSafe does not know: refused"
         case .damaged(let path, let reason): "the keyring \(path) is damaged: \(reason)"
+        case .unreadableExport(let text): text
         case .weakKDF(.pbkdf2(let rounds)):
             "the keyring asks for \(rounds) PBKDF2 rounds, fewer than 600000: refused (a planted keyring could weaken your vault)"
         case .weakKDF(let kdf):

@@ -337,6 +337,7 @@ public final class Vault: Sendable {
         let (jobs, waiting, evictionWaits, dropped) = try locked { state in
             try state.onDataPath { state in
                 try state.fault(id)
+                if !bytes.isEmpty { try state.writer.checkRoomForData() }
                 let position = try offset ?? state.file(id).record.size
                 let completed = try state.write(id, offset: position, bytes: bytes)
                 state.tree.touchContent(id, now: state.session.clock.now())
@@ -442,7 +443,10 @@ public final class Vault: Sendable {
     public func commit() throws {
         try afterWritesBehind { state in
             guard !state.isLocked else { throw VaultError.locked }
-            try state.commit()
+            do { try state.commit() } catch {
+                state.writer.noteWriteFailure(error)
+                throw error
+            }
             state.evictLeavesOverBudget(always: true)
         }
     }

@@ -157,6 +157,7 @@ extension VaultState {
     /// delete made it stale: then its file is free again. A failed one leaves the chunk dirty.
     mutating func finishChunkWrite(_ write: ChunkWrite, error: (any Error)?) {
         let stored = error == nil
+        writer.noteWriteFailure(error)
         switch write.target {
         case .overwrite where stored: writer.didStoreBehind(write.number, created: false)
         case .create where stored: writer.didStoreBehind(write.number, created: true)

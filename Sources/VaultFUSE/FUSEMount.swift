@@ -42,7 +42,9 @@ public final class FUSEMount: Sendable {
         /// The `-o` list for libfuse. Options such as `max_write` or `writeback_cache` are not
         /// accepted here by libfuse 3.14; they are set in `init` instead.
         var mountOptions: String {
-            var list = ["fsname=dotsafe", "subtype=dotsafe", "default_permissions"]
+            // `noatime`: reads never change the vault (a read that wrote a time would show in
+            // the storage), and the mount table says so instead of the kernel's `relatime`.
+            var list = ["fsname=dotsafe", "subtype=dotsafe", "default_permissions", "noatime"]
             if allowOther { list.append("allow_other") }
             if readOnly { list.append("ro") }
             if noExec { list.append("noexec") }

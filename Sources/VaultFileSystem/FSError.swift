@@ -35,7 +35,8 @@ public enum FSError: Error, Equatable, Sendable {
     case readOnly
     /// Not permitted: a hard link to a folder (EPERM).
     case notPermitted
-    /// Not supported: POSIX ACLs, RENAME_EXCHANGE (EOPNOTSUPP).
+    /// Not supported: POSIX ACLs (EOPNOTSUPP). (An unsupported rename flag, RENAME_EXCHANGE among
+    /// them, is EINVAL, as the kernel answers for a FUSE server without rename2.)
     case notSupported
     /// Anything the vault or the storage reported: damaged data (EIO), a full disk (ENOSPC), a
     /// locked vault (EIO); the errno is the vault's.

@@ -29,6 +29,10 @@ public struct Rclone: Sendable {
         /// up its retries, which its shared pacer spaces up to 2 s apart across all transfers:
         /// 99 s into a batch of 48 files whose WebDAV server died (rclone 1.60).
         public var probeAfterQuietSeconds = 10
+        /// How long the probe's one request may take: a server that takes connections and never
+        /// answers (stopped, overloaded) is unreachable after this, not after rclone's three
+        /// one-minute timeouts.
+        public var probeTimeoutSeconds = 10
         /// More rclone flags (tests slow transfers down with `--bwlimit`).
         public var extraArguments: [String] = []
         public init() {}
@@ -117,17 +121,26 @@ public struct Rclone: Sendable {
     @discardableResult
     func check(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], writing: Bool,
                filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> [UInt8] {
-        var lost: RemoteError?
-        let result = try run(arguments, on: remote, input: input, stopAtFirstError: true, filesDone: filesDone) {
-            lost = unreachable(remote)
-            return lost == nil
-        }
-        if let lost { throw lost }
+        let result = try watched(arguments, on: remote, input: input, stopAtFirstError: true, filesDone: filesDone)
         guard result.status == 0 && result.errorOutput.isEmpty else {
             let error = RemoteError.classify(status: result.status, errorOutput: result.errorOutput, remote: remote, writing: writing)
             throw probed(error, remote)
         }
         return result.output
+    }
+
+    /// Runs a command, ended when it has gone quiet and its remote cannot be reached (that is
+    /// the error then); the caller reads its status. A server that takes connections and never
+    /// answers (stopped, overloaded) held a listing for rclone's three one-minute timeouts.
+    func watched(_ arguments: [String], on remote: RemoteLocation, input: [UInt8] = [], stopAtFirstError: Bool = false,
+                 filesDone: ((Int) -> Void)? = nil) throws(RemoteError) -> ChildProcess.Result {
+        var lost: RemoteError?
+        let result = try run(arguments, on: remote, input: input, stopAtFirstError: stopAtFirstError, filesDone: filesDone) {
+            lost = unreachable(remote)
+            return lost == nil
+        }
+        if let lost { throw lost }
+        return result
     }
 
     /// A lost server shows first as whatever the transfer was doing (SFTP: "corrupted on
@@ -140,9 +153,11 @@ public struct Rclone: Sendable {
     }
 
     /// Why the remote cannot be reached now, from one cheap request (the storage folder's own
-    /// entry, not its listing; a folder not made yet was reached), or nil when it answers.
+    /// entry, not its listing; a folder not made yet was reached), or nil when it answers
+    /// within `probeTimeoutSeconds`, at its one try.
     private func unreachable(_ remote: RemoteLocation) -> RemoteError? {
-        guard let probe = try? run(["lsjson", "--stat", "--no-modtime", "--no-mimetype", remote.path], on: remote),
+        let quick = ["--timeout", "\(settings.probeTimeoutSeconds)s", "--low-level-retries", "1"]
+        guard let probe = try? run(["lsjson", "--stat", "--no-modtime", "--no-mimetype"] + quick + [remote.path], on: remote),
               probe.status != 0 && probe.status != 3 else { return nil }
         let error = RemoteError.classify(status: probe.status, errorOutput: probe.errorOutput, remote: remote, writing: false)
         if case .unreachable = error { return error }

@@ -24,7 +24,7 @@ public struct RemoteStorage: Sendable {
     /// size is a damaged or half-written file), and how many other entries were ignored. A
     /// remote path that does not exist yet lists as empty.
     public func list() throws(RemoteError) -> RemoteListing {
-        let result = try rclone.run(["lsjson", "--files-only", "--no-modtime", "--no-mimetype", location.path], on: location)
+        let result = try rclone.watched(["lsjson", "--files-only", "--no-modtime", "--no-mimetype", location.path], on: location)
         // Exit 3: "directory not found", a remote storage not made yet (an S3 bucket included).
         if result.status == 3 { return RemoteListing(files: [:], otherEntries: 0) }
         guard result.status == 0 else {
@@ -40,11 +40,11 @@ public struct RemoteStorage: Sendable {
     public func read(_ name: String) throws(RemoteError) -> [UInt8]? {
         precondition(FileName.isWellFormed(name), "only storage names are read")
         let arguments = ["cat", "--count", String(Format.fileSize + 1), location.file(name)]
-        var result = try rclone.run(arguments, on: location)
+        var result = try rclone.watched(arguments, on: location)
         // A file read while another device replaces it ends early on a server that writes in
         // place (rclone's own WebDAV server does): once more, after that write.
         if result.status != 0 && String(decoding: result.errorOutput, as: UTF8.self).contains("unexpected EOF") {
-            result = try rclone.run(arguments, on: location)
+            result = try rclone.watched(arguments, on: location)
         }
         // Exit 3 or 4: not found; S3 answers a missing object with nothing and exit 0.
         if result.status == 3 || result.status == 4 || (result.status == 0 && result.output.isEmpty) { return nil }

@@ -61,6 +61,35 @@ import VaultFormat
         #expect(FileManager.default.contents(atPath: base + "/keyring") == FileManager.default.contents(atPath: base + "/second/keyring"))
     }
 
+    /// A file that is not an export, or an export cut short or of another version: one clean
+    /// line each (these once read "the keyring the export is damaged: invalid not a ..."), and
+    /// no keyring is made.
+    @Test func importOfWhatIsNoReadableExportSaysWhy() throws {
+        let (base, env) = try Self.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(CLIRun(["init", base + "/storage"], environment: env).status == 0)
+        #expect(CLIRun(["keyring", "export", base + "/salt.export", "--passphrase-stdin"], environment: env, input: ["a long passphrase"]).status == 0)
+        let export = try #require(FileManager.default.contents(atPath: base + "/salt.export"))
+        var other = env
+        other["DOTSAFE_KEYRING"] = base + "/second/keyring"
+        func changed(_ change: (inout Data) -> Void) -> Data { var bytes = export; change(&bytes); return bytes }
+        let cases: [(Data, String)] = [
+            (Data("not an export at all\n".utf8), "the file is not a DotSafe keyring export"),
+            (Data(), "the file is not a DotSafe keyring export"),
+            (export.prefix(50), "the file is damaged: truncated keyring export"),
+            // Magic, version, rounds, salt and nonce, and a sealed part no longer than its tag.
+            (export.prefix(8 + 1 + 4 + 32 + 24 + 16), "the file is damaged: truncated keyring export"),
+            (changed { $0[8] = 0 }, "the file is damaged: invalid keyring export version 0"),
+            (changed { $0[8] = 9 }, "the file was made by a newer DotSafe (format version 9); update DotSafe to open it"),
+        ]
+        for (bytes, message) in cases {
+            try bytes.write(to: URL(fileURLWithPath: base + "/bad.export"))
+            let run = CLIRun(["keyring", "import", base + "/bad.export", "--passphrase-stdin"], environment: other, input: ["a long passphrase"])
+            #expect(run.status == 1 && run.standardError == "dotsafe: \(message)\n", "\(run)")
+            #expect(!FileManager.default.fileExists(atPath: base + "/second/keyring"))
+        }
+    }
+
     @Test func exportRefusesShortPassphrasesAndDifferingConfirmation() throws {
         let (base, env) = try Self.workspace()
         defer { try? FileManager.default.removeItem(atPath: base) }

@@ -37,6 +37,33 @@ import Testing
         try expectPendingChangesSurvive(h) { _, pid in kill(pid, signal) }
     }
 
+    /// Any other signal whose default action ends a process locks too: SIGUSR1, SIGALRM or
+    /// SIGQUIT used to end the daemon without its final commit, losing what was not yet written.
+    /// SIGPIPE is ignored: the daemon keeps serving.
+    @Test func everySignalThatWouldEndTheDaemonLocksIt() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let vault = try h.mountPoint()
+        for number in [SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT, __libc_current_sigrtmin() + 1] {
+            try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+            h.sh("printf 'not synced' > signal-\(number).txt", in: vault)
+            let pid = try #require(MountHarness.daemonPID(for: vault))
+            if number == SIGUSR1 {
+                kill(pid, SIGPIPE)
+                usleep(200_000)
+                #expect(kill(pid, 0) == 0 && MountHarness.isMounted(vault), "SIGPIPE ended the daemon")
+            }
+            kill(pid, number)
+            for _ in 0..<100 where MountHarness.isMounted(vault) || kill(pid, 0) == 0 { usleep(50_000) }
+            #expect(kill(pid, 0) != 0 && !MountHarness.isMounted(vault), "signal \(number) did not end the mount")
+        }
+        try #require(h.mount(vault, pattern: Self.pattern).status == 0)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: vault))
+        #expect(names == Set([SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT, __libc_current_sigrtmin() + 1].map { "signal-\($0).txt" }), "\(names)")
+        h.sh("test \"$(cat signal-*)\" = \"$(printf 'not synced%.0s' 1 2 3 4 5)\"", in: vault)
+        #expect(h.lock(vault).status == 0)
+    }
+
     @Test func idleTimeoutLocks() throws {
         let h = try MountHarness()
         defer { h.finish() }

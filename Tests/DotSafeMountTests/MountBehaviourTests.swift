@@ -74,6 +74,25 @@ import Testing
         #expect(h.lock(first).status == 0)
     }
 
+    /// The guard does not hang on the environment: a mount started without XDG_RUNTIME_DIR (cron,
+    /// an fstab line at boot) and one from a session that has it see each other. Two daemons on
+    /// one vault lost fsynced files and damaged the vault.
+    @Test func theSameVaultCannotBeMountedTwiceFromTwoRuntimeFolders() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let runtime = h.base + "/run"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        let first = try h.mountPoint("first"), second = try h.mountPoint("second")
+        try #require(h.mount(first, pattern: Self.pattern).status == 0)
+        let again = h.run("/usr/bin/env", ["XDG_RUNTIME_DIR=\(runtime)", MountHarness.binary, "mount", h.storage, second, "--pattern-stdin"],
+                          input: Self.pattern + "\n")
+        #expect(again.status == 1)
+        #expect(again.error == "dotsafe: this vault is already mounted at \(first)\n")
+        #expect(!MountHarness.isMounted(second))
+        #expect(h.lock(first).status == 0)
+    }
+
     @Test func killNineAfterFsyncLosesNothingThatWasSynced() throws {
         let h = try MountHarness()
         defer { h.finish() }

@@ -48,9 +48,15 @@ import Testing
         script("tools/recreation-crash-trials", ["4"])
     }
 
-    /// ENOSPC reaches the writer; committed data survives; a delete commits on the full disk.
+    /// ENOSPC reaches the writer, also one that never syncs (cp); committed data survives; a
+    /// delete commits on the full disk; a lock that cannot write its changes keeps them mounted.
     @Test func aFullDiskFailsWritesCleanlyAndRecovers() {
         script("tools/reliability/full-disk.sh")
+    }
+
+    /// A storage on a read-only file system mounts read-only: a write fails with EROFS at once.
+    @Test func aReadOnlyStorageMountsReadOnly() {
+        script("tools/reliability/read-only-storage.sh")
     }
 
     /// Every tampering of every vault file reads as the right bytes or EIO, never other bytes.

@@ -1,5 +1,7 @@
 import DotSafeTestSupport
 import Foundation
+import Glibc
+import Synchronization
 import Testing
 
 /// `dotsafe status` and `dotsafe lock --all` (R-INT-3) on real mounts. Each test has a runtime
@@ -79,6 +81,95 @@ import Testing
         try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
         s.h.sh("test \"$(cat written)\" = data", in: first)
         #expect(s.dotsafe(["lock", first]).status == 0)
+    }
+
+    /// A stopped daemon (SIGSTOP) answers nothing: `status` waits for it a couple of seconds,
+    /// lists it without its state and says so, and lists the others; `lock` keeps waiting (a big
+    /// commit may take long) but says, after some seconds, what it waits for.
+    @Test func aDaemonThatDoesNotAnswerHoldsUpNeitherStatusNorTheUser() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let first = try s.h.mountPoint("first"), second = try s.h.mountPoint("second")
+        try #require(s.mount(first, pattern: Self.patterns[0]).status == 0)
+        try #require(s.mount(second, pattern: Self.patterns[1]).status == 0)
+        s.h.sh("echo kept > kept.txt", in: second)
+        let pid = try #require(MountHarness.daemonPID(for: second))
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+
+        let start = Date()
+        let status = s.dotsafe(["status", "--json"])
+        #expect(Date().timeIntervalSince(start) < 8, "status waited \(Date().timeIntervalSince(start)) s")
+        #expect(status.status == 0 && status.error == "dotsafe: the daemon of \(second) (pid \(pid)) does not answer\n", "\(status)")
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [[String: Any]])
+        let byPoint = Dictionary(uniqueKeysWithValues: entries.map { ($0["mountpoint"] as! String, $0) })
+        #expect(byPoint.count == 2 && byPoint[first]?["sync"] as? String == "off", "\(entries)")
+        #expect(byPoint[second]?["pending"] is NSNull && byPoint[second]?["sync"] is NSNull, "\(entries)")
+
+        let locked = Mutex<CommandResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result = s.dotsafe(["lock", second])
+            locked.withLock { $0 = result }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 7) == .timedOut, "lock returned while its daemon was stopped")
+        kill(pid, SIGCONT)
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let result = try #require(locked.withLock { $0 })
+        #expect(result.status == 0 && result.output == "Locked \(second).\n", "\(result)")
+        #expect(result.error == "dotsafe: still waiting for the daemon of \(second) (pid \(pid)) to lock it: it may be writing a lot, or be stopped\n")
+        #expect(s.dotsafe(["lock", "--all"]).output == "Locked \(first).\n")
+        try #require(s.mount(second, pattern: Self.patterns[1]).status == 0)
+        s.h.sh("test \"$(cat kept.txt)\" = kept", in: second)
+        #expect(s.dotsafe(["lock", second]).status == 0)
+    }
+
+    /// `lock --all` goes on past a vault that fails to lock, and its error line names that
+    /// vault. The failing one is a stand-in daemon (a real one fails only when its storage
+    /// does): it answers `lock` as a daemon whose final commit failed.
+    @Test func lockAllNamesTheVaultThatFailed() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let real = try s.h.mountPoint("real"), failing = s.h.base + "/failing"
+        try #require(s.mount(real, pattern: Self.patterns[0]).status == 0)
+        let folder = s.runtime + "/dotsafe", name = String(repeating: "ab", count: 16)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", """
+            import socket,sys
+            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+            print('listening', flush=True)
+            c,_=s.accept(); c.recv(100); c.sendall(b'failed: the commit failed: no space left on device\\n'); c.close()
+            """, folder + "/" + name + ".sock"]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit(); unlink(folder + "/" + name + ".sock") }
+        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
+        let record = #"{"mountPoint":"\#(failing)","storage":"\#(s.h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
+        #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        let locked = s.dotsafe(["lock", "--all"])
+        #expect(locked.status == 1 && locked.output == "Locked \(real).\n", "\(locked)")
+        #expect(locked.error == "dotsafe: could not lock \(failing): the commit failed: no space left on device\n", "\(locked)")
+        #expect(!MountHarness.isMounted(real))
+    }
+
+    /// `mount` prints the command that locks the vault: a mount point with spaces, quotes or `$`
+    /// is quoted so that the line can be pasted into a shell as it is.
+    @Test func theLockCommandMountPrintsCanBePasted() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let vault = try s.h.mountPoint("it's my $HOME vault")
+        let mounted = s.mount(vault, pattern: Self.patterns[0])
+        let quoted = "'" + vault.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+        #expect(mounted.status == 0 && mounted.output == "Mounted the vault at \(vault). Lock it with: dotsafe lock \(quoted)\n", "\(mounted)")
+        let command = try #require(mounted.output.components(separatedBy: "Lock it with: ").last?.dropLast())
+        let pasted = s.h.run("/usr/bin/env", ["XDG_RUNTIME_DIR=\(s.runtime)", "PATH=\((MountHarness.binary as NSString).deletingLastPathComponent):/usr/bin:/bin",
+                                             "/bin/sh", "-c", String(command)], input: nil)
+        #expect(pasted.status == 0 && pasted.output == "Locked \(vault).\n", "\(pasted)")
+        #expect(!MountHarness.isMounted(vault))
     }
 
     /// A socket path has room for 107 bytes; a deep XDG_RUNTIME_DIR must not stop a mount.

@@ -121,6 +121,13 @@ public final class TestRemote: @unchecked Sendable {
         self.server = nil
     }
 
+    /// Freezes the server (SIGSTOP): the kernel still takes its connections, and nothing
+    /// answers them, as with a hung or overloaded server. `stop` still ends it.
+    public func freeze() {
+        guard let server, server.isRunning else { return }
+        kill(server.processIdentifier, SIGSTOP)
+    }
+
     /// Stops the server and removes the test's folder.
     public func finish() {
         stop()

@@ -115,6 +115,11 @@ final class LockProbingStorage: ForwardingStorageFolder, @unchecked Sendable {
         if let vault = vault.withLock({ $0 }) { creates.withLock { $0.append(Self.lockIsFree(vault)) } }
         try base.create(name, contents: contents, durable: durable)
     }
+    /// The disk's room: none once creates fail.
+    override func capacity() throws -> (total: UInt64, available: UInt64) {
+        if createsLeft.withLock({ $0 }) == 0 { return (1 << 30, 0) }
+        return try base.capacity()
+    }
     /// Each file probed and counted as a create: a full disk fails a group half made.
     override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
 

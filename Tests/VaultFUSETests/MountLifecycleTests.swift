@@ -7,6 +7,7 @@ import VaultFUSE
 /// Mounting and unmounting: busy, lazy and external unmounts all end with the vault committed
 /// and closed, and no mount left behind.
 @Suite(.serialized) struct MountLifecycleTests {
+    /// `noatime`: a read changes no time (it would write the vault), and the mount table says so.
     @Test func mountIsDotsafeWithDefaultPermissions() throws {
         let harness = try MountHarness(.inProcess)
         defer { harness.finish() }
@@ -15,6 +16,7 @@ import VaultFUSE
             let line = try #require(MountHarness.mountLine(vault))
             #expect(line.hasPrefix("dotsafe \(vault) fuse.dotsafe "), "\(line)")
             #expect(line.contains("default_permissions"), "\(line)")
+            #expect(line.contains(",noatime,") && !line.contains("relatime"), "\(line)")
             #expect(mount.isServing)
         }
     }

@@ -242,6 +242,34 @@ import VaultFormat
         print("RemoteStorage: a reported \(uploading ? "upload" : "download") ended \(waited) after its server died")
     }
 
+    /// A server that takes connections and never answers: a listing (the first step of every
+    /// sync) and a read end after `probeAfterQuietSeconds` and the probe's own timeout, not
+    /// after rclone's three one-minute timeouts (three minutes by hand).
+    @Test func aFrozenServerIsNoticedByAListingAndARead() throws {
+        let remote = try TestRemote(.webdav)
+        defer { remote.finish() }
+        var quick = Rclone.Settings()
+        quick.probeAfterQuietSeconds = 2
+        quick.probeTimeoutSeconds = 3
+        let storage = try Self.storage(remote, settings: quick)
+        let local = remote.folder + "/local"
+        let names = try Self.localFiles(local, count: 1).keys.sorted()
+        try storage.upload(names, from: local)
+        #expect(try storage.list().files.count == 1)
+        remote.freeze()
+        for step in ["list", "read"] {
+            let start = ContinuousClock.now
+            let error = #expect(throws: RemoteError.self) {
+                if step == "list" { _ = try storage.list() } else { _ = try storage.read(names[0]) }
+            }
+            let waited = ContinuousClock.now - start
+            print("RemoteStorage: a \(step) of a frozen server ended after \(waited)")
+            #expect(waited < .seconds(20), "the \(step) ended after \(waited)")
+            guard case .unreachable? = error else { Issue.record("the \(step): not unreachable: \(String(describing: error))"); continue }
+            #expect(error?.description.hasPrefix("the remote \(storage.location) cannot be reached: ") == true)
+        }
+    }
+
     /// A batch that stays quiet longer than `probeAfterQuietSeconds` over a slow but live link
     /// is probed and goes on: it is never ended for being slow.
     @Test func aQuietBatchOverALiveLinkCompletes() throws {

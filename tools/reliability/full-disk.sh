@@ -86,4 +86,30 @@ check_storage "$storage"
 mount_vault "$vault" "$storage" || fail "the vault does not open after the disk was full"
 (cd "$vault" && sha256sum -c --quiet "$work/left.sha256" && sha256sum -c --quiet "$work/keep.sha256") || fail "a synced file is not intact"
 lock_vault "$vault"
+
+# The disk filled from outside, then a copy with no fsync (cp, as a user does): the copy fails
+# with ENOSPC within a few MiB, not after the cache's 256 MiB, and a lock whose commit cannot be
+# written keeps the vault mounted with every change. Removing what the copy left and making room
+# lets the lock go through; nothing written before is lost (a file made before the fill, never
+# synced, among them).
+mount_vault "$vault" "$storage"
+echo "written before the fill" > "$vault/unsynced.txt"
+head -c 40000000 /dev/urandom > "$work/big"
+dd if=/dev/zero of="$disk/filler" bs=64k status=none 2>/dev/null || true
+if cp "$work/big" "$vault/big" 2> "$work/cp.err"; then fail "a 40 MB copy onto a full disk succeeded"; fi
+grep -q "No space left on device" "$work/cp.err" || fail "cp saw another error: $(cat "$work/cp.err")"
+taken=$(stat -c %s "$vault/big")
+((taken <= 16 << 20)) || fail "the copy got ENOSPC only after $taken bytes"
+note "cp: ENOSPC after $taken bytes"
+if ds lock "$vault" > /dev/null 2> "$work/lock.err"; then fail "a lock with changes it cannot write succeeded"; fi
+grep -q "stays mounted" "$work/lock.err" || fail "the failed lock said: $(cat "$work/lock.err")"
+is_mounted "$vault" || fail "the failed lock unmounted the vault"
+[[ $(cat "$vault/unsynced.txt") == "written before the fill" ]] || fail "the failed lock lost a change"
+rm -f "$vault/big" "$disk/filler"
+lock_vault "$vault" || fail "lock failed with room again"
+mount_vault "$vault" "$storage"
+[[ $(cat "$vault/unsynced.txt") == "written before the fill" ]] || fail "the change made before the fill was lost"
+[[ ! -e $vault/big ]] || fail "the removed copy came back"
+lock_vault "$vault"
+check_storage "$storage"
 note passed

@@ -33,7 +33,7 @@ struct LockCommand: Command {
             var failed = false
             for record in records.sorted(by: { $0.started < $1.started }) {
                 do {
-                    try Self.lock(record.mountPoint, folder: folder)
+                    try Self.lock(record.mountPoint, folder: folder, context: context)
                     context.standardOutput.writeLine("Locked \(record.mountPoint).")
                 } catch {
                     context.standardError.writeLine("\(DotSafeCLI.name): \((error as? CLIError)?.message ?? "\(error)")")
@@ -42,14 +42,31 @@ struct LockCommand: Command {
             }
             return failed ? 1 : 0
         }
-        try Self.lock(MountTable.canonical(mountPoint), folder: folder)
+        // The path as typed first: resolving it looks at the mount point, which waits (without
+        // the note `lock` gives) when the daemon does not answer.
+        let typed = MountTable.absolute(mountPoint)
+        let isRecorded = folder.map { MountRecord.all(in: $0).contains { $0.mountPoint == typed } } ?? false
+        try Self.lock(isRecorded ? typed : MountTable.canonical(mountPoint), folder: folder, context: context)
         context.standardOutput.writeLine("Locked \(mountPoint).")
         return 0
     }
 
-    /// Asks the daemon of `path` to lock and returns once it has exited.
-    private static func lock(_ path: String, folder: RuntimeFolder?) throws {
+    /// Seconds after which `lock` says it is still waiting for the daemon.
+    static let patienceSeconds = 5
+
+    /// Asks the daemon of `path` to lock and returns once it has exited. Each error names `path`
+    /// (`lock --all` prints one per vault).
+    private static func lock(_ path: String, folder: RuntimeFolder?, context: CommandContext) throws {
         let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
+        // A lock may take long (a big commit, its recreation budget), so it is never given up
+        // on; but a stopped or hung daemon would keep this waiting in silence: say so.
+        let note = record.map { record in
+            DispatchWorkItem { [stderr = context.standardError] in
+                stderr.writeLine("\(DotSafeCLI.name): still waiting for the daemon of \(path) (pid \(record.pid)) to lock it: it may be writing a lot, or be stopped")
+            }
+        }
+        if let note { DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(patienceSeconds), execute: note) }
+        defer { note?.cancel() }
         let channel: UnixSocket?
         do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
             throw CLIError.failure(error.message + ": not locked")
@@ -67,7 +84,7 @@ struct LockCommand: Command {
         case "busy":
             throw CLIError.failure("\(path) is busy: a program has a file or folder open in it")
         default:
-            throw CLIError.failure(answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer)
+            throw CLIError.failure("could not lock \(path): " + (answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer))
         }
     }
 

@@ -40,7 +40,7 @@ struct MountCommand: Command {
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
     static let foreground = OptionSpec.flag("foreground", short: "f", help: "Stay in the foreground until unmounted.")
     static let readOnly = OptionSpec.flag("read-only", help: "Mount read-only: nothing is written to the storage.")
-    static let idle = OptionSpec.value("idle", placeholder: "TIME", help: "Lock after this long without use: 90s, 5m, 2h.")
+    static let idle = OptionSpec.value("idle", placeholder: "TIME", help: "Lock after this long without use: 90s, 5m, 2h (at most \(DurationText.maximumText)).")
     static let cacheSize = OptionSpec.value("cache-size", placeholder: "MiB", help: "Memory for decrypted chunks (default 256).")
     static let indexCache = OptionSpec.value("index-cache", placeholder: "PAGES",
                                              help: "Index pages kept in memory between uses, each some 1,000 files' records (default \(MountOptions.standardIndexCachePages)).")
@@ -52,7 +52,7 @@ struct MountCommand: Command {
     static let recreateBudget = OptionSpec.value("recreate-budget", placeholder: "SECONDS",
                                                  help: "Time per GiB of storage a lock may spend re-creating files to hide their metadata (default 10, at least 3 s; 0: only the files this session wrote).")
     static let sync = OptionSpec.value("sync", placeholder: "REMOTE", help: "Sync with this rclone remote while mounted (see 'dotsafe sync').")
-    static let syncInterval = OptionSpec.value("sync-interval", placeholder: "TIME", help: "Time between syncs with --sync: 90s, 5m (default 60s).")
+    static let syncInterval = OptionSpec.value("sync-interval", placeholder: "TIME", help: "Time between syncs with --sync: 90s, 5m (default 60s, at most \(DurationText.maximumText)).")
     static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, foreground, readOnly, idle, cacheSize, indexCache, recreateBudget,
                                                                               lockOnSuspend, sync, syncInterval, SyncCommand.device,
                                                                               SyncCommand.rcloneConfig, fuseOptions, quiet],
@@ -87,8 +87,7 @@ struct MountCommand: Command {
         options.lockOnSuspend = arguments.flag(Self.lockOnSuspend) || list.lockOnSuspend
         options.sharedBy = arguments.value(ShareCommand.sharedBy)
         if let text = arguments.value(Self.idle) ?? list.idle {
-            guard let seconds = DurationText.seconds(text) else { throw CLIError.usage("--idle needs a time such as 90s, 5m or 2h, not '\(text)'") }
-            options.idleSeconds = seconds
+            options.idleSeconds = try DurationText.seconds(text, for: "--idle", expected: "a time such as 90s, 5m or 2h")
         }
         if let text = arguments.value(Self.cacheSize) {
             guard let mebibytes = Int(text), (4...65536).contains(mebibytes) else { throw CLIError.usage("--cache-size needs MiB from 4 to 65536, not '\(text)'") }
@@ -122,10 +121,8 @@ struct MountCommand: Command {
         guard !readOnly else { throw CLIError.usage("--sync cannot go with a read-only mount (a sync writes the vault)") }
         var settings = MountOptions.Sync(remote: remote, device: ProcessInfo.processInfo.hostName)
         if let intervalText {
-            guard let seconds = DurationText.seconds(intervalText), seconds >= 1 else {
-                throw CLIError.usage("--sync-interval needs a time of 1s or more such as 90s or 5m, not '\(intervalText)'")
-            }
-            settings.interval = seconds
+            settings.interval = try DurationText.seconds(intervalText, for: "--sync-interval", expected: "a time of 1s or more such as 90s or 5m",
+                                                         minimum: 1)
         }
         if let name = arguments.value(SyncCommand.device) { settings.device = name }
         guard !settings.device.isEmpty, !settings.device.contains("/"), !settings.device.contains("\0"), settings.device.utf8.count <= 64 else {
@@ -159,7 +156,7 @@ struct MountCommand: Command {
             }
             try MountDaemon.spawn(options: options, pattern: pattern, context: context, showingProgress: showingProgress)
             if context.isMountHelper { return 0 }
-            context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(options.mountPoint)")
+            context.standardOutput.writeLine("Mounted the vault at \(options.mountPoint). Lock it with: dotsafe lock \(ShellWord.word(options.mountPoint))")
             if !quiet && context.standardError.isTerminal { OpenedVaultNote.write(mountPoint: options.mountPoint, to: context.standardError) }
             return 0
         } catch {

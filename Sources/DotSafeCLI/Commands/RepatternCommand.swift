@@ -73,7 +73,7 @@ struct RepatternCommand: Command {
         }
         progress.update(done: 2, total: total)
         defer { newSecrets.wipe() }
-        let newLock: LockFile
+        let newLock: MountGuard.Held
         do {
             newLock = try MountGuard.take(newSecrets, storage: storage, folder: folder, for: .repattern) {
                 "the new pattern's vault is \($0): lock it first; nothing was changed"

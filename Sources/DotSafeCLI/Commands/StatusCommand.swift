@@ -46,7 +46,9 @@ struct StatusCommand: Command {
     func run(context: CommandContext) throws -> Int32 {
         let folder = RuntimeFolder.existing(environment: context.environment)
         let records = (folder.map { MountRecord.all(in: $0) } ?? []).sorted { $0.started < $1.started }
-        let entries = records.compactMap { record in folder.flatMap { Self.entry(record, folder: $0) } }
+        let answers = records.compactMap { record in folder.flatMap { Self.entry(record, folder: $0) } }
+        let entries = answers.map(\.entry)
+        for problem in answers.compactMap(\.problem) { context.standardError.writeLine("\(DotSafeCLI.name): \(problem.message)") }
         if asJSON {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -59,14 +61,24 @@ struct StatusCommand: Command {
         return 0
     }
 
-    /// The record with its daemon's answer; nil when no daemon answers (it was killed).
-    static func entry(_ record: MountRecord, folder: RuntimeFolder) -> Entry? {
-        guard let channel = try? record.connect(in: folder) else { return nil }
-        channel.send("status")
-        let state = channel.receiveLine().flatMap { try? JSONDecoder().decode(MountState.self, from: Data($0.utf8)) }
+    /// The record with its daemon's answer; nil when no daemon listens (it was killed). A daemon
+    /// that does not answer in `MountRecord.answerSeconds` (stopped, hung) is listed without
+    /// its state, and `problem` says so.
+    static func entry(_ record: MountRecord, folder: RuntimeFolder) -> (entry: Entry, problem: CLIError?)? {
         let since = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: record.started))
-        return Entry(mountpoint: record.mountPoint, storage: record.storage, since: since,
-                     pending: state?.pending, idle: state?.idleLockIn, sync: state?.sync)
+        var entry = Entry(mountpoint: record.mountPoint, storage: record.storage, since: since)
+        do {
+            guard let channel = try record.connect(in: folder, waiting: MountRecord.answerSeconds) else { return nil }
+            channel.setReceiveTimeout(seconds: MountRecord.answerSeconds)
+            channel.send("status")
+            guard let line = channel.receiveLine(), let state = try? JSONDecoder().decode(MountState.self, from: Data(line.utf8)) else {
+                throw record.notAnswering
+            }
+            (entry.pending, entry.idle, entry.sync) = (state.pending, state.idleLockIn, state.sync)
+            return (entry, nil)
+        } catch {
+            return (entry, error as? CLIError ?? .failure("\(error)"))
+        }
     }
 
     static func table(_ entries: [Entry]) -> String {
@@ -98,9 +110,11 @@ struct StatusCommand: Command {
         return text == "not yet synced" ? "not yet" : text
     }
 
-    /// `in 4m 10s`, `in 1h 2m`, `in 12s`.
+    /// `in 4m 10s`, `in 1h 2m`, `in 12s`. Any number may come from a daemon (one started by an
+    /// older DotSafe took any `--idle`): held to 0...1e12 before it becomes an Int, which would trap.
     static func duration(_ seconds: Double) -> String {
-        let total = Int(seconds.rounded(.up))
+        guard !seconds.isNaN else { return "?" }
+        let total = Int(min(max(seconds, 0), 1e12).rounded(.up))
         let (hours, minutes, rest) = (total / 3600, total % 3600 / 60, total % 60)
         if hours > 0 { return "in \(hours)h \(minutes)m" }
         return minutes > 0 ? "in \(minutes)m \(rest)s" : "in \(rest)s"

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SystemCalls
+import VaultFileSystem
 import VaultFUSE
 
 /// The daemon's end of `dotsafe lock` and `dotsafe status`: a Unix socket with a random name in
@@ -76,11 +77,30 @@ final class LockChannel: Sendable {
             if let reply = other(request) { peer.send(reply) }
             return
         }
+        // Everything is written while the vault is still mounted: a commit that the storage
+        // refuses (a full disk, a storage made read-only) would otherwise fail at the close,
+        // after the unmount, and the changes would go with the keys. The user is there to make
+        // room and lock again. Changes that can never go in (a grant withdrawn) do not hold it.
+        do { try mount.fileSystem.synchronize() } catch let error where Self.storageRefused(error) {
+            peer.send("failed: the changes could not be written (\(error)), so \(mount.mountPoint) stays mounted with "
+                      + "them: make room on the storage's disk or remove files from the vault, then lock again "
+                      + "(or unmount it with fusermount3 -u to give them up)")
+            return
+        } catch {}
         waiting.withLock { $0.append(peer) }
         do { try mount.unmount() } catch FUSEError.busy {
             answer(peer, "busy")
         } catch {
             answer(peer, "failed: \(error)")
+        }
+    }
+
+    /// Whether a commit failed for what the storage's disk refused (room, permissions, a
+    /// read-only file system), which the user can mend.
+    private static func storageRefused(_ error: FSError) -> Bool {
+        switch error {
+        case .noSpace, .vault(.store): true
+        default: false
         }
     }
 

@@ -41,6 +41,17 @@ struct MountDaemon {
         // The defers run only when starting fails: the way out of a mount is `exit` below.
         let pointLock = try MountGuard.takeMountPoint(options.mountPoint, folder: folder)
         defer { pointLock.release() }
+        // A storage nothing can be written to is mounted read-only: mounted for writing, every
+        // change would be taken into memory and then lost at the lock.
+        let storageReadOnly = !options.readOnly && ((try? storage.isOnReadOnlyFileSystem()) ?? false)
+        if storageReadOnly, options.sync != nil {
+            throw CLIError.failure("\(options.storage) is on a read-only file system: a sync cannot write it")
+        }
+        let readOnly = options.readOnly || storageReadOnly
+        // Before the keys: a failure to open it then has nothing to wipe.
+        let channel = try LockChannel.open(in: folder)
+        // On every failure from here on: its socket would be left in the folder.
+        defer { channel.unregister() }
         let sharedBy = try options.sharedBy.map { try ContactCommand.parseCode($0) }
         let secrets = try VaultSecrets(pattern: pattern, salt: salt)
         let vaultLock = try MountGuard.take(secrets, storage: storage, folder: folder, for: .mount(at: options.mountPoint),
@@ -48,11 +59,9 @@ struct MountDaemon {
             "this vault is already \($0)"
         }
         defer { vaultLock.release() }
-        let channel: LockChannel
         let vault: Vault
         do {
-            channel = try LockChannel.open(in: folder)
-            var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: options.readOnly, cacheBytes: options.cacheMebibytes << 20,
+            var vaultOptions = IndexThreeSwitch.options(Vault.Options(readOnly: readOnly, cacheBytes: options.cacheMebibytes << 20,
                                                                       owner: (getuid(), getgid()), writeBehind: .background(limit: 4)),
                                                         context.environment, onDemand: true)
             if vaultOptions.loadsOnDemand { vaultOptions.indexCacheLeaves = options.indexCachePages }
@@ -80,7 +89,6 @@ struct MountDaemon {
             syncWarning = try sync?.first(filesMoved: filesMoved)
         } catch {
             vault.discard()
-            channel.unregister()
             throw error
         }
         let storageFolder = storage
@@ -91,15 +99,13 @@ struct MountDaemon {
         let mount: FUSEMount
         do {
             mount = try FUSEMount.mount(fileSystem, at: options.mountPoint,
-                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: options.readOnly, noExec: options.noExec,
+                                        options: FUSEMount.Options(allowOther: options.allowOther, readOnly: readOnly, noExec: options.noExec,
                                                                    autoUnmount: true))
         } catch {
             try? fileSystem.close()
-            channel.unregister()
             throw CLIError.failure("\(error)")
         }
         do { _ = try channel.register(options) } catch {
-            channel.unregister()
             try? mount.unmount(lazy: true)
             try? mount.waitUntilUnmounted()
             throw error
@@ -109,6 +115,7 @@ struct MountDaemon {
             sync.start(mount: mount, fileSystem: fileSystem)
         }
         var notes = [Self.cacheLockNote(vault.cacheLocking)].compactMap { $0 }
+        if storageReadOnly { notes.append("\(options.storage) is on a read-only file system: the vault is mounted read-only") }
         if let watcher, watcher.sessionPath == nil {
             notes.append("--lock-on-suspend: this process is in no login session, so the vault locks when the system suspends but not when a session locks")
         }
@@ -249,16 +256,11 @@ struct MountDaemon {
 
     // MARK: Ways to lock
 
-    /// SIGTERM, SIGINT and SIGHUP unmount (lazily: the system may be going down); the main thread
-    /// then commits and erases the keys.
+    /// SIGTERM, SIGINT, SIGHUP and every other signal that would end the process (`LockSignals`)
+    /// unmount (lazily: the system may be going down); the main thread then commits and erases
+    /// the keys.
     private static func lockOnSignals(_ mount: FUSEMount) -> [any DispatchSourceSignal] {
-        [SIGTERM, SIGINT, SIGHUP].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { try? mount.unmount(lazy: true) }
-            source.resume()
-            return source
-        }
+        LockSignals.watch { try? mount.unmount(lazy: true) }
     }
 
     /// Seconds without a request after which the daemon gives back what it keeps for the next

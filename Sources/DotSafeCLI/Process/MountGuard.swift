@@ -30,27 +30,44 @@ enum MountGuard {
         }
     }
 
+    /// A guard's lock files: in the runtime folder and, where that is another folder, in the
+    /// one every environment of this user finds (`RuntimeFolder.everyEnvironment`): two
+    /// daemons on one vault, each with its own XDG_RUNTIME_DIR, lost synced files and damaged it.
+    final class Held: Sendable {
+        private let files: [LockFile]
+        init(_ files: [LockFile]) { self.files = files }
+        func release() { files.forEach { $0.release() } }
+    }
+
     /// Takes the guard for `holder`, or throws `whenHeld` with the holder's note ("mounted at
     /// …") when another process has it (the secrets are wiped).
     /// A vault opened through a grant (`sharedBy`) has a guard of its own, apart from the
     /// pattern's own vault.
     static func take(_ secrets: VaultSecrets, storage: DiskStorageFolder, folder: RuntimeFolder, for holder: Holder,
-                     sharedBy: ContactCode? = nil, whenHeld message: (String) -> String) throws -> LockFile {
-        let path: String
+                     sharedBy: ContactCode? = nil, whenHeld message: (String) -> String) throws -> Held {
+        var files: [LockFile] = []
+        var heldNote: String?
         do {
             let identity = try storage.identity()
             let vaultName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-            path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8) + (sharedBy?.publicKey ?? [])))
-            if let held = try LockFile.take(path) {
-                held.note(holder.note)
-                return held
+            for folder in [folder] + [try RuntimeFolder.everyEnvironment(besides: folder)].compactMap({ $0 }) {
+                let path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8) + (sharedBy?.publicKey ?? [])))
+                guard let file = try LockFile.take(path) else {
+                    heldNote = LockFile.note(at: path) ?? "in use"
+                    break
+                }
+                file.note(holder.note)
+                files.append(file)
             }
         } catch {
+            files.forEach { $0.release() }
             secrets.wipe()
             throw CLIError.failure("cannot take the mount guard: \(error)")
         }
+        guard let heldNote else { return Held(files) }
+        files.forEach { $0.release() }
         secrets.wipe()
-        throw CLIError.failure(message(LockFile.note(at: path) ?? "in use"))
+        throw CLIError.failure(message(heldNote))
     }
 
     /// One daemon per mount point: a lock file named from the mount point (in the private folder).

@@ -35,16 +35,27 @@ struct MountRecord: Codable, Equatable {
         try? SystemCall.unlink(folder.file(socketName))
     }
 
-    /// A connection to this mount's daemon, or nil when none answers (a killed daemon). The folder
+    /// A connection to this mount's daemon, or nil when none listens (a killed daemon). The folder
     /// is private, so only we could have put a socket there; still, we talk only to the daemon the
-    /// record names, running as us.
-    func connect(in folder: RuntimeFolder) throws -> UnixSocket? {
-        guard let channel = try? UnixSocket.connect(folder.file(socketName)) else { return nil }
+    /// record names, running as us. `waiting`: seconds to wait for a daemon that takes no
+    /// connection (stopped, hung) before saying it does not answer; nil waits for it.
+    func connect(in folder: RuntimeFolder, waiting seconds: Int? = nil) throws -> UnixSocket? {
+        let channel: UnixSocket
+        do throws(UnixSocket.Failure) { channel = try UnixSocket.connect(folder.file(socketName), waiting: seconds) } catch {
+            if error == .notAnswering { throw notAnswering }
+            return nil
+        }
         guard let peer = try? channel.peerCredentials(), peer.userID == SystemCall.userID, peer.processID == pid else {
             throw CLIError.failure("the lock channel of \(mountPoint) is not served by its daemon (pid \(pid))")
         }
         return channel
     }
+
+    /// Seconds `status` and the clean-up of stale records give a daemon to take a connection
+    /// and to answer: one that is stopped or hung must not hold them up.
+    static let answerSeconds = 2
+
+    var notAnswering: CLIError { .failure("the daemon of \(mountPoint) (pid \(pid)) does not answer") }
 
     /// Every record in the folder (unreadable ones skipped).
     static func all(in folder: RuntimeFolder) -> [MountRecord] {
@@ -55,15 +66,26 @@ struct MountRecord: Codable, Equatable {
         }
     }
 
-    /// Removes records whose daemon is gone (killed): their channel no longer answers.
+    /// Removes records whose daemon is gone (killed): their channel no longer answers. Also
+    /// removes lock-channel sockets without a record that nobody listens on: a daemon killed
+    /// while it started leaves one. Sockets bound in the last seconds are left alone: their maker
+    /// may be between its bind and its listen.
     static func removeStale(in folder: RuntimeFolder) {
-        for record in all(in: folder) {
-            if case .notListening? = Result(catching: { () throws(UnixSocket.Failure) in
-                try UnixSocket.connect(folder.file(record.socketName))
-            }).failure {
-                record.remove(from: folder)
-            }
+        let records = all(in: folder)
+        for record in records where isDead(folder.file(record.socketName)) {
+            record.remove(from: folder)
         }
+        let recorded = Set(records.map(\.socketName))
+        for name in (try? SystemCall.listFolder(folder.path)) ?? [] where name.hasSuffix(socketSuffix) && !recorded.contains(name) {
+            guard folder.isSettled(name), isDead(folder.file(name)) else { continue }
+            try? SystemCall.unlink(folder.file(name))
+        }
+    }
+
+    /// Whether nothing listens on the socket at `path` (refused); one that does not answer in
+    /// time (a stopped daemon) is alive.
+    private static func isDead(_ path: String) -> Bool {
+        Result(catching: { () throws(UnixSocket.Failure) in try UnixSocket.connect(path, waiting: answerSeconds) }).failure == .notListening
     }
 }
 

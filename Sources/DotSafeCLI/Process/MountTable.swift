@@ -35,8 +35,21 @@ enum MountTable {
         return entries().last { $0.mountPoint == resolved && $0.type == "fuse.dotsafe" }
     }
 
+    /// `path` absolute, with symbolic links resolved: as a mount's record and /proc/mounts name it.
+    /// It looks at each folder on the way, the mount point too, which waits for a stopped daemon.
     static func canonical(_ path: String) -> String {
         URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// `path` absolute, `.` and `..` taken out, by its text only: it touches no file, so no
+    /// mount whose daemon does not answer can hold it up.
+    static func absolute(_ path: String) -> String {
+        let full = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var components: [Substring] = []
+        for component in full.split(separator: "/") where component != "." {
+            if component == ".." { _ = components.popLast() } else { components.append(component) }
+        }
+        return "/" + components.joined(separator: "/")
     }
 
     private static func unescape(_ field: String) -> String {

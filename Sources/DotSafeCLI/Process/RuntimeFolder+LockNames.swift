@@ -46,10 +46,15 @@ extension RuntimeFolder {
     /// Removes the lock files nobody holds: a daemon killed with -9 leaves its own. Files made
     /// in the last seconds are left alone: their maker may be between its open and its flock.
     func removeStaleLocks() {
-        for name in (try? SystemCall.listFolder(path)) ?? [] where name.hasSuffix(Self.lockSuffix) {
-            let made = (try? FileManager.default.attributesOfItem(atPath: file(name)))?[.modificationDate] as? Date
-            guard let made, made.timeIntervalSinceNow < -10 else { continue }
+        for name in (try? SystemCall.listFolder(path)) ?? [] where name.hasSuffix(Self.lockSuffix) && isSettled(name) {
             if let held = try? LockFile.take(file(name)) { held.release() }
         }
+    }
+
+    /// Whether the file `name` was made (or last changed) over ten seconds ago: a younger one
+    /// may belong to a process between making it and using it (open and flock, bind and listen).
+    func isSettled(_ name: String) -> Bool {
+        let made = (try? FileManager.default.attributesOfItem(atPath: file(name)))?[.modificationDate] as? Date
+        return made.map { $0.timeIntervalSinceNow < -10 } ?? false
     }
 }

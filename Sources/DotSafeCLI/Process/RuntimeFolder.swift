@@ -73,6 +73,18 @@ struct RuntimeFolder {
 
     func file(_ name: String) -> String { path + "/" + name }
 
+    /// The folder in the system's tmpfs that every process of this user finds whatever its
+    /// environment, when it is not `folder`: a mount guard is taken there too, so that a mount
+    /// started without XDG_RUNTIME_DIR (cron, an fstab line at boot) and one from a login
+    /// session see each other. Nil without /dev/shm.
+    static func everyEnvironment(besides folder: RuntimeFolder, places: Places = Places()) throws -> RuntimeFolder? {
+        guard (try? SystemCall.status(places.sharedMemory))??.isFolder == true else { return nil }
+        let path = places.sharedMemory + "/dotsafe-\(SystemCall.userID)"
+        guard path != folder.path else { return nil }
+        try make(path)
+        return RuntimeFolder(path: path)
+    }
+
     /// Done with the folder. On disk, the last process out empties and removes it, so nothing
     /// of a mount stays on the disk after it; in memory nothing happens (a reboot clears it).
     func leave() {
