@@ -41,9 +41,11 @@ import Testing
         let folder = s.runtime + "/dotsafe"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let old = folder + "/" + String(repeating: "0a", count: 16) + ".sock", fresh = folder + "/" + String(repeating: "0b", count: 16) + ".sock"
+        // Bound by relative names: the test folder's path may pass sun_path's 108 bytes.
         s.h.sh("""
-            python3 -c 'import socket,sys
-            for path in sys.argv[1:]: socket.socket(socket.AF_UNIX).bind(path)' '\(old)' '\(fresh)'
+            cd '\(folder)' && python3 -c 'import socket,sys
+            for name in sys.argv[1:]: socket.socket(socket.AF_UNIX).bind(name)' '\((old as NSString).lastPathComponent)' \
+                '\((fresh as NSString).lastPathComponent)'
             touch -h -d '1 minute ago' '\(old)'
             """)
         #expect(Self.sockets(s).sorted() == [old, fresh].map { ($0 as NSString).lastPathComponent }.sorted())

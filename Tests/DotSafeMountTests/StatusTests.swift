@@ -137,11 +137,12 @@ import Testing
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         server.arguments = ["-c", """
-            import socket,sys
-            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+            import os,socket,sys
+            os.chdir(sys.argv[1])  # a relative name: the test folder's path may pass sun_path's 108 bytes
+            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(8)
             print('listening', flush=True)
             c,_=s.accept(); c.recv(100); c.sendall(b'failed: the commit failed: no space left on device\\n'); c.close()
-            """, folder + "/" + name + ".sock"]
+            """, folder, name + ".sock"]
         let output = Pipe()
         server.standardOutput = output
         try server.run()
