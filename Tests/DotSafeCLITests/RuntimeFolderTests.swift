@@ -132,4 +132,21 @@ import Testing
         #expect(Self.names(folder.path) == [RuntimeFolder.bootKeyName])
         #expect(!FileManager.default.fileExists(atPath: base + "/state"))
     }
+
+    /// The folder every environment finds is /dev/shm/dotsafe-UID. Another local user who made
+    /// it first (anyone may) must not stop this user's mounts: it is passed over, and taken
+    /// once it is this user's own.
+    @Test func aSharedMemoryFolderMadeByAnotherUserIsPassedOver() throws {
+        let base = try Self.base()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let planted = base + "/shm/dotsafe-\(getuid())"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try #require(chown(planted, 65534, 65534) == 0)
+        let places = RuntimeFolder.Places(runUser: base + "/no-run-user", sharedMemory: base + "/shm")
+        let own = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: own.path) }
+        #expect(RuntimeFolder.everyEnvironment(besides: own, places: places) == nil)
+        try FileManager.default.removeItem(atPath: planted)
+        #expect(RuntimeFolder.everyEnvironment(besides: own, places: places)?.path == planted)
+    }
 }

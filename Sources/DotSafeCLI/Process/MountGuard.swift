@@ -50,7 +50,7 @@ enum MountGuard {
         do {
             let identity = try storage.identity()
             let vaultName = try secrets.mountGuardName(storageDevice: identity.device, storageInode: identity.inode)
-            for folder in [folder] + [try RuntimeFolder.everyEnvironment(besides: folder)].compactMap({ $0 }) {
+            for folder in [folder] + [RuntimeFolder.everyEnvironment(besides: folder)].compactMap({ $0 }) {
                 let path = folder.file(try folder.lockName("guard-", for: Array(vaultName.utf8) + (sharedBy?.publicKey ?? [])))
                 guard let file = try LockFile.take(path) else {
                     heldNote = LockFile.note(at: path) ?? "in use"

@@ -76,12 +76,12 @@ struct RuntimeFolder {
     /// The folder in the system's tmpfs that every process of this user finds whatever its
     /// environment, when it is not `folder`: a mount guard is taken there too, so that a mount
     /// started without XDG_RUNTIME_DIR (cron, an fstab line at boot) and one from a login
-    /// session see each other. Nil without /dev/shm.
-    static func everyEnvironment(besides folder: RuntimeFolder, places: Places = Places()) throws -> RuntimeFolder? {
+    /// session see each other. Nil without /dev/shm, and when another user made that folder
+    /// first (anyone may: /dev/shm is sticky like /tmp): they must not stop this user's mounts.
+    static func everyEnvironment(besides folder: RuntimeFolder, places: Places = Places()) -> RuntimeFolder? {
         guard (try? SystemCall.status(places.sharedMemory))??.isFolder == true else { return nil }
         let path = places.sharedMemory + "/dotsafe-\(SystemCall.userID)"
-        guard path != folder.path else { return nil }
-        try make(path)
+        guard path != folder.path, (try? make(path)) != nil else { return nil }
         return RuntimeFolder(path: path)
     }
 
