@@ -120,6 +120,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The remote's unlock record is not the one its root lists: another device's sync of a
     /// pattern change is under way or was cut short (its next sync finishes it).
     case patternChanging
+    /// A device that would join holds the vault's own root slots already: its storage holds
+    /// this vault under another pattern (the pattern was changed on another device since), whose
+    /// files the join would write over (FORMAT.md §13.12, "with sync").
+    case heldUnderOtherPattern
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
     /// The remote does not hold the state this device last synced with: put back to an older
@@ -148,6 +152,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
             "the vault's pattern was changed on another device: nothing was changed; this storage still opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty storage folder"
         case .patternChanging:
             "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
+        case .heldUnderOtherPattern:
+            "this storage holds this vault under another pattern (it was changed on another device): nothing was changed; the storage "
+                + "still opens with that pattern and keeps its changes since its last sync; to go on, sync with this pattern into an "
+                + "empty storage folder"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .rolledBack(let why): "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed"
         case .withdrawnOnTwoDevices:

@@ -66,6 +66,34 @@ import VaultCore
         #expect(try Self.remoteNames(remote).contains(oldRemoteName) == false)
     }
 
+    /// The other device, told to go on with the new pattern, syncs it into its own storage,
+    /// which holds the vault under the old pattern with a change not synced: the join would write
+    /// the vault's root slots and that device's former files over the old state's. Refused in
+    /// one line before anything comes down; the storage's bytes stay, the old pattern still
+    /// opens it with the change.
+    @Test(arguments: [false, true])
+    func theNewPatternSyncedIntoTheOldPatternsStorageChangesNothing(mounted: Bool) throws {
+        let remote = try TestRemote(.webdav)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        try first.sync(remote)
+        try second.write("offline.txt", "not synced yet")
+        try first.changePattern(to: 8)
+        try first.sync(remote)
+        let tree = try second.tree()
+        let contents = try second.storageContents()
+
+        try second.usePattern(8)
+        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
+        #expect(SyncRefusal.heldUnderOtherPattern.description.hasSuffix("sync with this pattern into an empty storage folder"))
+        #expect(try second.storageContents() == contents, "no file of the storage changed")
+        try second.usePattern(SyncDevice.seed)
+        #expect(try second.tree() == tree)
+        #expect(try second.read("offline.txt") == "not synced yet")
+        #expect(try second.vault.check().isClean)
+    }
+
     @Test(arguments: [false, true])
     func aSyncStoppedAtAnyChangeAfterAPatternChangeIsFinishedByTheNext(mounted: Bool) throws {
         let changes = ["upload", "record", "root", "root#2", "remove", "former record", "forget"]
