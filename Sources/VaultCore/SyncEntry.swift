@@ -81,9 +81,13 @@ public struct LiveSyncPlan: Sendable {
     /// False: nothing goes up; the remote holds the root of this device's last sync, which
     /// never learnt it, and the base moves to it.
     public var publishes: Bool
+    /// Whether the round stays local when the remote root is the state's already (§3.3);
+    /// false when something must go up whatever the state (a pattern change's record, a torn root).
+    public var staysLocalWhenHeld: Bool
 
-    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64, publishes: Bool = true) {
+    public init(merged: [MergedItem]?, nextItemID: UInt64, readGeneration: UInt64, publishes: Bool = true, staysLocalWhenHeld: Bool = false) {
         self.merged = merged; self.nextItemID = nextItemID; self.readGeneration = readGeneration; self.publishes = publishes
+        self.staysLocalWhenHeld = staysLocalWhenHeld
     }
 }
 
@@ -95,4 +99,6 @@ public struct LiveSyncCommit: Sendable {
     /// The remote's unlock record, when the remote has none yet.
     public var unlockFile: [UInt8]?
     public var pulled: PulledChanges
+    /// False: the merge's commit is the state the remote root holds already; nothing goes up.
+    public var publishes = true
 }

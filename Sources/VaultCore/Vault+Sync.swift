@@ -138,6 +138,10 @@ extension Vault {
         try syncLocked { try $0.syncTransfer(remote, remoteNames: remoteNames) }
     }
 
+    /// The remote root read is the one the committed state would publish (but for its
+    /// generation and writer), and no record or keys are to go up: nothing to send.
+    public func remoteHoldsState(_ remote: RemoteVault) throws -> Bool { try syncLocked { try $0.remoteHoldsState(remote) } }
+
     /// The committed state as remote root `generation`, original slot first, then its copy.
     public func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
         try syncLocked { try $0.remoteRootFiles(generation: generation) }

@@ -73,6 +73,13 @@ extension VaultState {
             let numberName = try self.name(special.file.raw)
             if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
         }
+        // The owner's record lies on the remote at its remote name. A pattern change makes
+        // the record of a number that was a free file there, which the remote got whole with
+        // its group at its number's own name: that file is not the vault's any more (R-SYN-2).
+        for special in formatTwo.specialFiles where special.role == .ownerUnlock && writer.allocator.isOwnDevice(special.file.raw) {
+            let numberName = try self.name(special.file.raw)
+            if remoteNames.contains(numberName) { transfer.remove.append(numberName) }
+        }
         transfer.blocks = Array(Set(blocks)).sorted()
         transfer.groupFiles = others.sorted()
         transfer.pages = Array(Set(pageNames)).sorted()
@@ -87,6 +94,21 @@ extension VaultState {
             }
         }
         return transfer
+    }
+
+    /// Whether the remote root read is the one this committed state would publish, but for
+    /// its generation and writer: then nothing goes up (SYNC-DESIGN §3.3). After a merge that
+    /// took only the other side's changes, or a commit here that changed nothing the remote
+    /// holds, a publish would send a new root of the same state, and the other device, merging
+    /// it, would send one back at its next sync, and so on at every sync.
+    func remoteHoldsState(_ remote: RemoteVault) throws -> Bool {
+        guard let formatTwo = committer.formatTwo, let read = remote.root, !remote.joins, !isNew, !hasChanges,
+              remote.hasRecord, !remote.recordOutdated, !remote.rotated else { return false }
+        var root = try committer.rootV2(formatTwo, generation: read.generation, releasing: [], nextItemID: tree.nextItemID, writer: writer,
+                                        arena: session.arena, forRemote: true)
+        defer { root.wipeKeys() }
+        root.writerDevice = read.writerDevice
+        return root == read
     }
 
     /// The other devices' files that the remote root's items reference under a key the local
@@ -132,6 +154,7 @@ extension VaultState {
             try confirmLandedSyncBase(generation: decided.readGeneration)
             return nil
         }
+        if decided.merged == nil && decided.staysLocalWhenHeld, try remoteHoldsState(remote) { return nil }
         remote.pulled = PulledChanges()
         if let merged = decided.merged, let contents = remote.contents, let root = remote.root {
             let naming = try Self.remoteNames(remote, root)
@@ -151,6 +174,9 @@ extension VaultState {
         }
         let generation = decided.readGeneration + 1
         try commitSyncBase(remote)
+        if decided.staysLocalWhenHeld, try remoteHoldsState(remote) {
+            return LiveSyncCommit(transfer: SyncTransfer(), rootFiles: [], unlockFile: nil, pulled: remote.pulled, publishes: false)
+        }
         return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),
                               rootFiles: try remoteRootFiles(generation: generation),
                               unlockFile: remote.hasRecord && !movesRemote(remote) && !remote.recordOutdated ? nil : try remoteUnlockFile(), pulled: remote.pulled)

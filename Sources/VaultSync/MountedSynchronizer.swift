@@ -121,11 +121,11 @@ public struct MountedSynchronizer: Sendable {
                 }
             }.count
             if !committed.pulled.isEmpty { pulled(committed.pulled) }
-            try publish(committed, remoteVault, to: RoundRemote(unlockName: unlockName, listed: remoteNames, change: change),
-                        filesMoved: filesMoved, &summary)
+            if committed.publishes { try publish(committed, remoteVault, to: RoundRemote(unlockName: unlockName, listed: remoteNames, change: change),
+                        filesMoved: filesMoved, &summary) }
         }
         // After a pattern change, once the new record is up (read, or written above).
-        try change.finish(vault, remoteVault, published: planned != nil, on: remote, beforeChange: beforeChange, summary: &summary)
+        try change.finish(vault, remoteVault, published: planned?.publishes == true, on: remote, beforeChange: beforeChange, summary: &summary)
         return summary
     }
 
@@ -205,14 +205,16 @@ public struct MountedSynchronizer: Sendable {
         guard decision.publishes || remoteVault.rotated || forced else {
             return decision.confirmsLanded ? LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false) : nil
         }
-        guard decision.merges || follows else { return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read) }
+        guard decision.merges || follows else {
+            return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
+        }
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)
         let result = TreeMerge.merge(base: view.base.map(trees.base), local: SyncTrees.tree(trees.local),
                                      remote: SyncTrees.tree(trees.remote), context: context)
         actions = result.actions
-        return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read)
+        return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 
     private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary,

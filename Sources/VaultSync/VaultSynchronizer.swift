@@ -92,9 +92,15 @@ public struct VaultSynchronizer {
         // A root slot or the record of this vault torn on the remote (a sync killed while it
         // went up) would stay so with nothing to publish: the root and record go up again.
         let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
-        let publishes = decision.publishes || change.forcesPublish(remoteVault) || remoteVault.rotated || torn
+        let forced = change.forcesPublish(remoteVault) || remoteVault.rotated || torn
+        let merged = decision.merges || remoteVault.follows
+        // §3.3: nothing goes up when the remote root is the state's already (a commit here that
+        // changed nothing there; after a merge, checked on its commit, which the local side needs).
+        var publishes = decision.publishes || forced
+        if publishes && !forced && !merged, try vault.remoteHoldsState(remoteVault) { publishes = false }
         if publishes {
             try vault.commitSync(remoteVault)
+            if merged && !forced, try vault.remoteHoldsState(remoteVault) { publishes = false }
         } else if decision.confirmsLanded {
             try vault.confirmLandedSync(generation: read)
         }

@@ -94,6 +94,39 @@ import VaultCore
         #expect(try second.vault.check().isClean)
     }
 
+    /// The provider sees the count in steps of 16 after every sync (R-SYN-2): the change's sync
+    /// puts the new record up and takes the old one away, and the free file at the new record's
+    /// number goes too. Syncs with nothing to do move nothing afterwards (SYNC-DESIGN §3.3).
+    @Test(arguments: [false, true])
+    func afterAPatternChangeTheRemoteKeepsWholeGroupsAndANoOpMovesNothing(mounted: Bool) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let device = try SyncDevice("laptop")
+        defer { device.finish() }
+        func remoteCount() throws -> Int { try Self.remoteNames(remote).count }
+        try device.write("base.txt", "base")
+        try device.sync(remote, mounted: mounted)
+        #expect(try remoteCount() % 16 == 0)
+        try device.changePattern(to: 8)
+        try device.sync(remote, mounted: mounted)
+        let count = try remoteCount()
+        #expect(count % 16 == 0, "after the change's sync: \(count) files")
+        for round in 1...2 {
+            let nothing = try device.sync(remote, mounted: mounted)
+            #expect(nothing == SyncSummary(), "no-op \(round): \(nothing.line)")
+            #expect(try remoteCount() % 16 == 0)
+        }
+        try device.write("more.txt", "more")
+        let change = try device.sync(remote, mounted: mounted)
+        #expect(change.filesUp > 0 && change.filesDown == 0)
+        #expect(try remoteCount() % 16 == 0)
+        #expect(try device.sync(remote, mounted: mounted) == SyncSummary())
+        let fresh = try SyncDevice("fresh", seed: 8)
+        defer { fresh.finish() }
+        try fresh.sync(remote)
+        #expect(try fresh.tree() == device.tree())
+    }
+
     @Test(arguments: [false, true])
     func aSyncStoppedAtAnyChangeAfterAPatternChangeIsFinishedByTheNext(mounted: Bool) throws {
         let changes = ["upload", "record", "root", "root#2", "remove", "former record", "forget"]

@@ -103,6 +103,33 @@ import VaultFormat
         #expect(try device.sync(remote) == SyncSummary())
     }
 
+    /// Two idle devices syncing in turn: once each holds the other's state, a sync moves nothing
+    /// (SYNC-DESIGN §3.3), not even the two root slots, and a change still goes across.
+    @Test(arguments: [false, true])
+    func idleDevicesSyncingInTurnMoveNothing(mounted: Bool) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try Self.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        // The first device takes in the second's entry: a merge of nothing to send back.
+        let learnt = try first.sync(remote, mounted: mounted)
+        #expect(learnt.filesUp == 0, "\(learnt.line)")
+        for round in 1...2 {
+            for device in [second, first] {
+                let idle = try device.sync(remote, mounted: mounted)
+                #expect(idle == SyncSummary(), "round \(round), \(device.name): \(idle.line)")
+            }
+        }
+        try second.write("late.txt", "late")
+        try second.sync(remote, mounted: mounted)
+        let pulled = try first.sync(remote, mounted: mounted)
+        #expect(pulled.filesUp == 0 && pulled.filesDown > 0, "\(pulled.line)")
+        #expect(try first.read("late.txt") == "late")
+        #expect(try second.sync(remote, mounted: mounted) == SyncSummary())
+        #expect(try first.sync(remote, mounted: mounted) == SyncSummary())
+        try Self.checkWholeGroups(first, second, remote)
+    }
+
     @Test func theRemoteAndTheDevicesShareNoIndexName() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
