@@ -130,6 +130,11 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// copy, maybe synced since by a device that never saw what went (SYNC-DESIGN §3.4 step 3).
     /// A merge would take everything written since as deleted there.
     case rolledBack(String)
+    /// The remote holds no index of this vault, but this device synced it before: a second
+    /// remote, or one emptied. Not a put-back copy, but the sync base is one per vault (FORMAT.md
+    /// §13.11): after a sync here, the next merge with the other remote would take what changed
+    /// between the two syncs as changed back there (SYNC-DESIGN §3.4, "Several remotes").
+    case otherRemote
     /// This device withdrew a grant, and another device of the owner withdrew one too and
     /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
     case withdrawnOnTwoDevices
@@ -157,6 +162,9 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
                 + "still opens with that pattern and keeps its changes since its last sync; to go on, sync with this pattern into an "
                 + "empty storage folder"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
+        case .otherRemote:
+            "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "
+                + "vault syncs with one remote for now (its sync state is kept once per vault); nothing was changed"
         case .rolledBack(let why): "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "

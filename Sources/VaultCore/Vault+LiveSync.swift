@@ -20,14 +20,15 @@ extension Vault {
 
     /// Commits pending changes, then, once no chunk is being written behind, lets `plan`
     /// decide on the local view and carries it out (merge, commit with the sync base) under
-    /// one hold of the lock. Nil when `plan` finds nothing to do.
-    public func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
+    /// one hold of the lock. Nil when `plan` finds nothing to do. `known`: the sync base the
+    /// round read already (`recordedSyncBase`), not read again while the root still records it.
+    public func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>, known: RecordedSyncBase? = nil,
                            plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
         while true {
             writeBehind.waitUntilIdle()
             let done: LiveSyncCommit?? = try liveLocked { state in
                 guard !state.writingBehind else { return .none }
-                return .some(try state.commitLive(remote, deviceName: deviceName, remoteNames: remoteNames, plan: plan))
+                return .some(try state.commitLive(remote, deviceName: deviceName, remoteNames: remoteNames, known: known, plan: plan))
             }
             if let done { return done }
         }

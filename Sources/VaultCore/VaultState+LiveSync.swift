@@ -6,16 +6,27 @@ import VaultStore
 /// vault's sync (docs/SYNC-DESIGN.md §3.6): the other devices' files fetched before the merge,
 /// so that the merge, its checks and its commit take the vault's lock once, briefly.
 extension VaultState {
-    func localSyncView(deviceName: String) throws -> LocalSyncView {
+    /// `known`: the base a mount's round read before its commits (`recordedSyncBase`), taken
+    /// as it is while the committed root still records it (only a sync's commits change it).
+    func localSyncView(deviceName: String, known: RecordedSyncBase? = nil) throws -> LocalSyncView {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
         let entries = try VaultState.entries(tree.allItems, session.arena)
-        let recorded = try recordedSyncBase()
+        let recorded = try known.flatMap(stillRecorded) ?? recordedSyncBase()
         let header = recorded?.header, base = recorded?.base
         var names: [UInt16: String] = [:]
         for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
         names[formatTwo.localDevice] = deviceName
         return LocalSyncView(entries: entries, header: header, base: base, generation: committer.generation, isNew: isNew,
                              localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: tree.nextItemID)
+    }
+
+    /// `known` when the committed root's sync base has its generations (its pieces not read again).
+    private func stillRecorded(_ known: RecordedSyncBase) throws -> RecordedSyncBase? {
+        guard !isNew, let value = committer.formatTwo?.extensions.first(where: { $0.tag == SyncBase.extensionTag })?.value else { return nil }
+        let header = try SyncBase.Header.decode(value)
+        for piece in header.pieces { piece.key.wipeStorage() }
+        let now = [header.localGeneration, header.readGeneration, header.publishedGeneration]
+        return now == [known.header.localGeneration, known.header.readGeneration, known.header.publishedGeneration] ? known : nil
     }
 
     /// The sync base the committed root records (nil: this device never synced), without the
@@ -142,13 +153,13 @@ extension VaultState {
     /// on, the merge (every other device's file it needs already here, or it stops before
     /// changing anything), the commit with the sync base, and what then goes up. Nil when
     /// nothing goes up.
-    mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>,
+    mutating func commitLive(_ remote: RemoteVault, deviceName: String, remoteNames: Set<String>, known: RecordedSyncBase?,
                              plan: (LocalSyncView) throws -> LiveSyncPlan?) throws -> LiveSyncCommit? {
         try commit()
         // What the round staged and no merge took goes once this is done (or failed).
         defer { endDownloads() }
         guard remote.joins == isNew else { throw SyncRefusal.raced }
-        let view = try localSyncView(deviceName: deviceName)
+        let view = try localSyncView(deviceName: deviceName, known: known)
         guard let decided = try plan(view) else { return nil }
         guard decided.publishes else {
             try confirmLandedSyncBase(generation: decided.readGeneration)

@@ -69,16 +69,16 @@ public struct MountedSynchronizer: Sendable {
         // A pattern change made here goes to the remote as `dotsafe sync` takes it (FORMAT.md
         // §13.12); one made on another device is refused before anything changes here.
         let change = try PendingPatternChange(vault, listed: remoteNames)
-        try change.refuseIfChangedElsewhere(vault, remoteVault, listed: remoteNames) {
-            (try vault.localSyncView(deviceName: deviceName).header?.readGeneration ?? 0) > 0
-        }
+        // Read once: the checks below and the plan's view (`commitLive`) take it.
+        let recorded = try vault.recordedSyncBase()
+        try change.refuseIfChangedElsewhere(vault, remoteVault, listed: remoteNames) { (recorded?.header.readGeneration ?? 0) > 0 }
         if change.readsRoot(remoteVault) {
             let slots = try remote.read(remoteVault.rootSlotNames(), listed: remoteNames)
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         // A remote put back to an older state, as `dotsafe sync` refuses it: before anything
         // comes down or changes here (the base changes only in this mount's rounds, one at a time).
-        if let recorded = try vault.recordedSyncBase(),
+        if let recorded,
            let refusal = RemoteRollback.refusal(header: recorded.header, base: recorded.base, localDevice: recorded.localDevice,
                                                 remote: remoteVault) {
             throw refusal
@@ -108,7 +108,7 @@ public struct MountedSynchronizer: Sendable {
         let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
         let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
         let planned = try holdingRequests {
-            try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames) { view in
+            try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
                 try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, &actions)
             }
         }

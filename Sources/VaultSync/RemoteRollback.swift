@@ -19,6 +19,7 @@ enum RemoteRollback {
     static func refusal(header: SyncBase.Header?, base: SyncBase?, localDevice: UInt16, remote: RemoteVault) -> SyncRefusal? {
         guard let header else { return nil }
         let generation = remote.generation
+        if generation == 0 && !remote.hasRecord && header.readGeneration > 0 { return .otherRemote }
         if generation < header.readGeneration {
             return .rolledBack("it holds generation \(generation), older than generation \(header.readGeneration) this device synced with")
         }

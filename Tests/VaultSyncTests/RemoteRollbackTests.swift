@@ -70,6 +70,33 @@ import VaultCore
         try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
     }
 
+    /// A second remote, new and empty (a USB folder beside the cloud), is not a put-back one:
+    /// its own line says what it is. Refused all the same (the sync base is one per vault: a
+    /// sync with it would make the next merge with the first remote take back what changed
+    /// between), nothing changed on either side; the first remote goes on syncing.
+    @Test(arguments: [false, true])
+    func aSecondEmptyRemoteIsToldApartFromAPutBackOne(mounted: Bool) throws {
+        let remote = try TestRemote(.local), usb = try TestRemote(.local)
+        defer { remote.finish(); usb.finish() }
+        let device = try SyncDevice("laptop")
+        defer { device.finish() }
+        try device.write("notes.txt", "notes")
+        try device.sync(remote)
+        let local = try Self.contents(device.folder), tree = try device.tree()
+        let served = try #require(usb.servedFolder)
+        let usbBefore = FileManager.default.fileExists(atPath: served) ? try Self.contents(served) : [:]
+
+        let error = #expect(throws: SyncRefusal.self) { try device.sync(usb, mounted: mounted) }
+        #expect(error == .otherRemote, "\(String(describing: error))")
+        #expect(error?.description.hasPrefix("this remote holds no index of this vault") == true)
+        #expect((FileManager.default.fileExists(atPath: served) ? try Self.contents(served) : [:]) == usbBefore)
+        #expect(try Self.contents(device.folder) == local, "nothing changed in the storage")
+        try device.reopen()
+        #expect(try device.tree() == tree)
+        try device.write("more.txt", "more")
+        #expect(try device.sync(remote, mounted: mounted).filesUp > 0)
+    }
+
     /// The laptop adds a file and syncs; the remote is put back; the desktop, which never saw
     /// that file, changes something and syncs with the old copy: the remote is at the laptop's
     /// generation again, or (`rounds` 2) beyond it. Taking the remote as it is would delete the

@@ -95,13 +95,6 @@ final class SyncDevice {
         try reopen()
     }
 
-    /// Each storage file's bytes by name.
-    func storageContents() throws -> [String: Data] {
-        var contents: [String: Data] = [:]
-        for name in storageNames { contents[name] = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + name)) }
-        return contents
-    }
-
     /// A sync stopped before the change named `label` (the nth one of a name as "name#n"), as a
     /// process that died there: throws `Stop`; the vault is opened again from the disk afterwards.
     /// `mounted`: a mount's round (`mountRound`) in place of `dotsafe sync`'s.

@@ -82,12 +82,12 @@ import VaultCore
         try first.changePattern(to: 8)
         try first.sync(remote)
         let tree = try second.tree()
-        let contents = try second.storageContents()
+        let contents = try RemoteRollbackTests.contents(second.folder)
 
         try second.usePattern(8)
         #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
         #expect(SyncRefusal.heldUnderOtherPattern.description.hasSuffix("sync with this pattern into an empty storage folder"))
-        #expect(try second.storageContents() == contents, "no file of the storage changed")
+        #expect(try RemoteRollbackTests.contents(second.folder) == contents, "no file of the storage changed")
         try second.usePattern(SyncDevice.seed)
         #expect(try second.tree() == tree)
         #expect(try second.read("offline.txt") == "not synced yet")

@@ -64,7 +64,11 @@ final class MountSync: Sendable {
             // No later round can send what this storage holds: the remote is at the new pattern.
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and no sync of this "
                 + "mount sends its changes; lock it, then mount with the new pattern and --sync on an empty storage folder"
-        case SyncRefusal.rolledBack:
+        case SyncRefusal.heldUnderOtherPattern:
+            // This pattern opens nothing here: the mount shows a new, empty vault.
+            return "the first sync failed (\(Self.describe(failure))): this pattern opens no vault in this storage, and an empty one "
+                + "is mounted; lock it, then mount with this pattern and --sync on an empty storage folder"
+        case SyncRefusal.rolledBack, SyncRefusal.otherRemote:
             // Every later round is refused the same way until the remote holds this device's state.
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and its changes are kept "
                 + "here; no sync of this mount sends them while the remote holds less than this device synced with"
