@@ -134,8 +134,9 @@ extension Vault {
     /// What goes up (blocks first: chunks and packs, then pages) and what goes from the remote:
     /// own files the committed state references under a key the remote root does not, own
     /// files the remote lacks, and files of own groups the remote root owned and this one does not.
-    public func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
-        try syncLocked { try $0.syncTransfer(remote, remoteNames: remoteNames) }
+    /// Without `publishing` (no root goes up) only what the remote root references and lacks.
+    public func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>, publishing: Bool = true) throws -> SyncTransfer {
+        try syncLocked { try $0.syncTransfer(remote, remoteNames: remoteNames, publishing: publishing) }
     }
 
     /// The remote root read is the one the committed state would publish (but for its

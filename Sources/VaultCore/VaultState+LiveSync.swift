@@ -44,7 +44,11 @@ extension VaultState {
         return RecordedSyncBase(header: header, base: read?.base, localDevice: formatTwo.localDevice)
     }
 
-    func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>) throws -> SyncTransfer {
+    /// `publishing` false: no root goes up, so only what the remote root references and the
+    /// remote lacks (it heals) is sent. In index 3 the commit that records a sync's root as up
+    /// can rewrite a file block (its pins changed, FORMAT.md §15.4): a page no remote root
+    /// references, which a sync with nothing to publish sent again at every run.
+    func syncTransfer(_ remote: RemoteVault, remoteNames: Set<String>, publishing: Bool = true) throws -> SyncTransfer {
         guard let formatTwo = committer.formatTwo else { throw SyncRefusal.formatOne }
         let local = formatTwo.localDevice
         let theirs = remote.uses
@@ -54,7 +58,8 @@ extension VaultState {
         for use in referencedFiles() where writer.allocator.isOwnDevice(use.file) {
             referenced.insert(use.file)
             let name = try self.name(use.file)
-            guard !theirs.contains(use) || !remoteNames.contains(name) else { continue }
+            let known = theirs.contains(use), listed = remoteNames.contains(name)
+            guard publishing ? !known || !listed : known && !listed else { continue }
             if pages.contains(use.file) { pageNames.append(name) } else { blocks.append(name) }
         }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))

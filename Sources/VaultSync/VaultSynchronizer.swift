@@ -106,7 +106,7 @@ public struct VaultSynchronizer {
         }
         try vault.endDownloads()
         step(5)
-        let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames)
+        let transfer = try vault.syncTransfer(remoteVault, remoteNames: remoteNames, publishing: publishes)
         // The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.
         let movesRemote = remoteVault.movesRemote
         try beforeChange?("upload")
