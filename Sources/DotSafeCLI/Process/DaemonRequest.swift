@@ -13,10 +13,10 @@ enum DaemonRequest {
     /// first answer `status` as `dotsafe status` asks it, and only then is the request sent.
     static func ask(_ mountPoint: String, _ request: String, replySeconds: Int? = nil,
                     context: CommandContext) throws -> (reply: String, storage: String) {
-        let path = MountTable.canonical(mountPoint)
+        let folder = RuntimeFolder.existing(environment: context.environment)
+        let path = MountRecord.mountPoint(mountPoint, in: folder)
         let none = CLIError.failure("no vault of yours is mounted at \(path)")
-        guard let folder = RuntimeFolder.existing(environment: context.environment),
-              let record = MountRecord.all(in: folder).last(where: { $0.mountPoint == path }) else { throw none }
+        guard let folder, let record = MountRecord.all(in: folder).last(where: { $0.mountPoint == path }) else { throw none }
         do {
             guard try record.state(in: folder) != nil else { throw none }
         } catch let error as CLIError where error == record.notAnswering {

@@ -70,6 +70,15 @@ struct MountRecord: Codable, Equatable {
         return state
     }
 
+    /// The mount point `path` names, as its record has it. The path as typed first: resolving
+    /// it looks at the mount point, which waits (in the kernel, in silence) when the daemon
+    /// does not answer; only a path no record has is resolved.
+    static func mountPoint(_ path: String, in folder: RuntimeFolder?) -> String {
+        let typed = MountTable.absolute(path)
+        let isRecorded = folder.map { all(in: $0).contains { $0.mountPoint == typed } } ?? false
+        return isRecorded ? typed : MountTable.canonical(path)
+    }
+
     /// Every record in the folder (unreadable ones skipped).
     static func all(in folder: RuntimeFolder) -> [MountRecord] {
         let names = (try? SystemCall.listFolder(folder.path)) ?? []
