@@ -17,7 +17,9 @@ import Testing
         }
         let home = try TestFolder.make("unprivileged")
         defer { TestFolder.remove(home) }
-        try FileManager.default.copyItem(atPath: MountHarness.binary, toPath: home + "/dotsafe")
+        // Copied by cp, not by this process: a program another test starts meanwhile would
+        // inherit a descriptor open for writing, and the copy would not run (ETXTBSY).
+        try #require(CommandResult.run("/bin/cp", [MountHarness.binary, home + "/dotsafe"]).status == 0)
         // The user's own folder, with a mount point in it that only root may write to.
         try #require(CommandResult.run("/bin/chown", [Self.user + ":", home, home + "/dotsafe"]).status == 0)
         try FileManager.default.createDirectory(atPath: home + "/rootowned", withIntermediateDirectories: false)
