@@ -71,6 +71,9 @@ static inline int dotsafe_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0
 
 /// mallopt(M_ARENA_MAX, n): <malloc.h> is not in Swift's Glibc module. Returns 1 on success.
 static inline int dotsafe_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
+/// memfd_create(name, MFD_CLOEXEC): a file in memory, never on a disk (memfd_create hides
+/// behind _GNU_SOURCE). -1 with errno on failure.
+static inline int dotsafe_memory_file(const char *name) { return (int)syscall(SYS_memfd_create, name, 1u /* MFD_CLOEXEC */); }
 /// malloc_trim(0): gives the pages of freed heap memory back to the system. Returns 1 if any went.
 static inline int dotsafe_trim_malloc(void) { return malloc_trim(0); }
 

@@ -29,6 +29,40 @@ public enum ProcessCalls {
         if null > 2 { SystemCall.close(null) }
     }
 
+    /// Runs `body` with standard error going to a file in memory, then puts it back: what
+    /// `body` and the programs it starts wrote there (fusermount3's reason for refusing a mount,
+    /// which a daemon's /dev/null would swallow). A program still running keeps writing into
+    /// that file, never into a pipe nobody reads (no SIGPIPE for it). The text is nil when
+    /// standard error could not be moved (then `body` runs with it as it was).
+    public static func capturingStandardError<R>(_ body: () throws -> R) rethrows -> (result: R, text: String?) {
+        let file = dotsafe_memory_file("dotsafe-stderr")
+        guard file >= 0 else { return (try body(), nil) }
+        defer { SystemCall.close(file) }
+        let saved = fcntl(2, F_DUPFD_CLOEXEC, 3)
+        guard saved >= 0, dup2(file, 2) == 2 else {
+            if saved >= 0 { SystemCall.close(saved) }
+            return (try body(), nil)
+        }
+        let result: R
+        do { result = try body() } catch {
+            _ = dup2(saved, 2)
+            SystemCall.close(saved)
+            throw error
+        }
+        _ = dup2(saved, 2)
+        SystemCall.close(saved)
+        var text: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var offset: off_t = 0
+        while text.count < 1 << 16 {
+            let count = buffer.withUnsafeMutableBytes { pread(file, $0.baseAddress, $0.count, offset) }
+            guard count > 0 else { break }
+            text += buffer[..<count]
+            offset += off_t(count)
+        }
+        return (result, String(decoding: text, as: UTF8.self))
+    }
+
     /// Limits glibc's malloc to `count` arenas (M_ARENA_MAX).
     public static func limitMallocArenas(_ count: Int32) { _ = dotsafe_limit_malloc_arenas(count) }
 

@@ -114,6 +114,11 @@ struct ChunkCache {
         if indexes[key.item]?.isEmpty == true { indexes[key.item] = nil }
     }
 
+    /// The item's cached chunks that hold bytes (a hole loaded is cached empty).
+    func indexesHoldingBytes(of item: UInt64) -> [Int] {
+        (indexes[item] ?? []).filter { (entries[Key(item: item, index: $0)]?.buffer.count ?? 0) > 0 }
+    }
+
     mutating func removeItem(_ item: UInt64, fromIndex first: Int = 0) {
         for index in indexes[item] ?? [] where index >= first { remove(Key(item: item, index: index)) }
     }

@@ -61,6 +61,11 @@ struct ChunkStore {
     mutating func isInMemory(_ key: Key) -> Bool { cache.bytes(key, in: 0..<0) != nil || flights[key] != nil }
 
     func contains(_ key: Key) -> Bool { cache.contains(key) }
+    /// The item's chunks whose bytes are in memory, cached or being written behind: data that
+    /// storage may not hold yet.
+    func indexesInMemory(of item: UInt64) -> Set<Int> {
+        Set(cache.indexesHoldingBytes(of: item)).union(flights.keys.lazy.filter { $0.item == item }.map(\.index))
+    }
     mutating func get(_ key: Key) -> [UInt8]? { cache.get(key) }
     mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool, capacity: Int = 0) {
         cache.put(key, bytes: bytes, dirty: dirty, capacity: capacity)

@@ -22,6 +22,13 @@ public struct VaultCheckReport: Sendable {
     public var missingFileNumbers: [UInt64] = []
     /// Files named by this vault's key outside its groups: a repair removes them.
     public var strayFileNumbers: [UInt64] = []
+    /// Files of this vault that a session cut short left, which the next writing open removes
+    /// (`VaultState.removeLeftovers`): from the committed next file number up, and those of
+    /// groups the committed root was releasing. Not damage.
+    public var leftoverFileNumbers: [UInt64] = []
+    /// Copies a re-creation at lock cut short left (`NAME.recreated`, FORMAT.md §11.3), of any
+    /// vault: the next writing open removes them. Not damage.
+    public var recreationLeftovers = 0
     /// Index version 3: §15.6's rules across records that the index breaks, one line each
     /// ("index 3, RULE: …", numbers only), from `VaultState.auditIndexThree`.
     public var indexProblems: [String] = []
@@ -171,15 +178,28 @@ extension VaultState {
         // Format 2: this device's numbers only (another device's files have names of its own).
         var number = allocator.base
         var strays: [UInt64] = []
+        var leftovers: [UInt64] = []
+        var leftoversCounted = 0
         while number < scanEnd {
             if allocator.owns(number) { number += 1; continue }
-            if all.contains(try name(number)) { strays.append(number) }
+            let name = try name(number)
+            if all.contains(name) {
+                if number >= allocator.nextFileNumber || notices.releasedFilesLeft.contains(number) {
+                    leftovers.append(number)
+                    if good.contains(name) { leftoversCounted += 1 }
+                } else {
+                    strays.append(number)
+                }
+            }
             number += 1
         }
         for stray in strays { report.storageProblems.append("stray file \(stray) of the vault outside its groups") }
         report.strayFileNumbers = strays
-        if good.count % Format.groupSize != 0 {
-            report.storageProblems.append("the storage holds \(good.count) files, not a multiple of \(Format.groupSize)")
+        report.leftoverFileNumbers = leftovers
+        report.recreationLeftovers = all.filter(StorageRecreator.isTemporary).count
+        // Leftovers of a cut group or a release may break the steps of 16; their removal mends it.
+        if (good.count - leftoversCounted) % Format.groupSize != 0 {
+            report.storageProblems.append("the storage holds \(good.count - leftoversCounted) files, not a multiple of \(Format.groupSize)")
         }
     }
 

@@ -25,6 +25,13 @@ extension Vault {
         }
     }
 
+    /// The remote table's devices whose changes since the base the owner's sync after a
+    /// withdrawal leaves out: those of the people withdrawn (FORMAT.md §14.8).
+    public func withdrawnDevices(_ remote: RemoteVault) throws -> Set<UInt16> {
+        guard remote.movesRemote else { return [] }
+        return try syncLocked { try $0.withdrawnDevices(remote) }
+    }
+
     /// Reads the remote root from the files of `remote.rootSlotNames()` (nil where a slot has
     /// no file): the newest of the record's slots, or after a withdrawal of RL''s when newer.
     public func readRemoteRoot(_ remote: RemoteVault, slotFiles: [[UInt8]?]) throws {

@@ -69,6 +69,8 @@ public final class Vault: Sendable {
         public var atime: Int64
         public var mtime: Int64
         public var ctime: Int64
+        /// A file's bytes in chunks that hold data, up to its end (`st_blocks`; holes cost nothing).
+        public var allocatedBytes: UInt64
     }
 
     let state: Mutex<VaultState>
@@ -505,6 +507,6 @@ extension VaultState {
         let record = item.record
         return Vault.Attributes(id: id, type: record.type, mode: record.mode, uid: record.uid, gid: record.gid, rdev: record.rdev,
                                 size: record.size, linkCount: tree.linkCount(id, item), atime: record.atime, mtime: record.mtime,
-                                ctime: record.ctime)
+                                ctime: record.ctime, allocatedBytes: allocatedBytes(id, item))
     }
 }

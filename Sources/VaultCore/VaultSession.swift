@@ -24,4 +24,7 @@ struct OpenNotices {
     /// The record that opened the vault was its owner's before a pattern change (role 3,
     /// docs/FORMAT.md §13.12): this pattern opens nothing once the change is finished.
     var openedThroughFormerPattern = false
+    /// Files of groups the committed root was still releasing (a session cut between its
+    /// commit point and their removal): the next writing open removes them (fsck says so).
+    var releasedFilesLeft: Set<UInt64> = []
 }

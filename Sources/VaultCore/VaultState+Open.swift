@@ -96,6 +96,7 @@ extension VaultState {
                                readOnly: options.readOnly, cacheBytes: options.cacheBytes,
                                allocator: FileAllocator(root: root, used: contents.usedFiles), nextItemID: root.nextItemID,
                                committer: committer, contents: contents, arena: arena)
+        state.notices.releasedFilesLeft = Set(root.releasing)
         if !options.readOnly {
             try state.removeLeftovers(releasing: root.releasing)
             try state.committer.restoreMissingSlot(writer: state.writer)

@@ -202,6 +202,7 @@ extension VaultState {
                 throw error
             }
         }
+        state.notices.releasedFilesLeft = Set(device.releasing.map { $0 + state.writer.allocator.base })
         if !options.readOnly {
             // A step left in flight is finished here, changing names, slots and extensions: the
             // pins of the base as committed first. A plain open reads none (§15.4).

@@ -53,16 +53,30 @@ extension VaultState {
     }
 
     static func isGranteeDevice(_ deviceID: [UInt8], _ received: VaultSharing.Received) throws -> Bool {
+        try isGranteeDevice(deviceID, pairedBy: received.recipient, peer: received.sender, sender: received.sender,
+                            recipient: received.recipient.publicKey)
+    }
+
+    /// Whether `deviceID` is one the pair made, told by either side: the recipient (`identity`
+    /// R's, `peer` pkS) or the sharer (`identity` S's, `peer` pkR), since Z is the same for both.
+    static func isGranteeDevice(_ deviceID: [UInt8], pairedBy identity: X25519.PrivateKey, peer: [UInt8], sender: [UInt8],
+                                recipient: [UInt8]) throws -> Bool {
         let half = DeviceEntry.idSize / 2
         guard deviceID.count == DeviceEntry.idSize else { return false }
-        return ConstantTime.equals(Array(deviceID[half...]), try granteeDeviceTag(received, salt: Array(deviceID[..<half])))
+        let tag = try granteeDeviceTag(identity: identity, peer: peer, sender: sender, recipient: recipient, salt: Array(deviceID[..<half]))
+        return ConstantTime.equals(Array(deviceID[half...]), tag)
     }
 
     private static func granteeDeviceTag(_ received: VaultSharing.Received, salt: [UInt8]) throws -> [UInt8] {
-        let pair = try GrantSeal.pairSecret(identity: received.recipient, peer: received.sender)
+        try granteeDeviceTag(identity: received.recipient, peer: received.sender, sender: received.sender,
+                             recipient: received.recipient.publicKey, salt: salt)
+    }
+
+    private static func granteeDeviceTag(identity: X25519.PrivateKey, peer: [UInt8], sender: [UInt8], recipient: [UInt8],
+                                         salt: [UInt8]) throws -> [UInt8] {
+        let pair = try GrantSeal.pairSecret(identity: identity, peer: peer)
         defer { pair.wipe() }
-        return try HKDF.deriveBytes(from: pair, salt: [], info: GrantFile.deviceInfo(sender: received.sender,
-                                                                                    recipient: received.recipient.publicKey, salt: salt),
+        return try HKDF.deriveBytes(from: pair, salt: [], info: GrantFile.deviceInfo(sender: sender, recipient: recipient, salt: salt),
                                     count: DeviceEntry.idSize / 2)
     }
 

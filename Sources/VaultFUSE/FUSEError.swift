@@ -6,7 +6,8 @@ public enum FUSEError: Error, Equatable, Sendable {
     /// libfuse refused the options (a bug, or an option this libfuse does not know).
     case invalidOptions(String)
     /// The kernel or fusermount3 refused the mount: no /dev/fuse, not a folder, not permitted.
-    case mountFailed(String)
+    /// `reason`: the last line libfuse or fusermount3 wrote on standard error, if any.
+    case mountFailed(String, reason: String? = nil)
     /// The loop thread could not start (errno).
     case threadFailed(Int32)
     /// Something still uses the mount (an open file, a working directory): EBUSY.
@@ -21,7 +22,8 @@ extension FUSEError: CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidOptions(let options): "libfuse rejected the mount options '\(options)'"
-        case .mountFailed(let path): "cannot mount at \(path): is /dev/fuse there, and may this user open it?"
+        case .mountFailed(let path, let reason?): "cannot mount at \(path): \(reason)"
+        case .mountFailed(let path, nil): "cannot mount at \(path): is /dev/fuse there, and may this user open it?"
         case .threadFailed(let code): "cannot start the FUSE thread: \(String(cString: strerror(code)))"
         case .busy(let path): "\(path) is busy: close the files and leave the folders open in it, then unmount again"
         case .unmountFailed(let why): "cannot unmount: \(why)"

@@ -97,11 +97,17 @@ public final class FUSEMount: Sendable {
             context.release()
             throw .invalidOptions(options.mountOptions)
         }
-        guard fuse_session_mount(created, mountPoint) == 0 else {
+        // For an unprivileged user libfuse runs fusermount3, which says on standard error why
+        // it refuses: a daemon's is /dev/null, so the reason goes into the error instead.
+        let (mounted, said) = ProcessCalls.capturingStandardError { fuse_session_mount(created, mountPoint) == 0 }
+        let lines = (said ?? "").split(separator: "\n").map(String.init)
+        guard mounted else {
             fuse_session_destroy(created)
             context.release()
-            throw .mountFailed(mountPoint)
+            throw .mountFailed(mountPoint, reason: lines.last)
         }
+        // Said on a mount that succeeded (a warning): it goes where it would have gone.
+        for line in lines { _ = Array((line + "\n").utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) } }
         _ = FUSEDevice.install(on: created)
         context.takeUnretainedValue().cacheFill.attach(SessionPointer(raw: created))
         let mount = FUSEMount(mountPoint: mountPoint, fileSystem: fileSystem, session: SessionPointer(raw: created), context: context)

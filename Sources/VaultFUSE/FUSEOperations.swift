@@ -210,6 +210,13 @@ enum FUSEOperations {
             }
         }
 
+        ops.lseek = { request, _, offset, whence, info in
+            reply(request) { context throws(FSError) in
+                guard let info else { throw .invalidArgument }
+                fuse_reply_lseek(request, off_t(clamping: try context.fileSystem.seek(info.pointee.fh, from: Int64(offset), whence: whence)))
+            }
+        }
+
         ops.opendir = { request, inode, info in
             reply(request) { context throws(FSError) in
                 guard let info else { throw .invalidArgument }

@@ -38,6 +38,9 @@ public enum FSError: Error, Equatable, Sendable {
     /// Not supported: POSIX ACLs (EOPNOTSUPP). (An unsupported rename flag, RENAME_EXCHANGE among
     /// them, is EINVAL, as the kernel answers for a FUSE server without rename2.)
     case notSupported
+    /// SEEK_DATA or SEEK_HOLE from the end of the file or past it, or SEEK_DATA with no data
+    /// after the offset (ENXIO).
+    case noSuchOffset
     /// Anything the vault or the storage reported: damaged data (EIO), a full disk (ENOSPC), a
     /// locked vault (EIO); the errno is the vault's.
     case vault(VaultError)
@@ -61,6 +64,7 @@ public enum FSError: Error, Equatable, Sendable {
         case .readOnly: EROFS
         case .notPermitted: EPERM
         case .notSupported: EOPNOTSUPP
+        case .noSuchOffset: ENXIO
         case .vault(let error): error.errno
         }
     }

@@ -136,6 +136,30 @@ extension FileSystem {
         return bytes.byteCount
     }
 
+    /// lseek(2) with SEEK_DATA or SEEK_HOLE (the kernel answers the other kinds itself), at
+    /// the vault's chunk granularity: 256 KiB never written, or repaired away, is a hole.
+    public func seek(_ handle: UInt64, from offset: Int64, whence: Int32) throws(FSError) -> UInt64 {
+        let target: Vault.SeekTarget
+        switch whence {
+        case Self.seekData: target = .data
+        case Self.seekHole: target = .hole
+        default: throw .invalidArgument
+        }
+        let inode = try withState { state in try state.handles.file(handle).inode }
+        guard offset >= 0 else { throw .noSuchOffset }
+        do {
+            guard let found = try vault.seek(inode, from: UInt64(offset), to: target) else { throw FSError.noSuchOffset }
+            return found
+        } catch {
+            throw FSError(error)
+        }
+    }
+
+    /// SEEK_DATA and SEEK_HOLE, the same on every Linux architecture; Glibc shows them only
+    /// with _GNU_SOURCE, which Swift's module is built without.
+    public static let seekData: Int32 = 3
+    public static let seekHole: Int32 = 4
+
     /// The last descriptor of the handle is closed.
     public func release(_ handle: UInt64) {
         state.withLock { state in

@@ -44,8 +44,8 @@ public final class FileSystem: Sendable {
         }
     }
 
-    /// Total and available bytes of the disk that holds the storage (`StorageFolder.capacity()`).
-    public typealias CapacityProvider = @Sendable () throws -> (total: UInt64, available: UInt64)
+    /// Total, free and available bytes of the disk that holds the storage (`StorageFolder.capacity()`).
+    public typealias CapacityProvider = @Sendable () throws -> (total: UInt64, free: UInt64, available: UInt64)
 
     public let vault: Vault
     public let commitScheduler: CommitScheduler
@@ -188,16 +188,18 @@ public final class FileSystem: Sendable {
     /// possible as there are free blocks.
     public func statistics() throws(FSError) -> VolumeStatistics {
         try withState { state in
-            let (total, available) = try capacity()
+            let (total, free, available) = try capacity()
             func blocks(_ bytes: UInt64) -> UInt64 {
                 (bytes / UInt64(Vault.Limits.fileSize)) * UInt64(Vault.Limits.payloadSize / Int(Self.blockSize))
                     + (bytes % UInt64(Vault.Limits.fileSize)) / UInt64(Self.blockSize)
             }
             // Every item the vault holds, also those unlinked but still open or known.
             let used = UInt64(vault.itemCount)
-            let free = blocks(available)
-            return VolumeStatistics(blockSize: Self.blockSize, totalBlocks: blocks(total), freeBlocks: free, availableBlocks: free,
-                                    totalFiles: used + free, freeFiles: free, maximumNameLength: UInt32(Self.maximumNameLength))
+            // Root's reserve on that disk is root's here too: free but not available (df).
+            let availableBlocks = blocks(available)
+            return VolumeStatistics(blockSize: Self.blockSize, totalBlocks: blocks(total), freeBlocks: blocks(free),
+                                    availableBlocks: availableBlocks, totalFiles: used + availableBlocks, freeFiles: availableBlocks,
+                                    maximumNameLength: UInt32(Self.maximumNameLength))
         }
     }
 
@@ -293,7 +295,8 @@ public final class FileSystem: Sendable {
     func fileAttributes(_ id: UInt64) throws -> FileAttributes {
         let item = try vault.attributes(id)
         let blockBytes = UInt64(Self.blockSize)
-        let blocks = item.type == .file ? (item.size / blockBytes + (item.size % blockBytes == 0 ? 0 : 1)) * (blockBytes / 512) : 0
+        let allocated = item.allocatedBytes
+        let blocks = (allocated / blockBytes + (allocated % blockBytes == 0 ? 0 : 1)) * (blockBytes / 512)
         return FileAttributes(inode: id, type: FileType(item.type), permissions: item.mode & 0o7777,
                               linkCount: UInt32(clamping: item.linkCount), uid: item.uid, gid: item.gid, rdev: item.rdev,
                               size: item.size, blocks: blocks, blockSize: Self.blockSize,

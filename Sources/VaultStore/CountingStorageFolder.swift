@@ -59,7 +59,7 @@ public final class CountingStorageFolder: StorageFolder {
     public func remove(_ name: String) throws { count(\.removes); try base.remove(name) }
     public func replace(_ name: String, contents: [UInt8]) throws { count(\.creates); try base.replace(name, contents: contents) }
     public func rename(_ name: String, to newName: String) throws { count(\.renames); try base.rename(name, to: newName) }
-    public func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    public func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) { try base.capacity() }
     /// Counted as renames and, for the fill of groups, creates.
     public func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
         counts.withLock { counts in

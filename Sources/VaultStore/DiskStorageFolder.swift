@@ -297,7 +297,7 @@ public final class DiskStorageFolder: StorageFolder {
     /// Whether the storage is on a read-only file system: a command that must write says so first.
     public func isOnReadOnlyFileSystem() throws -> Bool { try Syscalls.isReadOnlyFileSystem(folder) }
 
-    public func capacity() throws -> (total: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }
+    public func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) { try Syscalls.fileSystemCapacity(folder) }
 
     /// Bytes the file system has allocated for a file: sparse files would show fewer.
     public func allocatedBytes(_ name: String) throws -> Int? { try Syscalls.status(folder, name)?.allocatedBytes }

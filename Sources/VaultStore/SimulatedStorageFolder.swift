@@ -151,7 +151,7 @@ public final class SimulatedStorageFolder: StorageFolder {
         }
     }
 
-    public func capacity() throws -> (total: UInt64, available: UInt64) { (1 << 40, 1 << 39) }
+    public func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) { (1 << 40, 1 << 39, 1 << 39) }
 
     private func mutate(_ body: (inout State) throws -> Void) throws {
         try state.withLock { s in

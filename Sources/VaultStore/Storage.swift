@@ -1,3 +1,4 @@
+import Glibc
 import VaultCrypto
 import VaultFormat
 
@@ -7,7 +8,11 @@ public enum Storage {
     /// has anything in it. Returns the number of files made.
     @discardableResult
     public static func initialize(at path: String, random: any RandomSource) throws -> Int {
-        let created = try Syscalls.makeFolder(path, mode: 0o700)
+        let created: Bool
+        do { created = try Syscalls.makeFolder(path, mode: 0o700) } catch StoreError.system(_, ENOENT) {
+            // Not made with its parents: a mistyped path would leave a tree of folders behind.
+            throw StoreError.parentMissing(path)
+        }
         let folder = try DiskStorageFolder(path: path)
         if !created {
             guard try folder.listAllNames().isEmpty else { throw StoreError.folderNotEmpty(path) }

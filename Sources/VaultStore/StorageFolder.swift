@@ -49,8 +49,9 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// anything at the new name (`exists`); the number of files does not change. Durable with
     /// the next `syncFolder` (until then a power loss leaves the old name).
     func rename(_ name: String, to newName: String) throws
-    /// Bytes of the backing file system: total and available.
-    func capacity() throws -> (total: UInt64, available: UInt64)
+    /// Bytes of the backing file system: total, free, and available to this user (free less
+    /// the reserve only root may use).
+    func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64)
     /// Puts new bytes at an existing name atomically and durably: after a crash the name holds
     /// the old bytes or the new, never a mixture (docs/FORMAT.md §14.7: the owner's unlock
     /// record gains the vault's identity).

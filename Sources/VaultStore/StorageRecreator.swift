@@ -68,7 +68,7 @@ public final class StorageRecreator {
         return leftovers.count
     }
 
-    static func isTemporary(_ name: String) -> Bool {
+    public static func isTemporary(_ name: String) -> Bool {
         name.hasSuffix(temporarySuffix) && FileName.isWellFormed(String(name.dropLast(temporarySuffix.count)))
     }
 

@@ -6,6 +6,8 @@ public enum StoreError: Error, Equatable, Sendable {
     case notAStorage(String)
     /// `init` on a folder that has something in it.
     case folderNotEmpty(String)
+    /// A new storage's folder cannot be made: the folder it would go in does not exist (ENOENT).
+    case parentMissing(String)
     /// A file at a name the vault expects is not a regular file of the storage size (EIO).
     case unusableFile(String)
     /// The disk is full (ENOSPC).
@@ -22,6 +24,7 @@ public enum StoreError: Error, Equatable, Sendable {
         switch self {
         case .notAStorage: EINVAL
         case .folderNotEmpty: ENOTEMPTY
+        case .parentMissing: ENOENT
         case .unusableFile: EIO
         case .noSpace: ENOSPC
         case .exists: EEXIST
@@ -40,6 +43,8 @@ extension StoreError: CustomStringConvertible {
         switch self {
         case .notAStorage(let why): "not a DotSafe storage: \(why)"
         case .folderNotEmpty(let path): "\(path) is not empty"
+        case .parentMissing(let path):
+            "cannot make the storage folder \(path): the folder it goes in does not exist (a typo? make it first); nothing was changed"
         case .unusableFile(let name): "storage file \(name) is not a regular file of the storage size"
         case .noSpace: "no space left on the storage's disk"
         case .exists(let name): "storage file \(name) exists already"

@@ -88,10 +88,11 @@ enum Syscalls {
         _ = try retrying("unlink") { unlinkat(folder, name, 0) }
     }
 
-    static func fileSystemCapacity(_ fd: Int32) throws -> (total: UInt64, available: UInt64) {
+    static func fileSystemCapacity(_ fd: Int32) throws -> (total: UInt64, free: UInt64, available: UInt64) {
         var info = statvfs()
         _ = try retrying("statvfs") { fstatvfs(fd, &info) }
-        return (UInt64(info.f_blocks) * UInt64(info.f_frsize), UInt64(info.f_bavail) * UInt64(info.f_frsize))
+        let unit = UInt64(info.f_frsize)
+        return (UInt64(info.f_blocks) * unit, UInt64(info.f_bfree) * unit, UInt64(info.f_bavail) * unit)
     }
 
     /// Whether the file system holding `fd` is mounted read-only (ST_RDONLY): no write can succeed.

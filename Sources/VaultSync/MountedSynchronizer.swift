@@ -107,9 +107,11 @@ public struct MountedSynchronizer: Sendable {
         // A root slot or the record torn on the remote goes up again, as in `VaultSynchronizer`.
         let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
         let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
+        // Asked before the plan, which runs under the vault's lock.
+        let withdrawn = try vault.withdrawnDevices(remoteVault)
         let planned = try holdingRequests {
             try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
-                try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, &actions)
+                try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, &actions)
             }
         }
         if let committed = planned {
@@ -198,7 +200,7 @@ public struct MountedSynchronizer: Sendable {
     /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8). After a pattern
     /// change made here (`forced`) the round publishes, as `dotsafe sync` does (§13.12).
     private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool, forced: Bool,
-                      _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
+                      withdrawn: Set<UInt16>, _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
@@ -211,8 +213,7 @@ public struct MountedSynchronizer: Sendable {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)
-        let result = TreeMerge.merge(base: view.base.map(trees.base), local: SyncTrees.tree(trees.local),
-                                     remote: SyncTrees.tree(trees.remote), context: context)
+        let result = trees.merge(base: view.base, withdrawn: withdrawn, context: context)
         actions = result.actions
         return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }

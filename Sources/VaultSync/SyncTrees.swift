@@ -34,6 +34,15 @@ struct SyncTrees {
         })
     }
 
+    /// The three-way merge of the two sides against `base`, with what the `withdrawn` devices
+    /// changed on the remote since the base left out (`WithdrawnChanges`). Payloads still come
+    /// from the sides as they are (`mergedItems`): an item put back has the local payload.
+    func merge(base: SyncBase?, withdrawn: Set<UInt16>, context: TreeMerge.Context) -> TreeMerge.Result {
+        let base = base.map(self.base), local = Self.tree(local)
+        let remote = WithdrawnChanges.removed(from: Self.tree(remote), base: base, devices: withdrawn, local: local)
+        return TreeMerge.merge(base: base, local: local, remote: remote, context: context)
+    }
+
     /// Each merged item and the side whose payload it has (same digest: the same payload).
     func mergedItems(_ result: SyncTree) -> [MergedItem] {
         var localByDigest: [[UInt8]: UInt64] = [:], remoteByDigest: [[UInt8]: UInt64] = [:]

@@ -178,9 +178,8 @@ public struct VaultSynchronizer {
     private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault,
                        _ summary: inout SyncSummary) throws {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
-        let base = view.base.map(trees.base)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
-        let result = TreeMerge.merge(base: base, local: SyncTrees.tree(trees.local), remote: SyncTrees.tree(trees.remote), context: context)
+        let result = trees.merge(base: view.base, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
         summary.actions = result.actions
         summary.conflicts = result.actions.filter {
             switch $0 {

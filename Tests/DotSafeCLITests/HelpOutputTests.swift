@@ -52,9 +52,10 @@ import Testing
 
         Decrypts every index page, chunk and pack member of the vault the pattern
         opens, and checks its storage files (present, of the right size, none stray,
-        a count in steps of 16). Damaged items are named by path. Exit status: 0
-        clean, 1 damage or failure. Nothing is written without --repair, and never
-        while the vault is mounted.
+        a count in steps of 16). Damaged items are named by path. Files that an
+        interrupted session left, which the next writable mount removes, are
+        counted on one line: no damage. Exit status: 0 clean, 1 damage or failure.
+        Nothing is written without --repair, and never while the vault is mounted.
 
         --repair lists what it drops, then keeps every item and every chunk that
         opens: an unreadable chunk becomes a hole (256 KiB of zeros in its place;

@@ -127,6 +127,36 @@ import VaultStore
         #expect(throws: (any Error).self) { try copy.lookup(Vault.rootID, Array("desktop.txt".utf8)) }
     }
 
+    /// A remote folder's missing parents are made, as rclone makes them for any remote; a
+    /// storage folder's are not (a mistyped path would leave folders behind): one line says
+    /// so, for `sync` as for `init`, and nothing is changed on either side.
+    @Test func aRemotesMissingParentsAreMadeAndAStoragesAreNot() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(CLIRun(["init", base + "/laptop"], environment: environment).status == 0)
+        let vault = try Vault.open(storage: try Storage.open(at: base + "/laptop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
+        try vault.write(try vault.create(.file, in: Vault.rootID, named: Array("a.txt".utf8), mode: 0o644), offset: 0, bytes: [1, 2, 3])
+        try vault.lock()
+
+        let remote = base + "/not/yet/remote"
+        let up = Self.sync(base + "/laptop", remote, environment, device: "laptop")
+        #expect(up.status == 0 && up.standardOutput.hasPrefix("synced: "), "\(up)")
+        let uploaded = try FileManager.default.contentsOfDirectory(atPath: remote).sorted()
+        #expect(!uploaded.isEmpty)
+
+        let storage = base + "/typo/desktop"
+        let down = Self.sync(storage, remote, environment, device: "desktop")
+        #expect(down.status == 1 && down.standardOutput.isEmpty, "\(down)")
+        #expect(down.standardError == "dotsafe: cannot make the storage folder \(storage): the folder it goes in does not exist "
+                + "(a typo? make it first); nothing was changed\n", "\(down)")
+        #expect(!FileManager.default.fileExists(atPath: base + "/typo"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: remote).sorted() == uploaded)
+
+        let made = CLIRun(["init", storage], environment: environment)
+        #expect(made.status == 1 && made.standardError == down.standardError, "\(made)")
+        #expect(!FileManager.default.fileExists(atPath: base + "/typo"))
+    }
+
     @Test func refusalsSayOneLineAndLeaveNothing() throws {
         let (base, environment) = try InitAndKeyringCommandTests.workspace()
         defer { try? FileManager.default.removeItem(atPath: base) }

@@ -125,6 +125,41 @@ import Testing
         #expect(s.dotsafe(["lock", second]).status == 0)
     }
 
+    /// `contact`, `share` and `unshare` ask a stopped daemon nothing: after the couple of
+    /// seconds `status` gives it, each says it does not answer and fails, nothing queued for
+    /// it to do once it goes on; and then they work again.
+    @Test func aStoppedDaemonIsAskedNothing() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let vault = try s.h.mountPoint()
+        try #require(s.mount(vault, pattern: Self.patterns[0]).status == 0)
+        let contact = s.dotsafe(["contact", vault])
+        try #require(contact.status == 0 && contact.output.hasPrefix("dotsafe1"), "\(contact)")
+        let code = contact.output.trimmingCharacters(in: .newlines)
+        let pid = try #require(MountHarness.daemonPID(for: vault))
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        for arguments in [["contact", vault], ["share", "--to", code, vault], ["unshare", "--to", code, vault]] {
+            // Without a bound these would wait for ever: give up on them after 12 s.
+            let answered = Mutex<CommandResult?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                let result = s.dotsafe(arguments)
+                answered.withLock { $0 = result }
+                done.signal()
+            }
+            try #require(done.wait(timeout: .now() + 12) == .success, "\(arguments[0]) waits for a stopped daemon")
+            let result = try #require(answered.withLock { $0 })
+            #expect(result.status == 1 && result.output.isEmpty, "\(arguments[0]): \(result)")
+            #expect(result.error == "dotsafe: the daemon of \(vault) (pid \(pid)) does not answer: it may be stopped; "
+                    + "nothing was asked of it\n", "\(arguments[0]): \(result)")
+        }
+        kill(pid, SIGCONT)
+        #expect(s.dotsafe(["contact", vault]).output == contact.output)
+        #expect(s.dotsafe(["status", "--json"]).error.isEmpty)
+        #expect(s.dotsafe(["lock", vault]).output == "Locked \(vault).\n")
+    }
+
     /// `lock --all` goes on past a vault that fails to lock, and its error line names that
     /// vault. The failing one is a stand-in daemon (a real one fails only when its storage
     /// does): it answers `lock` as a daemon whose final commit failed.

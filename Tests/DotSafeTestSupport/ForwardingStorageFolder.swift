@@ -32,7 +32,7 @@ open class ForwardingStorageFolder: StorageFolder, @unchecked Sendable {
     open func syncFolder() throws { try base.syncFolder() }
     open func remove(_ name: String) throws { try base.remove(name) }
     open func rename(_ name: String, to newName: String) throws { try base.rename(name, to: newName) }
-    open func capacity() throws -> (total: UInt64, available: UInt64) { try base.capacity() }
+    open func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) { try base.capacity() }
     open func replace(_ name: String, contents: [UInt8]) throws { try base.replace(name, contents: contents) }
     open func placeDownloads(from downloads: DownloadFolder, replacing: [String], groups: [DownloadedGroup]) throws {
         try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)

@@ -116,8 +116,8 @@ final class LockProbingStorage: ForwardingStorageFolder, @unchecked Sendable {
         try base.create(name, contents: contents, durable: durable)
     }
     /// The disk's room: none once creates fail.
-    override func capacity() throws -> (total: UInt64, available: UInt64) {
-        if createsLeft.withLock({ $0 }) == 0 { return (1 << 30, 0) }
+    override func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) {
+        if createsLeft.withLock({ $0 }) == 0 { return (1 << 30, 0, 0) }
         return try base.capacity()
     }
     /// Each file probed and counted as a create: a full disk fails a group half made.

@@ -112,9 +112,12 @@ import VaultFUSE
         let harness = try MountHarness(.inProcess)
         defer { harness.finish() }
         let missing = harness.base + "/nothing"
-        #expect(throws: FUSEError.mountFailed(missing)) {
+        let error = #expect(throws: FUSEError.self) {
             try harness.withMount(at: missing) { _ in }
         }
+        // libfuse's own words, which it writes on standard error, are the reason.
+        guard case .mountFailed(missing, let reason?)? = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(reason.contains("No such file or directory"), "\(reason)")
         #expect(!MountHarness.isMounted(missing))
     }
 }

@@ -47,12 +47,17 @@ import VaultFileSystem
         let tebibyte: UInt64 = 1 << 40
         let attributes = try h.fs.setAttributes(id, AttributeChanges(size: tebibyte))
         #expect(attributes.size == tebibyte)
-        #expect(attributes.blocks == tebibyte / 512)
+        // A hole: no block is stored, so none is counted (du).
+        #expect(attributes.blocks == 0)
         let handle = try h.fs.open(id, flags: O_RDWR, caller: .root)
         defer { h.fs.release(handle) }
         #expect(try h.fs.read(handle, offset: tebibyte - 4096, count: 8192) == [UInt8](repeating: 0, count: 4096))
         _ = try h.fs.write(handle, offset: tebibyte - 3, bytes: [1, 2, 3])
         #expect(try h.fs.read(handle, offset: tebibyte - 4, count: 10) == [0, 1, 2, 3])
+        // The last chunk holds data now: it counts whole, 256 KiB.
+        #expect(try h.fs.attributes(id).blocks == 512)
+        #expect(try h.fs.seek(handle, from: 0, whence: FileSystem.seekData) == tebibyte - (1 << 18))
+        #expect(throws: FSError.noSuchOffset) { try h.fs.seek(handle, from: Int64(tebibyte), whence: FileSystem.seekHole) }
         #expect(throws: FSError.isADirectory) { try h.fs.setAttributes(h.root, AttributeChanges(size: 0)) }
     }
 

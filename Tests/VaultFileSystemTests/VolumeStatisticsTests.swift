@@ -6,11 +6,12 @@ import VaultFileSystem
     @Test func spaceComesFromTheStorageAndFilesAreCounted() throws {
         let h = try FileSystemHarness()
         let stats = try h.fs.statistics()
-        let (total, available) = try h.storage.capacity()
+        let (total, free, available) = try h.storage.capacity()
         #expect(stats.blockSize == 4096)
         #expect(stats.maximumNameLength == 255)
         // Scaled to payload: 64 blocks of content per storage file of 262,192 bytes.
         #expect(stats.totalBlocks == total / 262_192 * 64 + (total % 262_192) / 4096)
+        #expect(stats.freeBlocks == free / 262_192 * 64 + (free % 262_192) / 4096)
         #expect(stats.availableBlocks == available / 262_192 * 64 + (available % 262_192) / 4096)
         #expect(stats.totalFiles - stats.freeFiles == 1)
 

@@ -14,9 +14,10 @@ struct FsckCommand: Command {
     static let discussion = """
         Decrypts every index page, chunk and pack member of the vault the pattern
         opens, and checks its storage files (present, of the right size, none stray,
-        a count in steps of 16). Damaged items are named by path. Exit status: 0
-        clean, 1 damage or failure. Nothing is written without --repair, and never
-        while the vault is mounted.
+        a count in steps of 16). Damaged items are named by path. Files that an
+        interrupted session left, which the next writable mount removes, are
+        counted on one line: no damage. Exit status: 0 clean, 1 damage or failure.
+        Nothing is written without --repair, and never while the vault is mounted.
 
         --repair lists what it drops, then keeps every item and every chunk that
         opens: an unreadable chunk becomes a hole (256 KiB of zeros in its place;
@@ -122,6 +123,16 @@ struct FsckCommand: Command {
         return try vault.check { progress.update(done: $0, total: $1) }
     }
 
+    /// What an interrupted session left, which is no damage: the line that says so, or nil.
+    static func leftoverLine(_ report: VaultCheckReport) -> String? {
+        let files = report.leftoverFileNumbers.count, copies = report.recreationLeftovers
+        guard files + copies > 0 else { return nil }
+        let parts = [files > 0 ? "\(files) file\(files == 1 ? "" : "s") of the vault" : nil,
+                     copies > 0 ? "\(copies) re-creation cop\(copies == 1 ? "y" : "ies")" : nil].compactMap { $0 }
+        return "left by an interrupted session: \(parts.joined(separator: " and ")); the next writable mount removes "
+            + (files + copies == 1 ? "it" : "them")
+    }
+
     /// One line per damage, then a summary.
     static func print(_ report: VaultCheckReport, to out: any TextOutput) {
         for item in report.damagedItems {
@@ -129,6 +140,7 @@ struct FsckCommand: Command {
         }
         for problem in report.storageProblems { out.writeLine("storage: \(problem)") }
         for problem in report.indexProblems { out.writeLine(problem) }
+        if let leftovers = leftoverLine(report) { out.writeLine(leftovers) }
         let counts = "\(report.items) items, \(report.chunksChecked) chunks, \(report.membersChecked) pack members, \(report.storageFiles) storage files"
         if report.isClean {
             out.writeLine("Checked \(counts): clean.")

@@ -42,11 +42,7 @@ struct LockCommand: Command {
             }
             return failed ? 1 : 0
         }
-        // The path as typed first: resolving it looks at the mount point, which waits (without
-        // the note `lock` gives) when the daemon does not answer.
-        let typed = MountTable.absolute(mountPoint)
-        let isRecorded = folder.map { MountRecord.all(in: $0).contains { $0.mountPoint == typed } } ?? false
-        try Self.lock(isRecorded ? typed : MountTable.canonical(mountPoint), folder: folder, context: context)
+        try Self.lock(MountRecord.mountPoint(mountPoint, in: folder), folder: folder, context: context)
         context.standardOutput.writeLine("Locked \(mountPoint).")
         return 0
     }

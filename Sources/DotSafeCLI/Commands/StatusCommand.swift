@@ -68,12 +68,7 @@ struct StatusCommand: Command {
         let since = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: record.started))
         var entry = Entry(mountpoint: record.mountPoint, storage: record.storage, since: since)
         do {
-            guard let channel = try record.connect(in: folder, waiting: MountRecord.answerSeconds) else { return nil }
-            channel.setReceiveTimeout(seconds: MountRecord.answerSeconds)
-            channel.send("status")
-            guard let line = channel.receiveLine(), let state = try? JSONDecoder().decode(MountState.self, from: Data(line.utf8)) else {
-                throw record.notAnswering
-            }
+            guard let state = try record.state(in: folder) else { return nil }
             (entry.pending, entry.idle, entry.sync) = (state.pending, state.idleLockIn, state.sync)
             return (entry, nil)
         } catch {

@@ -1,19 +1,33 @@
 import SystemCalls
 
-/// A request to the daemon of a mount point on its lock channel (`LockChannel`), as `lock`
-/// makes one: found through the mount's record, answered by the daemon running as us.
+/// A request to the daemon of a mount point on its lock channel (`LockChannel`), as `contact`,
+/// `share` and `unshare` make one: found through the mount's record, answered by the daemon
+/// running as us.
 enum DaemonRequest {
     /// The daemon's one-line reply, and the storage its record names; a reply starting with
-    /// `failed: ` is thrown as that message.
-    static func ask(_ mountPoint: String, _ request: String, context: CommandContext) throws -> (reply: String, storage: String) {
-        let path = MountTable.canonical(mountPoint)
-        guard let folder = RuntimeFolder.existing(environment: context.environment),
-              let record = MountRecord.all(in: folder).last(where: { $0.mountPoint == path }),
-              let channel = try record.connect(in: folder) else {
-            throw CLIError.failure("no vault of yours is mounted at \(path)")
+    /// `failed: ` is thrown as that message. `replySeconds`: how long the reply may take (nil:
+    /// as long as the work does, as a share's commit or a withdrawal's new keys may).
+    ///
+    /// A stopped or hung daemon takes a connection into its queue and never answers; a request
+    /// sent to it would be carried out once it goes on, after this command gave up. So it must
+    /// first answer `status` as `dotsafe status` asks it, and only then is the request sent.
+    static func ask(_ mountPoint: String, _ request: String, replySeconds: Int? = nil,
+                    context: CommandContext) throws -> (reply: String, storage: String) {
+        let folder = RuntimeFolder.existing(environment: context.environment)
+        let path = MountRecord.mountPoint(mountPoint, in: folder)
+        let none = CLIError.failure("no vault of yours is mounted at \(path)")
+        guard let folder, let record = MountRecord.all(in: folder).last(where: { $0.mountPoint == path }) else { throw none }
+        do {
+            guard try record.state(in: folder) != nil else { throw none }
+        } catch let error as CLIError where error == record.notAnswering {
+            throw CLIError.failure(error.message + ": it may be stopped; nothing was asked of it")
         }
+        guard let channel = try record.connect(in: folder, waiting: MountRecord.answerSeconds) else { throw none }
+        if let replySeconds { channel.setReceiveTimeout(seconds: replySeconds) }
         channel.send(request)
-        guard let reply = channel.receiveLine() else { throw CLIError.failure("the daemon of \(path) ended without an answer") }
+        guard let reply = channel.receiveLine() else {
+            throw replySeconds == nil ? CLIError.failure("the daemon of \(path) ended without an answer") : record.notAnswering
+        }
         if reply.hasPrefix("failed: ") { throw CLIError.failure(String(reply.dropFirst("failed: ".count))) }
         return (reply, record.storage)
     }

@@ -57,6 +57,28 @@ struct MountRecord: Codable, Equatable {
 
     var notAnswering: CLIError { .failure("the daemon of \(mountPoint) (pid \(pid)) does not answer") }
 
+    /// The daemon's state, asked on its lock channel within `answerSeconds` for the connection
+    /// and again for the answer; nil when no daemon listens (it was killed). Throws
+    /// `notAnswering` for one that is stopped or hung.
+    func state(in folder: RuntimeFolder) throws -> MountState? {
+        guard let channel = try connect(in: folder, waiting: Self.answerSeconds) else { return nil }
+        channel.setReceiveTimeout(seconds: Self.answerSeconds)
+        channel.send("status")
+        guard let line = channel.receiveLine(), let state = try? JSONDecoder().decode(MountState.self, from: Data(line.utf8)) else {
+            throw notAnswering
+        }
+        return state
+    }
+
+    /// The mount point `path` names, as its record has it. The path as typed first: resolving
+    /// it looks at the mount point, which waits (in the kernel, in silence) when the daemon
+    /// does not answer; only a path no record has is resolved.
+    static func mountPoint(_ path: String, in folder: RuntimeFolder?) -> String {
+        let typed = MountTable.absolute(path)
+        let isRecorded = folder.map { all(in: $0).contains { $0.mountPoint == typed } } ?? false
+        return isRecorded ? typed : MountTable.canonical(path)
+    }
+
     /// Every record in the folder (unreadable ones skipped).
     static func all(in folder: RuntimeFolder) -> [MountRecord] {
         let names = (try? SystemCall.listFolder(folder.path)) ?? []
