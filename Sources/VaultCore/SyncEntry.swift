@@ -38,6 +38,9 @@ public struct LocalSyncView: Sendable {
     public var header: SyncBase.Header?
     public var base: SyncBase?
     public var generation: UInt64
+    /// Changes not committed yet (a library caller's; `dotsafe sync` opens the vault afresh and
+    /// a mount's round commits first): `entries` hold them, `generation` does not count them.
+    public var hasChanges: Bool
     public var isNew: Bool
     /// This device's index in the table, and every device's name by index.
     public var localDevice: UInt16

@@ -16,7 +16,7 @@ extension VaultState {
         var names: [UInt16: String] = [:]
         for (index, device) in formatTwo.devices.enumerated() { names[UInt16(index)] = String(decoding: device.name, as: UTF8.self) }
         names[formatTwo.localDevice] = deviceName
-        return LocalSyncView(entries: entries, header: header, base: base, generation: committer.generation, isNew: isNew,
+        return LocalSyncView(entries: entries, header: header, base: base, generation: committer.generation, hasChanges: hasChanges, isNew: isNew,
                              localDevice: formatTwo.localDevice, deviceNames: names, nextItemID: tree.nextItemID)
     }
 

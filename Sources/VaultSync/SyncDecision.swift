@@ -19,7 +19,7 @@ struct SyncDecision: Equatable {
         let ownRoot = header.map { read == $0.publishedGeneration && remoteWriter == view.localDevice } ?? false
         let pending = header.map { $0.publishedGeneration != $0.readGeneration } ?? false
         let atBase = read == 0 || ownRoot || (pending && read == header?.readGeneration)
-        let localUnchanged = header.map { view.generation == $0.localGeneration } ?? false
+        let localUnchanged = !view.hasChanges && header.map { view.generation == $0.localGeneration } ?? false
         merges = !atBase
         publishes = !(ownRoot && localUnchanged)
         confirmsLanded = ownRoot && localUnchanged && pending
