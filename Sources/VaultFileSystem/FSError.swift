@@ -13,7 +13,8 @@ public enum FSError: Error, Equatable, Sendable {
     case isADirectory
     /// rmdir or rename over a folder that has entries (ENOTEMPTY).
     case notEmpty
-    /// A bad argument: a folder moved into itself, an unsupported flag or type (EINVAL).
+    /// A bad argument: a folder moved into itself, an unsupported flag or type, an extended
+    /// attribute name that is only a namespace (`user.`) (EINVAL).
     case invalidArgument
     /// A name longer than 255 bytes, or a link target longer than the format allows (ENAMETOOLONG).
     case nameTooLong
@@ -35,7 +36,8 @@ public enum FSError: Error, Equatable, Sendable {
     case readOnly
     /// Not permitted: a hard link to a folder (EPERM).
     case notPermitted
-    /// Not supported: POSIX ACLs (EOPNOTSUPP). (An unsupported rename flag, RENAME_EXCHANGE among
+    /// Not supported: POSIX ACLs, SELinux labels, extended attributes of a namespace ext4 does
+    /// not know (EOPNOTSUPP). (An unsupported rename flag, RENAME_EXCHANGE among
     /// them, is EINVAL, as the kernel answers for a FUSE server without rename2.)
     case notSupported
     /// SEEK_DATA or SEEK_HOLE from the end of the file or past it, or SEEK_DATA with no data

@@ -20,14 +20,14 @@ extension FileSystem {
         return try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
             _ = try vault.attributes(inode)
-            guard !Self.unsupportedAttributeNames.contains(name) else { throw FSError.notSupported }
+            try Self.checkKept(name)
             return try vault.extendedAttribute(inode, name)
         }
     }
 
     /// Without any the vault does not keep (one stored before it stopped keeping them).
     public func extendedAttributeNames(_ inode: UInt64) throws(FSError) -> [[UInt8]] {
-        try withState { _ in try vault.extendedAttributeNames(inode).filter { !Self.unsupportedAttributeNames.contains($0) } }
+        try withState { _ in try vault.extendedAttributeNames(inode).filter { (try? Self.checkKept($0)) != nil } }
     }
 
     /// setxattr(2): `create` is XATTR_CREATE (EEXIST if present), `replace` XATTR_REPLACE
@@ -35,10 +35,10 @@ extension FileSystem {
     public func setExtendedAttribute(_ inode: UInt64, _ name: [UInt8], _ value: [UInt8],
                                      create: Bool = false, replace: Bool = false) throws(FSError) {
         guard !(create && replace) else { throw .invalidArgument }
-        guard !Self.unsupportedAttributeNames.contains(name) else { throw .notSupported }
+        try Self.checkAttributeName(name)
+        try Self.checkKept(name)
         guard value.count <= Self.maximumAttributeValue else { throw .attributeTooLarge }
         try withState(FSError.Context(notFound: .noAttribute, tooLarge: .noSpace)) { _ in
-            try Self.checkAttributeName(name)
             _ = try vault.attributes(inode)
             try vault.setExtendedAttribute(inode, name, value, create: create, replace: replace)
             commitScheduler.noteChange()
@@ -49,10 +49,23 @@ extension FileSystem {
         try withState(FSError.Context(notFound: .noAttribute)) { _ in
             try Self.checkAttributeName(name)
             _ = try vault.attributes(inode)
-            guard !Self.unsupportedAttributeNames.contains(name) else { throw FSError.notSupported }
+            try Self.checkKept(name)
             try vault.setExtendedAttribute(inode, name, nil)
             commitScheduler.noteChange()
         }
+    }
+
+    /// The namespaces ext4 keeps, besides the ACLs of `system.`. The kernel hands a FUSE file
+    /// system every name, so the vault answers as ext4 does (the kernel's `xattr_resolve_name`):
+    /// a name of any other namespace is EOPNOTSUPP, a namespace with nothing after it EINVAL.
+    /// Otherwise `setfattr -n foo.bar` would succeed here and fail once the file is copied out.
+    static let keptNamespaces = ["user.", "trusted.", "security."].map { Array($0.utf8) }
+
+    /// Throws what ext4 answers for a name the vault does not keep.
+    private static func checkKept(_ name: [UInt8]) throws(FSError) {
+        guard let namespace = keptNamespaces.first(where: { name.starts(with: $0) }) else { throw .notSupported }
+        guard name.count > namespace.count else { throw .invalidArgument }
+        guard !unsupportedAttributeNames.contains(name) else { throw .notSupported }
     }
 
     private static func checkAttributeName(_ name: [UInt8]) throws(FSError) {

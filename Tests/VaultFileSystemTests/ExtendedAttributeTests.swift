@@ -68,4 +68,22 @@ import VaultFileSystem
         try h.fs.setExtendedAttribute(id, "security.other".bytes, [1])
         #expect(try h.fs.extendedAttributeNames(id) == ["security.other".bytes])
     }
+
+    /// ext4 keeps `user.`, `trusted.` and `security.` (and the ACLs of `system.`): any other
+    /// namespace is EOPNOTSUPP, a known prefix with nothing after it EINVAL. One stored by a
+    /// build that took any name is not listed and cannot be read, and removing it is refused.
+    @Test(arguments: ["foo.bar", "bogus", "system.x", "userx.a", "user", "user.", "trusted.", "security."])
+    func namespacesExt4DoesNotKeepAreRefused(name: String) throws {
+        let h = try FileSystemHarness()
+        let id = try h.createFile("f")
+        let refusal: FSError = name.hasSuffix(".") ? .invalidArgument : .notSupported
+        #expect(throws: refusal) { try h.fs.setExtendedAttribute(id, name.bytes, [1]) }
+        #expect(throws: refusal) { try h.fs.extendedAttribute(id, name.bytes) }
+        #expect(throws: refusal) { try h.fs.removeExtendedAttribute(id, name.bytes) }
+        try h.vault.setExtendedAttribute(id, name.bytes, [1])
+        try h.fs.setExtendedAttribute(id, "user.kept".bytes, [2])
+        #expect(try h.fs.extendedAttributeNames(id) == ["user.kept".bytes])
+        #expect(throws: refusal) { try h.fs.extendedAttribute(id, name.bytes) }
+        #expect(throws: refusal) { try h.fs.removeExtendedAttribute(id, name.bytes) }
+    }
 }
