@@ -29,6 +29,10 @@ public struct VaultCheckReport: Sendable {
     /// Copies a re-creation at lock cut short left (`NAME.recreated`, FORMAT.md §11.3), of any
     /// vault: the next writing open removes them. Not damage.
     public var recreationLeftovers = 0
+    /// Download folders a killed sync left (`NAME.downloading`, FORMAT.md §13.11), of any
+    /// vault: the next writing open removes them. One a running sync holds is not counted.
+    /// Not damage.
+    public var downloadLeftovers = 0
     /// Index version 3: §15.6's rules across records that the index breaks, one line each
     /// ("index 3, RULE: …", numbers only), from `VaultState.auditIndexThree`.
     public var indexProblems: [String] = []
@@ -197,6 +201,7 @@ extension VaultState {
         report.strayFileNumbers = strays
         report.leftoverFileNumbers = leftovers
         report.recreationLeftovers = all.filter(StorageRecreator.isTemporary).count
+        report.downloadLeftovers = try storage.downloadLeftovers()
         // Leftovers of a cut group or a release may break the steps of 16; their removal mends it.
         if (good.count - leftoversCounted) % Format.groupSize != 0 {
             report.storageProblems.append("the storage holds \(good.count - leftoversCounted) files, not a multiple of \(Format.groupSize)")

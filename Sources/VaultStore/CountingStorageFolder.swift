@@ -69,6 +69,7 @@ public final class CountingStorageFolder: StorageFolder {
         try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
     }
     public func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
+    public func downloadLeftovers() throws -> Int { try base.downloadLeftovers() }
     public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
     public func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }
 

@@ -276,6 +276,8 @@ public final class DiskStorageFolder: StorageFolder {
         try DownloadFolder.removeLeftovers(in: folder)
     }
 
+    public func downloadLeftovers() throws -> Int { try DownloadFolder.countLeftovers(in: folder) }
+
     /// Each name is the session's file from now on, with the time it has (a download is about to
     /// write it from outside this folder).
     public func willOverwrite(_ names: [String]) throws {

@@ -41,8 +41,11 @@ public final class DownloadFolder: @unchecked Sendable {
                 throw StoreError.fromErrno("mkdir \(name)", Glibc.errno)
             }
             guard let fd = try? Syscalls.openFile(storage, name, O_RDONLY | O_DIRECTORY) else { continue }
-            // An open that found it before the lock may have removed it: then make another.
-            if flock(fd, LOCK_EX | LOCK_NB) == 0, try Syscalls.status(storage, name)?.isFolder == true { return (name, fd) }
+            // Waits for the lock: another process may hold it for a moment, to remove a
+            // leftover (then the folder is gone: make another) or to count leftovers (fsck).
+            if (try? Syscalls.lockFolder(fd, exclusive: true)) != nil, try Syscalls.status(storage, name)?.isFolder == true {
+                return (name, fd)
+            }
             Syscalls.close(fd)
         }
     }
@@ -88,17 +91,32 @@ public final class DownloadFolder: @unchecked Sendable {
     /// sync was killed) goes with its files. Returns how many.
     @discardableResult
     static func removeLeftovers(in storage: Int32) throws -> Int {
-        var removed = 0
+        let removed = try forEachLeftover(in: storage) { name, fd in
+            try empty(fd)
+            _ = try Syscalls.retrying("rmdir") { unlinkat(storage, name, AT_REMOVEDIR) }
+        }
+        if removed > 0 { try Syscalls.fsync(storage) }
+        return removed
+    }
+
+    /// How many download folders killed syncs left (`dotsafe fsck`); one a sync holds is not
+    /// counted. Each lock is held only for the look.
+    static func countLeftovers(in storage: Int32) throws -> Int {
+        try forEachLeftover(in: storage) { _, _ in }
+    }
+
+    /// Calls `body` with the name and descriptor of each download folder whose lock it can take
+    /// (`LOCK_NB`: a held lock is a sync in progress), holding that lock; returns how many.
+    private static func forEachLeftover(in storage: Int32, _ body: (String, Int32) throws -> Void) throws -> Int {
+        var count = 0
         for name in try Syscalls.listNames(storage) where name.hasSuffix(suffix) && FileName.isWellFormed(String(name.dropLast(suffix.count))) {
             guard let fd = try? Syscalls.openFile(storage, name, O_RDONLY | O_DIRECTORY) else { continue }
             defer { Syscalls.close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
-            try empty(fd)
-            _ = try Syscalls.retrying("rmdir") { unlinkat(storage, name, AT_REMOVEDIR) }
-            removed += 1
+            try body(name, fd)
+            count += 1
         }
-        if removed > 0 { try Syscalls.fsync(storage) }
-        return removed
+        return count
     }
 }
 

@@ -34,4 +34,5 @@ public final class RedirectedReadsFolder: StorageFolder {
     public func replace(_ name: String, contents: [UInt8]) throws { throw refuse(name) }
     public func rename(_ name: String, to newName: String) throws { throw refuse(name) }
     public func capacity() throws -> (total: UInt64, free: UInt64, available: UInt64) { try base.capacity() }
+    public func downloadLeftovers() throws -> Int { try base.downloadLeftovers() }
 }

@@ -64,6 +64,9 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// At the open of a vault that writes: removes the copies an interrupted re-creation left
     /// (docs/FORMAT.md §11.3) and the download folders of killed syncs (§13.11).
     func removeRecreationLeftovers() throws
+    /// How many download folders of killed syncs (§13.11) the next writing open would remove;
+    /// one a sync in progress holds is not counted (`dotsafe fsck`).
+    func downloadLeftovers() throws -> Int
     /// At lock, after the last commit (§11.2–§11.3): when this session wrote anything,
     /// re-creates the files it created or wrote and a random share of all others.
     func recreateAtLock(random: any RandomSource) throws
@@ -105,6 +108,7 @@ extension StorageFolder {
         throw StoreError.system(operation: "replace \(name)", errno: ENOTSUP)
     }
     public func removeRecreationLeftovers() throws {}
+    public func downloadLeftovers() throws -> Int { 0 }
     public func recreateAtLock(random: any RandomSource) throws {}
     public func willOverwrite(_ names: [String]) throws {}
 }

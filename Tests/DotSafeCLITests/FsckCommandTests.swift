@@ -224,6 +224,42 @@ import VaultStore
         #expect(again.status == 0 && !again.standardOutput.contains("interrupted"), "\(again)")
     }
 
+    /// A sync killed while downloading leaves its download folder (FORMAT.md §13.11): fsck
+    /// counts it as left by an interrupted session, but says nothing of the folder of a sync
+    /// still running (it holds the folder's lock); the next sync removes the leftover.
+    @Test func aKilledSyncsDownloadFolderIsCountedUntilTheNextSync() throws {
+        let fixture = try Self.fixture()
+        defer { try? FileManager.default.removeItem(atPath: fixture.base) }
+        let remote = fixture.base + "/remote"
+        let up = SyncCommandTests.sync(fixture.storage, remote, fixture.environment, device: "laptop")
+        try #require(up.status == 0, "\(up)")
+        func entries() throws -> Set<String> { Set(try FileManager.default.contentsOfDirectory(atPath: fixture.storage)) }
+        let before = try entries()
+        var running: DownloadFolder? = try DownloadFolder(storagePath: fixture.storage, random: SystemRandom())
+        let folder = try #require(running?.path)
+        // A torn download in it, as rclone leaves one.
+        #expect(FileManager.default.createFile(atPath: folder + "/" + (before.first { FileName.isWellFormed($0) } ?? "x"),
+                                               contents: Data(count: 1000)))
+
+        let whileRunning = fixture.fsck()
+        #expect(whileRunning.status == 0 && !whileRunning.standardOutput.contains("interrupted"), "\(whileRunning)")
+        #expect(whileRunning.standardOutput.hasSuffix(": clean.\n"), "\(whileRunning)")
+
+        running = nil  // the sync is killed: its lock goes with its descriptor
+        let left = fixture.fsck()
+        #expect(left.status == 0, "\(left)")
+        #expect(left.standardOutput.contains("left by an interrupted session: 1 download folder of a sync; "
+                                             + "the next writable mount removes it\n"), "\(left)")
+        #expect(left.standardOutput.hasSuffix(": clean.\n"), "\(left)")
+        #expect(try entries() == before.union([(folder as NSString).lastPathComponent]), "fsck wrote")
+
+        let next = SyncCommandTests.sync(fixture.storage, remote, fixture.environment, device: "laptop")
+        #expect(next.status == 0, "\(next)")
+        #expect(!(try entries()).contains { $0.hasSuffix(DownloadFolder.suffix) }, "the next sync leaves the leftover")
+        let again = fixture.fsck()
+        #expect(again.status == 0 && !again.standardOutput.contains("interrupted"), "\(again)")
+    }
+
     @Test func aDamagedIndexIsReportedAndNothingIsWritten() throws {
         let fixture = try Self.fixture()
         defer { try? FileManager.default.removeItem(atPath: fixture.base) }

@@ -53,8 +53,9 @@ import Testing
         Decrypts every index page, chunk and pack member of the vault the pattern
         opens, and checks its storage files (present, of the right size, none stray,
         a count in steps of 16). Damaged items are named by path. Files that an
-        interrupted session left, which the next writable mount removes, are
-        counted on one line: no damage. Exit status: 0 clean, 1 damage or failure.
+        interrupted session left, and the download folder of a killed sync, which
+        the next writable mount or sync removes, are counted on one line: no
+        damage. Exit status: 0 clean, 1 damage or failure.
         Nothing is written without --repair, and never while the vault is mounted.
 
         --repair lists what it drops, then keeps every item and every chunk that

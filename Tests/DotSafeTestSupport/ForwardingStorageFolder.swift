@@ -38,6 +38,7 @@ open class ForwardingStorageFolder: StorageFolder, @unchecked Sendable {
         try base.placeDownloads(from: downloads, replacing: replacing, groups: groups)
     }
     open func removeRecreationLeftovers() throws { try base.removeRecreationLeftovers() }
+    open func downloadLeftovers() throws -> Int { try base.downloadLeftovers() }
     open func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
     open func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }
 }

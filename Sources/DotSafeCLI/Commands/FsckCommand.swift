@@ -15,8 +15,9 @@ struct FsckCommand: Command {
         Decrypts every index page, chunk and pack member of the vault the pattern
         opens, and checks its storage files (present, of the right size, none stray,
         a count in steps of 16). Damaged items are named by path. Files that an
-        interrupted session left, which the next writable mount removes, are
-        counted on one line: no damage. Exit status: 0 clean, 1 damage or failure.
+        interrupted session left, and the download folder of a killed sync, which
+        the next writable mount or sync removes, are counted on one line: no
+        damage. Exit status: 0 clean, 1 damage or failure.
         Nothing is written without --repair, and never while the vault is mounted.
 
         --repair lists what it drops, then keeps every item and every chunk that
@@ -125,12 +126,13 @@ struct FsckCommand: Command {
 
     /// What an interrupted session left, which is no damage: the line that says so, or nil.
     static func leftoverLine(_ report: VaultCheckReport) -> String? {
-        let files = report.leftoverFileNumbers.count, copies = report.recreationLeftovers
-        guard files + copies > 0 else { return nil }
+        let files = report.leftoverFileNumbers.count, copies = report.recreationLeftovers, folders = report.downloadLeftovers
+        guard files + copies + folders > 0 else { return nil }
         let parts = [files > 0 ? "\(files) file\(files == 1 ? "" : "s") of the vault" : nil,
-                     copies > 0 ? "\(copies) re-creation cop\(copies == 1 ? "y" : "ies")" : nil].compactMap { $0 }
-        return "left by an interrupted session: \(parts.joined(separator: " and ")); the next writable mount removes "
-            + (files + copies == 1 ? "it" : "them")
+                     copies > 0 ? "\(copies) re-creation cop\(copies == 1 ? "y" : "ies")" : nil,
+                     folders > 0 ? "\(folders) download folder\(folders == 1 ? "" : "s") of a sync" : nil].compactMap { $0 }
+        let list = parts.count > 1 ? parts.dropLast().joined(separator: ", ") + " and " + parts.last! : parts[0]
+        return "left by an interrupted session: \(list); the next writable mount removes " + (files + copies + folders == 1 ? "it" : "them")
     }
 
     /// One line per damage, then a summary.
