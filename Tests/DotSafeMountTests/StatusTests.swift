@@ -160,6 +160,73 @@ import Testing
         #expect(s.dotsafe(["lock", vault]).output == "Locked \(vault).\n")
     }
 
+    /// `share` and `unshare` wait for the work as long as it takes once the daemon answered
+    /// `status` (a commit, new keys), but say after some seconds what they wait for, as `lock`
+    /// does. The daemon is a stand-in that answers `status` at once and the request only when
+    /// the test has seen the note.
+    @Test func shareAndUnshareSayWhatTheyWaitFor() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        let real = try s.h.mountPoint("real")
+        try #require(s.mount(real, pattern: Self.patterns[0]).status == 0)
+        let contact = s.dotsafe(["contact", real])
+        try #require(contact.status == 0, "\(contact)")
+        let code = contact.output.trimmingCharacters(in: .newlines)
+        #expect(s.dotsafe(["lock", real]).status == 0)
+
+        let folder = s.runtime + "/dotsafe", name = String(repeating: "cd", count: 16), go = s.h.base + "/go"
+        let slow = s.h.base + "/slow"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", """
+            import os,socket,sys,time
+            os.chdir(sys.argv[1])  # a relative name: the test folder's path may pass sun_path's 108 bytes
+            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(8)
+            print('listening', flush=True)
+            while True:
+                c,_=s.accept(); request=c.makefile().readline().strip()
+                if request=='status':
+                    c.sendall(b'{"pending":false}\\n')
+                else:
+                    while not os.path.exists(sys.argv[3]): time.sleep(0.05)
+                    os.unlink(sys.argv[3])
+                    c.sendall(b'shared dotsafe1own\\n' if request.startswith('share ') else b'unshared\\n')
+                c.close()
+            """, folder, name + ".sock", go]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit(); unlink(folder + "/" + name + ".sock") }
+        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
+        let record = #"{"mountPoint":"\#(slow)","storage":"\#(s.h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
+        #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        defer { unlink(folder + "/" + name + ".mount") }
+
+        for (command, doing) in [("share", "share it"), ("unshare", "withdraw it")] {
+            let errors = s.h.base + "/\(command).err"
+            let answered = Mutex<CommandResult?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                let result = s.h.sh("XDG_RUNTIME_DIR='\(s.runtime)' '\(MountHarness.binary)' \(command) --to \(code) '\(slow)' 2>'\(errors)'",
+                                    expectFailure: true)
+                answered.withLock { $0 = result }
+                done.signal()
+            }
+            let note = "dotsafe: still waiting for the daemon of \(slow) (pid \(server.processIdentifier)) to \(doing): "
+                + "it may be writing a lot, or be stopped\n"
+            let noted = waitFor(seconds: 60) { (try? String(contentsOfFile: errors, encoding: .utf8)) == note }
+            #expect(noted, "\(command): \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
+            #expect(FileManager.default.createFile(atPath: go, contents: nil))
+            try #require(done.wait(timeout: .now() + 60) == .success, "\(command) returned not after its answer")
+            let result = try #require(answered.withLock { $0 })
+            #expect(result.status == 0, "\(command): \(result)")
+            #expect(result.output.hasPrefix(command == "share" ? "Shared the vault at \(slow)" : "Withdrew the vault at \(slow)"),
+                    "\(command): \(result)")
+            #expect(try String(contentsOfFile: errors, encoding: .utf8) == note, "\(command): one note, nothing else")
+        }
+    }
+
     /// `lock --all` goes on past a vault that fails to lock, and its error line names that
     /// vault. The failing one is a stand-in daemon (a real one fails only when its storage
     /// does): it answers `lock` as a daemon whose final commit failed.

@@ -23,7 +23,7 @@ struct ContactCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        let (reply, _) = try DaemonRequest.ask(mountPoint, ShareRequests.contact, replySeconds: LockCommand.patienceSeconds, context: context)
+        let (reply, _) = try DaemonRequest.ask(mountPoint, ShareRequests.contact, wait: .atMost(seconds: WaitingNote.patienceSeconds), context: context)
         if reply.hasPrefix("shared ") {
             context.standardError.writeLine("\(DotSafeCLI.name): note: this vault was shared with you; this is your own vault's contact code")
             context.standardOutput.writeLine(String(reply.dropFirst("shared ".count)))

@@ -47,21 +47,13 @@ struct LockCommand: Command {
         return 0
     }
 
-    /// Seconds after which `lock` says it is still waiting for the daemon.
-    static let patienceSeconds = 5
-
     /// Asks the daemon of `path` to lock and returns once it has exited. Each error names `path`
     /// (`lock --all` prints one per vault).
     private static func lock(_ path: String, folder: RuntimeFolder?, context: CommandContext) throws {
         let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
         // A lock may take long (a big commit, its recreation budget), so it is never given up
         // on; but a stopped or hung daemon would keep this waiting in silence: say so.
-        let note = record.map { record in
-            DispatchWorkItem { [stderr = context.standardError] in
-                stderr.writeLine("\(DotSafeCLI.name): still waiting for the daemon of \(path) (pid \(record.pid)) to lock it: it may be writing a lot, or be stopped")
-            }
-        }
-        if let note { DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(patienceSeconds), execute: note) }
+        let note = record.map { WaitingNote(for: $0, doing: "lock it", context: context) }
         defer { note?.cancel() }
         let channel: UnixSocket?
         do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {

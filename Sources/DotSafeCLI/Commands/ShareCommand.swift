@@ -34,7 +34,8 @@ struct ShareCommand: Command {
 
     func run(context: CommandContext) throws -> Int32 {
         let recipient = try ContactCommand.parseCode(code)
-        let (reply, storage) = try DaemonRequest.ask(mountPoint, ShareRequests.sharePrefix + recipient.compact, context: context)
+        let (reply, storage) = try DaemonRequest.ask(mountPoint, ShareRequests.sharePrefix + recipient.compact,
+                                                     wait: .untilDone(doing: "share it"), context: context)
         guard reply.hasPrefix("shared ") else {
             throw CLIError.failure("the daemon of \(mountPoint) gave an answer this dotsafe does not know")
         }

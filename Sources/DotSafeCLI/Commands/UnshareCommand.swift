@@ -31,7 +31,8 @@ struct UnshareCommand: Command {
 
     func run(context: CommandContext) throws -> Int32 {
         let recipient = try ContactCommand.parseCode(code)
-        let (reply, _) = try DaemonRequest.ask(mountPoint, ShareRequests.unsharePrefix + recipient.compact, context: context)
+        let (reply, _) = try DaemonRequest.ask(mountPoint, ShareRequests.unsharePrefix + recipient.compact,
+                                               wait: .untilDone(doing: "withdraw it"), context: context)
         guard reply == ShareRequests.unshared else {
             throw CLIError.failure("the daemon of \(mountPoint) gave an answer this dotsafe does not know")
         }
