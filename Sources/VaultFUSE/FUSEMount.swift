@@ -98,7 +98,10 @@ public final class FUSEMount: Sendable {
             throw .invalidOptions(options.mountOptions)
         }
         // For an unprivileged user libfuse runs fusermount3, which says on standard error why
-        // it refuses: a daemon's is /dev/null, so the reason goes into the error instead.
+        // it refuses: a daemon's is /dev/null, so the reason goes into the error instead. The
+        // `auto_unmount` helper (the fusermount3 of a mount that succeeded, which stays on)
+        // does not keep this file: libfuse runs that one, with `subtype=`, on /dev/null, and
+        // only after a failure again, without `subtype=`, on this (UnmountHelperTests).
         let (mounted, said) = ProcessCalls.capturingStandardError { fuse_session_mount(created, mountPoint) == 0 }
         let lines = (said ?? "").split(separator: "\n").map(String.init)
         guard mounted else {
