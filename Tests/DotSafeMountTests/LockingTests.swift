@@ -106,16 +106,7 @@ import Testing
         let h = try MountHarness()
         defer { h.finish() }
         let vault = try h.mountPoint()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: MountHarness.binary)
-        process.arguments = ["mount", h.storage, vault, "--pattern-stdin", "-f"]
-        process.environment = h.environment
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data((Self.pattern + "\n").utf8))
+        let (process, output) = try h.startForeground(vault, pattern: Self.pattern, standardError: FileHandle.nullDevice)
         for _ in 0..<200 where !MountHarness.isMounted(vault) { usleep(25_000) }
         #expect(MountHarness.isMounted(vault))
         h.sh("echo fg > fg.txt", in: vault)

@@ -29,6 +29,37 @@ import Testing
             dotsafe(["mount", h.storage, point, "--pattern-stdin"] + options, input: pattern + "\n")
         }
 
+        /// A stand-in daemon of `mountPoint`: python3 runs `serve` with `s`, the listening socket
+        /// of a lock channel in the runtime folder, and `sys.argv[3:]`, `arguments`; a mount
+        /// record names it. `stop` ends it and removes its files.
+        func standInDaemon(for mountPoint: String, serving serve: String,
+                           arguments: [String] = []) throws -> (pid: Int32, stop: () -> Void) {
+            let folder = runtime + "/dotsafe", name = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            server.arguments = ["-c", """
+                import os,socket,sys,time
+                os.chdir(sys.argv[1])  # a relative name: the test folder's path may pass sun_path's 108 bytes
+                s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(8)
+                print('listening', flush=True)
+                \(serve)
+                """, folder, name + ".sock"] + arguments
+            let output = Pipe()
+            server.standardOutput = output
+            try server.run()
+            let stop = {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+                unlink(folder + "/" + name + ".sock")
+                unlink(folder + "/" + name + ".mount")
+            }
+            #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
+            let record = #"{"mountPoint":"\#(mountPoint)","storage":"\#(h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
+            #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
+                                                   attributes: [.posixPermissions: 0o600]))
+            return (server.processIdentifier, stop)
+        }
+
         func status() throws -> [[String: Any]] {
             let result = dotsafe(["status", "--json"])
             #expect(result.status == 0 && result.error.isEmpty, "\(result)")
@@ -174,15 +205,8 @@ import Testing
         let code = contact.output.trimmingCharacters(in: .newlines)
         #expect(s.dotsafe(["lock", real]).status == 0)
 
-        let folder = s.runtime + "/dotsafe", name = String(repeating: "cd", count: 16), go = s.h.base + "/go"
-        let slow = s.h.base + "/slow"
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", """
-            import os,socket,sys,time
-            os.chdir(sys.argv[1])  # a relative name: the test folder's path may pass sun_path's 108 bytes
-            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(8)
-            print('listening', flush=True)
+        let slow = s.h.base + "/slow", go = s.h.base + "/go"
+        let daemon = try s.standInDaemon(for: slow, serving: """
             while True:
                 c,_=s.accept(); request=c.makefile().readline().strip()
                 if request=='status':
@@ -192,16 +216,8 @@ import Testing
                     os.unlink(sys.argv[3])
                     c.sendall(b'shared dotsafe1own\\n' if request.startswith('share ') else b'unshared\\n')
                 c.close()
-            """, folder, name + ".sock", go]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit(); unlink(folder + "/" + name + ".sock") }
-        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
-        let record = #"{"mountPoint":"\#(slow)","storage":"\#(s.h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
-        #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
-                                               attributes: [.posixPermissions: 0o600]))
-        defer { unlink(folder + "/" + name + ".mount") }
+            """, arguments: [go])
+        defer { daemon.stop() }
 
         for (command, doing) in [("share", "share it"), ("unshare", "withdraw it")] {
             let errors = s.h.base + "/\(command).err"
@@ -213,7 +229,7 @@ import Testing
                 answered.withLock { $0 = result }
                 done.signal()
             }
-            let note = "dotsafe: still waiting for the daemon of \(slow) (pid \(server.processIdentifier)) to \(doing): "
+            let note = "dotsafe: still waiting for the daemon of \(slow) (pid \(daemon.pid)) to \(doing): "
                 + "it may be writing a lot, or be stopped\n"
             let noted = waitFor(seconds: 60) { (try? String(contentsOfFile: errors, encoding: .utf8)) == note }
             #expect(noted, "\(command): \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
@@ -235,24 +251,10 @@ import Testing
         defer { s.h.finish() }
         let real = try s.h.mountPoint("real"), failing = s.h.base + "/failing"
         try #require(s.mount(real, pattern: Self.patterns[0]).status == 0)
-        let folder = s.runtime + "/dotsafe", name = String(repeating: "ab", count: 16)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", """
-            import os,socket,sys
-            os.chdir(sys.argv[1])  # a relative name: the test folder's path may pass sun_path's 108 bytes
-            s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[2]); s.listen(8)
-            print('listening', flush=True)
+        let daemon = try s.standInDaemon(for: failing, serving: """
             c,_=s.accept(); c.recv(100); c.sendall(b'failed: the commit failed: no space left on device\\n'); c.close()
-            """, folder, name + ".sock"]
-        let output = Pipe()
-        server.standardOutput = output
-        try server.run()
-        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit(); unlink(folder + "/" + name + ".sock") }
-        #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
-        let record = #"{"mountPoint":"\#(failing)","storage":"\#(s.h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
-        #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
-                                               attributes: [.posixPermissions: 0o600]))
+            """)
+        defer { daemon.stop() }
         let locked = s.dotsafe(["lock", "--all"])
         #expect(locked.status == 1 && locked.output == "Locked \(real).\n", "\(locked)")
         #expect(locked.error == "dotsafe: could not lock \(failing): the commit failed: no space left on device\n", "\(locked)")

@@ -31,17 +31,8 @@ import Testing
         defer { h.finish() }
         let vault = try h.mountPoint()
         let errors = h.base + "/foreground.err"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: MountHarness.binary)
-        process.arguments = ["mount", h.storage, vault, "--pattern-stdin", "-f"]
-        process.environment = h.environment
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors).creatingEmpty())
-        try process.run()
-        h.track(vault)
-        input.fileHandleForWriting.write(Data((Self.pattern + "\n").utf8))
+        let (process, output) = try h.startForeground(vault, pattern: Self.pattern,
+                                                      standardError: try FileHandle(forWritingTo: URL(fileURLWithPath: errors).creatingEmpty()))
         // Said once the mount is served: the kernel lists it before libfuse returns to the daemon.
         var said = ""
         while !said.contains("Mounted the vault"), case let data = output.fileHandleForReading.availableData, !data.isEmpty {

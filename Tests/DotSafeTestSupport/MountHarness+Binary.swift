@@ -31,6 +31,23 @@ extension MountHarness {
         return result
     }
 
+    /// Starts `dotsafe mount -f` with the pattern on its standard input, its standard output a
+    /// pipe the caller reads and its standard error `standardError`; tracked for `finish()`.
+    public func startForeground(_ mountPoint: String, pattern: String, standardError: FileHandle) throws -> (process: Process, output: Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["mount", storage, mountPoint, "--pattern-stdin", "-f"]
+        process.environment = environment
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = standardError
+        try process.run()
+        track(mountPoint)
+        input.fileHandleForWriting.write(Data((pattern + "\n").utf8))
+        return (process, output)
+    }
+
     /// A mount the test made another way (under script(1), say): `finish()` removes it if left.
     public func track(_ mountPoint: String) {
         _ = mounted.withLock { $0.insert(mountPoint) }
