@@ -29,6 +29,8 @@ extension VaultState {
                 try cacheChunk(id, index)
                 chunks.markDirty(key)
                 try flushChunk(key)
+                // A large kept file passes through the cache as a read of it does.
+                try evictIfNeeded()
             }
         }
     }

@@ -40,6 +40,15 @@ import VaultFormat
         }
     }
 
+    /// The pack file and offset of the small file at `path`.
+    static func memberPlace(_ device: SyncDevice, _ path: String) throws -> [UInt64] {
+        let id = try device.id(path)
+        return try device.vault.state.withLock { state in
+            let member = try #require(state.tree.allItems[id]?.packedMember)
+            return [member.fileNumber, UInt64(member.offset)]
+        }
+    }
+
     /// Writes y.bin over the free files of `device` (those its last sync freed among them, but
     /// for the few kept for pages, `FileWriter.reservedFiles`); returns its bytes.
     static func writeOverFreeFiles(_ device: SyncDevice, seed: UInt8) throws -> [UInt8] {
@@ -135,33 +144,46 @@ import VaultFormat
         let x = Self.bytes(0x21, chunks: 3)
         try laptop.write("x.bin", "")
         try laptop.write("x.bin", bytes: x)
+        // A small file is a member of the laptop's pack, whose place the laptop reuses too.
+        let small = (s: String(repeating: "s", count: 900), t: String(repeating: "t", count: 900))
+        func expectSmallFiles(_ device: SyncDevice) throws {
+            #expect(try device.read("s.txt") == small.s && device.read("t.txt") == small.t, "\(device.name)")
+        }
+        try laptop.write("s.txt", small.s)
         try laptop.sync(remote)
         try a.sync(remote)
         #expect(try Self.contents(a, "x.bin") == x)
-        let xFiles = Set(try Self.chunkFiles(laptop, "x.bin").values)
+        let xFiles = Set(try Self.chunkFiles(laptop, "x.bin").values), sPlace = try Self.memberPlace(laptop, "s.txt")
 
         try a.vault.unshare(with: codeB)
         try a.reopen()
         try laptop.vault.remove(Array("x.bin".utf8), from: Vault.rootID)
+        try laptop.vault.remove(Array("s.txt".utf8), from: Vault.rootID)
         try laptop.vault.commit()
         try laptop.sync(remote)
         let y = try Self.writeOverFreeFiles(laptop, seed: 0x65)
+        try laptop.write("t.txt", small.t)
+        #expect(try Self.memberPlace(laptop, "t.txt") == sPlace, "t takes s's place in the laptop's pack")
         let yFiles = Set(try Self.chunkFiles(laptop, "y.bin").values)
         #expect(!xFiles.isDisjoint(with: yFiles), "y reuses x's files: \(xFiles.sorted()) \(yFiles.sorted())")
         try laptop.sync(remote)
 
         try a.sync(remote, mounted: mounted)
-        let names: Set<String> = ["keep.txt", "x.bin", "y.bin"]
+        let names: Set<String> = ["keep.txt", "s.txt", "t.txt", "x.bin", "y.bin"]
         let kept = (path: "x.bin", bytes: x, mode: UInt32(0o644))
         try Self.expectIntact(a, names, x: kept, y: y, "after the owner's sync:")
+        try expectSmallFiles(a)
         try laptop.sync(remote)
         try Self.expectIntact(laptop, names, x: kept, y: y, "after the laptop follows:")
+        try expectSmallFiles(laptop)
         try a.sync(remote)
         try Self.expectIntact(a, names, x: kept, y: y, "after the owner's next sync:")
+        try expectSmallFiles(a)
         let third = try SyncDevice("alice-desktop", seed: 0xA1)
         defer { third.finish() }
         try third.sync(remote)
         try Self.expectIntact(third, names, x: kept, y: y, "a device new to the vault:")
+        try expectSmallFiles(third)
         try sharedB.vault.lock()
     }
 }
