@@ -46,10 +46,7 @@ extension VaultState {
     func referencedFiles(pages: [StoredRef]? = nil, items: [UInt64: Item]? = nil) -> Set<FileUse> {
         var uses = Set<FileUse>()
         func add(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) {
-            guard let slot else { return }
-            var key = session.arena.bytes(slot)
-            defer { Sealer.wipe(&key) }
-            uses.insert(FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset))
+            if let use = fileUse(file, slot, offset: offset) { uses.insert(use) }
         }
         for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs { add(ref.fileNumber, ref.key) }
         for item in (items ?? tree.allItems).values {
@@ -57,6 +54,14 @@ extension VaultState {
             if let member = item.packedMember { add(member.fileNumber, item.memberKey, offset: member.offset) }
         }
         return uses
+    }
+
+    /// A file read under the key in `slot` (nil: a format-1 reference, under no key of its own).
+    func fileUse(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) -> FileUse? {
+        guard let slot else { return nil }
+        var key = session.arena.bytes(slot)
+        defer { Sealer.wipe(&key) }
+        return FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset)
     }
 
     /// The base items of the state as it is (after a commit: with its versions counted).

@@ -52,6 +52,7 @@ extension VaultState {
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
         for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
         remote.pulled = pulledChanges(from: oldItems, digests: Dictionary(uniqueKeysWithValues: oldDigests))
+        if !joining { try takeInKeptFiles(published: remote.uses) }
         let newUses = referencedFiles()
         let newFiles = Set(newUses.map(\.file))
         if !joining {
