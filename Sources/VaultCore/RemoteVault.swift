@@ -133,7 +133,9 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     case damagedRemote(String)
     /// The remote does not hold the state this device last synced with: put back to an older
     /// copy, maybe synced since by a device that never saw what went (SYNC-DESIGN §3.4 step 3).
-    /// A merge would take everything written since as deleted there.
+    /// A merge would take everything written since as deleted there. The way out (SYNC-DESIGN
+    /// §3.4 step 3): the newer copy put back, or a join from the remote as it is in an empty
+    /// folder, which takes this storage's changes by hand (no merge of the two takes them as deleted).
     case rolledBack(String)
     /// The remote holds no index of this vault, but this device synced it before: a second
     /// remote, or one emptied. Not a put-back copy, but the sync base is one per vault (FORMAT.md
@@ -170,7 +172,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "
                 + "vault syncs with one remote for now (its sync state is kept once per vault); nothing was changed"
-        case .rolledBack(let why): "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed"
+        case .rolledBack(let why):
+            "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed, and this storage keeps its "
+                + "state: put the remote's newer copy back if there is one, or go on from the remote as it is: sync into an empty "
+                + "storage folder, then copy into that vault what this storage changed since its last sync"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "
