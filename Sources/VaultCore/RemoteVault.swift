@@ -40,6 +40,9 @@ public final class RemoteVault: @unchecked Sendable {
     var moved: (rootLocator: SecretBytes, rootKey: SecretBytes)?
     /// The root was read at RL''s slots: the remote is at the new keys but for its record.
     public internal(set) var readMoved = false
+    /// A join found no file at a name it may write (`refuseJoinOverHeldFiles`): what it places
+    /// is its own until its commit.
+    var joinNamesFree = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -120,15 +123,19 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The remote's unlock record is not the one its root lists: another device's sync of a
     /// pattern change is under way or was cut short (its next sync finishes it).
     case patternChanging
-    /// A device that would join holds the vault's own root slots already: its storage holds
-    /// this vault under another pattern (the pattern was changed on another device since), whose
-    /// files the join would write over (FORMAT.md §13.12, "with sync").
+    /// A device that would join holds files at names the join writes (the vault's local root
+    /// slots, its devices' files) beside others: its storage holds this vault under another
+    /// pattern (the pattern was changed on another device since), whose root and files the join
+    /// would write over (FORMAT.md §13.12, "with sync"); or what a join killed before its commit
+    /// placed, which nothing tells apart from that. `mount --sync` is refused for it.
     case heldUnderOtherPattern
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
     /// The remote does not hold the state this device last synced with: put back to an older
     /// copy, maybe synced since by a device that never saw what went (SYNC-DESIGN §3.4 step 3).
-    /// A merge would take everything written since as deleted there.
+    /// A merge would take everything written since as deleted there. The way out (SYNC-DESIGN
+    /// §3.4 step 3): the newer copy put back, or a join from the remote as it is in an empty
+    /// folder, which takes this storage's changes by hand (no merge of the two takes them as deleted).
     case rolledBack(String)
     /// The remote holds no index of this vault, but this device synced it before: a second
     /// remote, or one emptied. Not a put-back copy, but the sync base is one per vault (FORMAT.md
@@ -158,14 +165,17 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .patternChanging:
             "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .heldUnderOtherPattern:
-            "this storage holds this vault under another pattern (it was changed on another device): nothing was changed; the storage "
-                + "still opens with that pattern and keeps its changes since its last sync; to go on, sync with this pattern into an "
-                + "empty storage folder"
+            "this storage holds this vault under another pattern (it was changed on another device), or what a killed first sync "
+                + "of this pattern left: nothing was changed; the storage still opens with the other pattern and keeps its changes "
+                + "since its last sync; to go on, sync with this pattern into an empty storage folder"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "
                 + "vault syncs with one remote for now (its sync state is kept once per vault); nothing was changed"
-        case .rolledBack(let why): "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed"
+        case .rolledBack(let why):
+            "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed, and this storage keeps its "
+                + "state: put the remote's newer copy back if there is one, or go on from the remote as it is: sync into an empty "
+                + "storage folder, then copy into that vault what this storage changed since its last sync"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "

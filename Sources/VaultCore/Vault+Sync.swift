@@ -115,6 +115,12 @@ extension Vault {
         try syncLocked { try $0.finishMerge(remote, downloaded: downloaded) }
     }
 
+    /// After a join failed short of its commit: the files it placed go, so that the next sync
+    /// joins again (a file at a name a join writes refuses it, FORMAT.md §13.12).
+    public func removeJoinLeftovers(_ remote: RemoteVault) throws {
+        try syncLocked { try $0.removeJoinLeftovers(remote) }
+    }
+
     /// Commits the state (merged or not) before its remote root goes up, with the remote's
     /// tree as read for the base (FORMAT.md §13.11): the state becomes the base only once that
     /// root is up, `syncBasePublished`.

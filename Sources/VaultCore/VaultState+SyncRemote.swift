@@ -80,17 +80,6 @@ extension VaultState {
         return value
     }
 
-    /// A join writes the vault's root slots here, and downloads every device's files, this
-    /// device's former ones too, at their names: where the slots are here already, the storage
-    /// holds this vault under another pattern (changed on another device since, §13.12), and
-    /// the join would write over that state's root and files. Refused before anything comes down.
-    private func refuseJoinOverHeldSlots(_ remote: RemoteVault) throws {
-        guard remote.joins, remote.root != nil else { return }
-        for slot in 0..<UInt8(Format.indexSlotCount) where try storage.entryExists(FormatTwoKeys.slotName(rootLocator: remote.rootLocator, slot: slot)) {
-            throw SyncRefusal.heldUnderOtherPattern
-        }
-    }
-
     /// The remote's slot names of the vault's keys before a withdrawal (tag 1027): they go once
     /// the remote's record names the new keys. Empty when there was no withdrawal since.
     func rotatedRemoteSlotNames() throws -> [String] {
@@ -116,7 +105,7 @@ extension VaultState {
         remote.root = root
         remote.readMoved = moved
         try checkGrantListed(remote)
-        try refuseJoinOverHeldSlots(remote)
+        try refuseJoinOverHeldFiles(remote)
         // This storage names this device's files from its own NKd, which a move of an upgraded
         // vault's names (§13.12) changed since the remote root was written: its pages of this
         // device are read here at those names.

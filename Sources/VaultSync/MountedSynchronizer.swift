@@ -90,11 +90,14 @@ public struct MountedSynchronizer: Sendable {
             // From here a file the last commit references comes down staged (FORMAT.md §13.11).
             try vault.beginLiveDownloads()
             do {
-                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved) }
-                remoteEntries = try vault.loadRemoteTree(remoteVault)
-                let fetched = try vault.remoteFilesToFetch(remoteVault)
-                try download(fetched, remoteVault, &summary, filesMoved)
-                try vault.checkFetched(remoteVault, names: fetched)
+                remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
+                    try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved) }
+                    let entries = try vault.loadRemoteTree(remoteVault)
+                    let fetched = try vault.remoteFilesToFetch(remoteVault)
+                    try download(fetched, remoteVault, &summary, filesMoved)
+                    try vault.checkFetched(remoteVault, names: fetched)
+                    return entries
+                }
             } catch let error as RemoteError {
                 // Files of a root that another device replaced meanwhile may be gone since.
                 guard case .missingFiles = error else { throw error }
@@ -109,9 +112,11 @@ public struct MountedSynchronizer: Sendable {
         let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
         // Asked before the plan, which runs under the vault's lock.
         let withdrawn = try vault.withdrawnDevices(remoteVault)
-        let planned = try holdingRequests {
-            try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
-                try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, &actions)
+        let planned = try vault.removingJoinLeftovers(remoteVault) {
+            try holdingRequests {
+                try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
+                    try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, &actions)
+                }
             }
         }
         if let committed = planned {

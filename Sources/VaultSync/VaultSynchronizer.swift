@@ -76,15 +76,17 @@ public struct VaultSynchronizer {
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
-            try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary) }
-            remoteEntries = try vault.loadRemoteTree(remoteVault)
+            remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
+                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary) }
+                return try vault.loadRemoteTree(remoteVault)
+            }
         }
         step(3)
         let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
         if decision.merges || remoteVault.follows {
-            try merge(view, remoteEntries, remoteVault, &summary)
+            try vault.removingJoinLeftovers(remoteVault) { try merge(view, remoteEntries, remoteVault, &summary) }
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:

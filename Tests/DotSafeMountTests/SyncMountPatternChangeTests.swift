@@ -107,4 +107,40 @@ import Testing
         try #require(Self.sync(h, again, remote, pattern: Self.new, device: "desktop").status == 0)
         #expect(try Self.inMount(h, again, point, pattern: Self.new, "cat later.txt").output == "later")
     }
+
+    /// The desktop, told to go on with the new pattern, mounts its own storage with it and
+    /// `--sync`: that storage holds the vault under the old pattern, with a change not synced.
+    /// The first round is refused as `sync` is, and so is the mount: the new pattern opens no
+    /// vault there, and an empty one mounted would take writes that no round could ever sync.
+    /// One line with `sync`'s way out, exit 1, nothing mounted, and not a byte of the storage or
+    /// the remote changed; the old pattern still opens the change.
+    @Test func aMountWithTheNewPatternOnTheOldPatternsStorageIsRefused() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let remote = h.base + "/remote", desktop = h.base + "/desktop", point = try h.mountPoint("point")
+        _ = try Self.inMount(h, h.storage, point, pattern: Self.old, "printf one > a.txt && sync")
+        try #require(Self.sync(h, h.storage, remote, pattern: Self.old, device: "laptop").status == 0)
+        try #require(Self.sync(h, desktop, remote, pattern: Self.old, device: "desktop").status == 0)
+        _ = try Self.inMount(h, desktop, point, pattern: Self.old, "printf offline > offline.txt && sync")
+        try #require(h.dotsafe(["repattern", h.storage, "--pattern-stdin"], input: "\(Self.old)\n\(Self.new)\n").status == 0)
+        try #require(Self.sync(h, h.storage, remote, pattern: Self.new, device: "laptop").status == 0)
+        let storageBefore = try Self.snapshot(desktop), remoteBefore = try Self.snapshot(remote)
+
+        let refused = h.dotsafe(["mount", desktop, point, "--pattern-stdin", "--sync", remote, "--device", "desktop"], input: Self.new + "\n")
+        if refused.status == 0 { h.track(point) }
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.error == "dotsafe: the first sync failed, so nothing was mounted: this storage holds this vault under another "
+                + "pattern (it was changed on another device), or what a killed first sync of this pattern left: nothing was changed; "
+                + "the storage still opens with the other pattern and keeps its changes since its last sync; to go on, sync with this "
+                + "pattern into an empty storage folder\n", "\(refused)")
+        #expect(!MountHarness.isMounted(point))
+        #expect(try Self.snapshot(desktop) == storageBefore, "no file of the storage changed")
+        #expect(try Self.snapshot(remote) == remoteBefore, "nor of the remote")
+        #expect(try Self.inMount(h, desktop, point, pattern: Self.old, "cat a.txt offline.txt").output == "oneoffline")
+        // The way out the line gives: the new pattern synced into an empty storage folder.
+        let again = h.base + "/desktop-again"
+        try #require(Self.sync(h, again, remote, pattern: Self.new, device: "desktop").status == 0)
+        #expect(try Self.inMount(h, again, point, pattern: Self.new, options: ["--sync", remote, "--device", "desktop"], "cat a.txt").output
+                == "one")
+    }
 }

@@ -7,10 +7,12 @@ import VaultFormat
 
 /// A provider that serves a leaf page of the index with one byte changed: the device that
 /// fetches it refuses in one line that names the page, says once that nothing was changed, and
-/// stays a new vault; once the page is served as written, it joins. (The interior pages' case is
+/// stays a new vault, its storage as it was (the page it placed goes: a file left at a name a
+/// join writes would refuse the next join); once the page is served as written, it joins. (The interior pages' case is
 /// `IndexLevelsSyncTests.aTamperedInteriorPageOnTheRemoteIsRefused`.)
 @Suite struct DamagedRemotePageTests {
-    @Test func aLeafPageChangedOnTheRemoteIsRefusedInOneLine() throws {
+    @Test(arguments: [false, true])
+    func aLeafPageChangedOnTheRemoteIsRefusedInOneLine(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let first = try SyncDevice("laptop")
@@ -27,13 +29,15 @@ import VaultFormat
 
         let second = try SyncDevice("desktop")
         defer { second.finish() }
-        let error = #expect(throws: SyncRefusal.self) { try second.sync(remote) }
+        let before = try RemoteRollbackTests.contents(second.folder)
+        let error = #expect(throws: SyncRefusal.self) { try second.sync(remote, mounted: mounted) }
         #expect(error?.description == "the vault on the remote is damaged: index page \(FileRef(raw: leaf)) does not open; nothing was changed")
         try second.reopen()
         #expect(second.vault.isNew)
+        #expect(try RemoteRollbackTests.contents(second.folder) == before)
 
         try written.write(to: URL(fileURLWithPath: path))
-        try second.sync(remote)
+        try second.sync(remote, mounted: mounted)
         #expect(try second.tree() == first.tree())
     }
 }

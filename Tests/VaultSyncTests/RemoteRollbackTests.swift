@@ -29,6 +29,11 @@ import VaultCore
         }
     }
 
+    /// What a refusal as put back says the user can do.
+    static let wayOut = "nothing was changed, and this storage keeps its state: put the remote's newer copy back if there is one, "
+        + "or go on from the remote as it is: sync into an empty storage folder, then copy into that vault what this storage "
+        + "changed since its last sync"
+
     /// `device`'s next sync (or round) is refused as a rollback, whose reason starts with
     /// `reason`; neither the remote nor the device's storage changes, and its tree stays.
     static func expectRefused(_ device: SyncDevice, _ remote: TestRemote, mounted: Bool, reason: String,
@@ -42,7 +47,7 @@ import VaultCore
             return
         }
         #expect(error!.description.hasPrefix("the vault on the remote is damaged: " + reason), "\(error!)", sourceLocation: sourceLocation)
-        #expect(error!.description.hasSuffix(" (restored or rolled back?); nothing was changed"), "\(error!)", sourceLocation: sourceLocation)
+        #expect(error!.description.hasSuffix(" (restored or rolled back?); " + Self.wayOut), "\(error!)", sourceLocation: sourceLocation)
         #expect(try Self.contents(served) == remoteBefore, "nothing changed on the remote", sourceLocation: sourceLocation)
         #expect(try Self.contents(device.folder) == localBefore, "nothing changed in the storage", sourceLocation: sourceLocation)
         try device.reopen()
@@ -68,6 +73,18 @@ import VaultCore
         #expect(try second.read("newer.txt") == "written after the copy")
         // Refused again: the refusal changed nothing that would let a later sync merge.
         try Self.expectRefused(second, remote, mounted: mounted, reason: "it holds generation ")
+        // The way out the line gives: an empty folder joins the remote as it is, and takes the
+        // file by hand; the remote then holds it again.
+        let again = try SyncDevice("desktop-again")
+        defer { again.finish() }
+        try again.sync(remote, mounted: mounted)
+        #expect(try again.tree()["newer.txt"] == nil)
+        try again.write("newer.txt", try second.read("newer.txt"))
+        #expect(try again.sync(remote, mounted: mounted).filesUp > 0)
+        let fresh = try SyncDevice("fresh")
+        defer { fresh.finish() }
+        try fresh.sync(remote)
+        #expect(try fresh.read("newer.txt") == "written after the copy")
     }
 
     /// A second remote, new and empty (a USB folder beside the cloud), is not a put-back one:

@@ -94,6 +94,78 @@ import VaultCore
         #expect(try second.vault.check().isClean)
     }
 
+    /// As above, after a withdrawal (`unshare`) and then the pattern change on the first device:
+    /// the withdrawal gave the vault a new RL, so no local slot of the remote's RL is in the
+    /// other device's storage, but the devices' names keys stayed, and the join would write that
+    /// device's former files (and the first device's, which it holds) over the old state's.
+    /// Refused in one line before anything comes down: every byte of the storage stays, the old
+    /// pattern opens the change made offline, fsck is clean.
+    @Test(arguments: [false, true])
+    func aWithdrawalThenAPatternChangeSyncedIntoTheOldPatternsStorageChangesNothing(mounted: Bool) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        let carol = try SyncDevice("carol", seed: 0xC3)
+        defer { carol.finish() }
+        let code = try carol.vault.contactCode().code
+        try first.vault.share(with: code)
+        try first.reopen()
+        try first.sync(remote)
+        try second.sync(remote)
+        try second.write("offline.txt", "not synced yet")
+        try first.vault.unshare(with: code)
+        try first.reopen()
+        try first.write("after.txt", "after the withdrawal")
+        try first.sync(remote)
+        try first.changePattern(to: 8)
+        try first.sync(remote)
+        let tree = try second.tree()
+        let contents = try RemoteRollbackTests.contents(second.folder)
+        let remoteContents = try RemoteRollbackTests.contents(try #require(remote.servedFolder))
+
+        try second.usePattern(8)
+        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
+        #expect(!SyncRefusal.heldUnderOtherPattern.description.contains("\n"))
+        #expect(try RemoteRollbackTests.contents(second.folder) == contents, "no file of the storage changed")
+        #expect(try RemoteRollbackTests.contents(try #require(remote.servedFolder)) == remoteContents, "nor of the remote")
+        try second.usePattern(SyncDevice.seed)
+        #expect(try second.tree() == tree)
+        #expect(try second.read("offline.txt") == "not synced yet")
+        #expect(try second.vault.check().isClean)
+        // The way out the line gives: the new pattern into an empty folder gets what was synced.
+        let again = try SyncDevice("desktop-again", seed: 8)
+        defer { again.finish() }
+        try again.sync(remote)
+        #expect(try again.read("after.txt") == "after the withdrawal")
+    }
+
+    /// A first sync of a new device killed in its downloads leaves the files it placed (this
+    /// vault's, at the names the remote's keys give them), which nothing tells apart from the
+    /// vault under another pattern (the storage's covers lie beside both): the next sync is
+    /// refused, changing nothing, and the way out its line gives joins. (A join that fails
+    /// short of a kill removes what it placed: `DamagedRemotePageTests`.)
+    @Test(arguments: [false, true])
+    func aFirstSyncKilledInItsDownloadsIsRefusedAtTheNext(mounted: Bool) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let first = try SyncDevice("laptop")
+        defer { first.finish() }
+        for index in 0..<6 { try first.write("file-\(index).txt", String(repeating: "\(index)", count: 300_000)) }
+        try first.sync(remote)
+        let second = try SyncDevice("desktop")
+        defer { second.finish() }
+        #expect(throws: SyncDevice.Stop.self) { _ = try second.sync(remote, cuttingDownloadAt: 4, mounted: mounted) }
+        let contents = try RemoteRollbackTests.contents(second.folder)
+        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
+        #expect(SyncRefusal.heldUnderOtherPattern.description.contains(", or what a killed first sync of this pattern left: "))
+        #expect(try RemoteRollbackTests.contents(second.folder) == contents)
+        let again = try SyncDevice("desktop-again")
+        defer { again.finish() }
+        try again.sync(remote, mounted: mounted)
+        #expect(try again.tree() == first.tree())
+    }
+
     /// The provider sees the count in steps of 16 after every sync (R-SYN-2): the change's sync
     /// puts the new record up and takes the old one away, and the free file at the new record's
     /// number goes too. Syncs with nothing to do move nothing afterwards (SYNC-DESIGN §3.3).

@@ -53,7 +53,8 @@ final class MountSync: Sendable {
     }
 
     /// The round before the mount is ready. Throws for a remote rclone cannot use (a mistyped
-    /// REMOTE, no rclone: the mount is refused); any other failure is returned as a warning
+    /// REMOTE, no rclone) and for a storage that holds the vault under another pattern: the
+    /// mount is refused, nothing written; any other failure is returned as a warning
     /// for standard error, and the mount goes on with the vault as it is here. `filesMoved`
     /// hears its batches of files move (the terminal of `mount` shows them).
     func first(filesMoved: ((SyncProgress) -> Void)? = nil) throws -> String? {
@@ -65,9 +66,9 @@ final class MountSync: Sendable {
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and no sync of this "
                 + "mount sends its changes; lock it, then mount with the new pattern and --sync on an empty storage folder"
         case SyncRefusal.heldUnderOtherPattern:
-            // This pattern opens nothing here: the mount shows a new, empty vault.
-            return "the first sync failed (\(Self.describe(failure))): this pattern opens no vault in this storage, and an empty one "
-                + "is mounted; lock it, then mount with this pattern and --sync on an empty storage folder"
+            // This pattern opens nothing here: a new, empty vault mounted would take writes that
+            // no round can sync (each is refused so), beside the vault's files under the other pattern.
+            throw CLIError.failure("the first sync failed, so nothing was mounted: \(Self.describe(failure))")
         case SyncRefusal.rolledBack, SyncRefusal.otherRemote:
             // Every later round is refused the same way until the remote holds this device's state.
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and its changes are kept "
