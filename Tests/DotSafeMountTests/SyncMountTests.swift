@@ -173,6 +173,19 @@ import VaultStore
         #expect(Self.syncState(h, laptop)?.hasPrefix("failed at ") == true)
         h.sh("test \"$(cat a.txt b.txt c.txt)\" = onetwothree", in: laptop)
 
+        // A new device's empty storage while the server is down: refused, nothing written; an
+        // empty vault mounted there would be one made apart, which no round could merge.
+        let desktop = h.base + "/desktop-storage", desktopPoint = try h.mountPoint("desktop")
+        try #require(h.dotsafe(["init", desktop]).status == 0)
+        let storageBefore = try CopiedFile.snapshot(desktop)
+        let early = h.dotsafe(["mount", desktop, desktopPoint, "--pattern-stdin"] + Self.syncOptions(remote, device: "desktop"),
+                              input: Self.pattern + "\n")
+        #expect(early.status == 1 && early.error.hasPrefix("dotsafe: the first sync failed, so nothing was mounted: the remote "
+            + ":webdav:storage cannot be reached") && early.error.hasSuffix("; this storage holds no copy of the vault yet: mount "
+            + "again when the remote can be reached\n"), "\(early)")
+        #expect(!MountHarness.isMounted(desktopPoint))
+        #expect(try CopiedFile.snapshot(desktop) == storageBefore, "no file of the new device's storage changed")
+
         // The server back: the next round sends everything; a new device gets it all.
         time = Date()
         try remote.start()
@@ -181,8 +194,6 @@ import VaultStore
 
         // A new device mounts an empty storage with --sync: the vault comes down before the
         // mount is ready.
-        let desktop = h.base + "/desktop-storage", desktopPoint = try h.mountPoint("desktop")
-        try #require(h.dotsafe(["init", desktop]).status == 0)
         let joined = h.dotsafe(["mount", desktop, desktopPoint, "--pattern-stdin"] + Self.syncOptions(remote, device: "desktop"),
                                input: Self.pattern + "\n")
         defer { if MountHarness.isMounted(desktopPoint) { h.unmount(desktopPoint) } }

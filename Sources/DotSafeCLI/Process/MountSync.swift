@@ -53,8 +53,9 @@ final class MountSync: Sendable {
     }
 
     /// The round before the mount is ready. Throws for a remote rclone cannot use (a mistyped
-    /// REMOTE, no rclone) and for a storage that holds the vault under another pattern: the
-    /// mount is refused, nothing written; any other failure is returned as a warning
+    /// REMOTE, no rclone), for a storage that holds the vault under another pattern and for one
+    /// that holds no copy of it yet: the mount is refused, nothing written; any other failure
+    /// is returned as a warning
     /// for standard error, and the mount goes on with the vault as it is here. `filesMoved`
     /// hears its batches of files move (the terminal of `mount` shows them).
     func first(filesMoved: ((SyncProgress) -> Void)? = nil) throws -> String? {
@@ -74,6 +75,12 @@ final class MountSync: Sendable {
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and its changes are kept "
                 + "here; no sync of this mount sends them while the remote holds less than this device synced with"
         default:
+            // A storage with no copy of the vault yet (a new device's): an empty vault mounted
+            // would be one made apart, whose writes no round could merge with the remote's.
+            if synchronizer.vault.isNew {
+                throw CLIError.failure("the first sync failed, so nothing was mounted: \(Self.describe(failure)); this storage "
+                    + "holds no copy of the vault yet: mount again when the remote can be reached")
+            }
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, "
                 + "and its changes are kept and sent when a sync succeeds (every \(Int(interval)) s)"
         }
