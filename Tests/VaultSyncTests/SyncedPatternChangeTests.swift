@@ -142,6 +142,17 @@ import VaultFormat
         #expect(try again.read("after.txt") == "after the withdrawal")
     }
 
+    /// The first device, whose vault a join downloads in several batches: six files of a
+    /// few chunks each and a folder of small ones, synced.
+    static func syncedLaptop(_ remote: TestRemote) throws -> SyncDevice {
+        let first = try SyncDevice("laptop")
+        for index in 0..<6 { try first.write("file-\(index).txt", String(repeating: "\(index)", count: 300_000)) }
+        try first.makeFolder("notes")
+        for index in 0..<40 { try first.write("notes/note-\(index).txt", "note \(index)") }
+        try first.sync(remote)
+        return first
+    }
+
     /// A first sync of a new device killed at any write of its downloads leaves what it placed,
     /// each file whole at its name (the remote's bytes), the rest of its group beside it (from
     /// the remote for a page's group, else random bytes at names the remote root does not
@@ -152,12 +163,8 @@ import VaultFormat
     func aFirstSyncKilledInItsDownloadsResumesAtTheNext(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let first = try SyncDevice("laptop")
+        let first = try Self.syncedLaptop(remote)
         defer { first.finish() }
-        for index in 0..<6 { try first.write("file-\(index).txt", String(repeating: "\(index)", count: 300_000)) }
-        try first.makeFolder("notes")
-        for index in 0..<40 { try first.write("notes/note-\(index).txt", "note \(index)") }
-        try first.sync(remote)
         let expected = try first.tree()
         var cut = 1, resumed = 0
         while true {
@@ -190,10 +197,8 @@ import VaultFormat
     func aKilledFirstSyncsFilesThatDifferFromTheRemoteAreRefused(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let first = try SyncDevice("laptop")
+        let first = try Self.syncedLaptop(remote)
         defer { first.finish() }
-        for index in 0..<6 { try first.write("file-\(index).txt", String(repeating: "\(index)", count: 300_000)) }
-        try first.sync(remote)
         let served = try #require(remote.servedFolder)
         let remoteNames = try Self.remoteNames(remote)
         // The last cut of the downloads that leaves files at the remote's names.
