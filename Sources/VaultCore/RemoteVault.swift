@@ -40,9 +40,10 @@ public final class RemoteVault: @unchecked Sendable {
     var moved: (rootLocator: SecretBytes, rootKey: SecretBytes)?
     /// The root was read at RL''s slots: the remote is at the new keys but for its record.
     public internal(set) var readMoved = false
-    /// A join found no file at a name it may write (`refuseJoinOverHeldFiles`): what it places
-    /// is its own until its commit.
-    var joinNamesFree = false
+    /// The files at names a join may write that were here when it began (`refuseJoinOverHeldFiles`;
+    /// nil before, or when it was refused): what a killed join of this vault left, or files the
+    /// remote root does not reference. The others at those names are this join's own until its commit.
+    var joinHeld: Set<String>?
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -123,11 +124,12 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// The remote's unlock record is not the one its root lists: another device's sync of a
     /// pattern change is under way or was cut short (its next sync finishes it).
     case patternChanging
-    /// A device that would join holds files at names the join writes (the vault's local root
-    /// slots, its devices' files) beside others: its storage holds this vault under another
-    /// pattern (the pattern was changed on another device since), whose root and files the join
-    /// would write over (FORMAT.md §13.12, "with sync"); or what a join killed before its commit
-    /// placed, which nothing tells apart from that. `mount --sync` is refused for it.
+    /// A device that would join holds files at names the join writes whatever is there (the
+    /// vault's local root slots, grants, released files), or a file the join downloads whose
+    /// bytes differ: its storage holds this vault under another pattern (the pattern was changed
+    /// on another device since), whose root and files the join would write over (FORMAT.md
+    /// §13.12, "with sync"); or what a join killed before its commit placed, at names whose
+    /// bytes the remote changed since. `mount --sync` is refused for it.
     case heldUnderOtherPattern
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)

@@ -105,9 +105,16 @@ extension Vault {
     public func willDownload(_ names: [String]) throws { try storage.willOverwrite(names) }
 
     /// Puts a sync's direct batch, which came down into `downloads` whole, at its names
-    /// (FORMAT.md §13.11), each with the rest of its group in the remote root's device table.
-    public func placeDownloads(_ names: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
-        try syncLocked { try $0.placeDownloads(names, from: downloads, remote: remote) }
+    /// (FORMAT.md §13.11), each with the rest of its group in the remote root's device table
+    /// (`companions`: those of the rest that came down too, a join's pages').
+    public func placeDownloads(_ names: [String], companions: [String] = [], from downloads: DownloadFolder, remote: RemoteVault) throws {
+        try syncLocked { try $0.placeDownloads(names, companions: companions, from: downloads, remote: remote) }
+    }
+
+    /// The rest of the groups of a join's page downloads that the remote lists: they come down
+    /// with the pages (`VaultState.joinGroupCompanions`). Empty when this is not a join.
+    public func joinGroupCompanions(_ names: [String], remote: RemoteVault, listed: Set<String>) throws -> [String] {
+        try syncLocked { try $0.joinGroupCompanions(names, remote: remote, listed: listed) }
     }
 
     /// Checks the downloaded files against their keys and makes other devices' groups whole.
@@ -116,7 +123,7 @@ extension Vault {
     }
 
     /// After a join failed short of its commit: the files it placed go, so that the next sync
-    /// joins again (a file at a name a join writes refuses it, FORMAT.md §13.12).
+    /// joins again from what was here before it (FORMAT.md §13.12).
     public func removeJoinLeftovers(_ remote: RemoteVault) throws {
         try syncLocked { try $0.removeJoinLeftovers(remote) }
     }

@@ -5,48 +5,72 @@ import VaultStore
 /// of the remote's RL, the grants' names, and each device of the remote root's table at its
 /// numbers below nextFileNumber (device 0 from 2), named from its NKd. Those cover the files the
 /// join downloads, the group files it adds to make groups whole and the released files it
-/// removes. None of them is here before a join, else the storage holds this vault already.
+/// removes. A storage that holds this vault under another pattern holds some of them; so does
+/// one where a join of this pattern was killed before its commit, which the next sync resumes.
 extension VaultState {
-    /// Calls `body` with each name a join from `remote`'s root may write, the slots first.
-    private func forEachJoinName(_ remote: RemoteVault, _ root: IndexRootV2, _ body: (String) throws -> Void) throws {
+    /// Calls `body` with each name a join from `remote`'s root may write, and whether the join
+    /// would write it whatever is there: the slots, the grants, and the released numbers (the
+    /// numbers of a device outside its owned groups, whose files a merge removes).
+    private func forEachJoinName(_ remote: RemoteVault, _ root: IndexRootV2, _ body: (String, _ written: Bool) throws -> Void) throws {
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
-        for slot in 0..<UInt8(Format.indexSlotCount) { try body(try names.indexName(slot: slot)) }
-        for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name)) }
+        for slot in 0..<UInt8(Format.indexSlotCount) { try body(try names.indexName(slot: slot), true) }
+        for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name), true) }
+        let size = UInt64(Format.groupSize)
         // Made one by one (`fileName` would cache each name): a range may be long.
         for (index, device) in root.devices.enumerated() {
             guard let key = names.namesKey(ofDevice: UInt16(index)) else { continue }
             for number in stride(from: index == 0 ? Format.indexSlotCount : 0, to: device.nextFileNumber, by: 1) {
-                try body(try VaultSecrets.deviceFileName(number, namesKey: key))
+                let owned = device.ownedGroups.contains { $0.first * size <= number && number < $0.end * size }
+                try body(try VaultSecrets.deviceFileName(number, namesKey: key), !owned)
             }
         }
     }
 
-    /// Before anything comes down: a file at a name the join may write means the storage holds
-    /// this vault already, under another pattern (changed on another device since, §13.12),
-    /// whose root and files the join would write over; a withdrawal since (§14.8) gives the
-    /// slots another RL but keeps the names keys, so the slots alone do not tell. Or it holds
-    /// what a first sync of this pattern placed before it was killed: nothing in this vault's
-    /// names tells the two apart (the storage's covers and other vaults lie beside both), so
-    /// that is refused too. A join that fails short of a kill removes what it placed (below).
+    /// Before anything comes down. A file at a name the join writes whatever is there (a slot,
+    /// a grant, a released number) means the storage holds this vault already, under another
+    /// pattern (changed on another device since, §13.12), whose root and files the join would
+    /// write over or remove: refused. A file at a number of an owned group is left as it is
+    /// unless the remote root references that name; then the join's download must bring the
+    /// same bytes (`refuseDifferingDownloads`), as it does over what a killed join of this
+    /// vault placed: that join resumes. A withdrawal since (§14.8) gives the slots another RL
+    /// but keeps the names keys, so the slots alone do not tell.
     func refuseJoinOverHeldFiles(_ remote: RemoteVault) throws {
         guard remote.joins, let root = remote.root else { return }
         let present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
+        var held = Set<String>()
         if !present.isEmpty {
-            try forEachJoinName(remote, root) { if present.contains($0) { throw SyncRefusal.heldUnderOtherPattern } }
+            try forEachJoinName(remote, root) { name, written in
+                guard present.contains(name) else { return }
+                if written { throw SyncRefusal.heldUnderOtherPattern }
+                held.insert(name)
+            }
         }
-        remote.joinNamesFree = true
+        remote.joinHeld = held
     }
 
-    /// A join that failed before its commit (a remote gone, a file that does not open): every
-    /// name it may write was free when it began, so what is at one now is its own, and goes, in
-    /// whole groups as it came; the next sync joins again. Nothing when it committed or was refused.
+    /// A join places a download over a file here only when the bytes are the same: a file a
+    /// killed join of this vault placed. Different bytes are a state of this vault under another
+    /// pattern (or one the remote changed since that join): refused before this placement, and
+    /// what this join placed goes (`removeJoinLeftovers`). The join's own fills are not compared.
+    func refuseDifferingDownloads(_ replacing: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
+        guard remote.joins else { return }
+        for name in replacing where !staging.filled.contains(name) {
+            guard let here = try storage.read(name) else { continue }
+            guard try here == downloads.read(name) else { throw SyncRefusal.heldUnderOtherPattern }
+        }
+    }
+
+    /// A join that failed before its commit (a remote gone, a file that does not open, a file
+    /// here that differs): what is at one of its names now and was not when it began is its
+    /// own, and goes, in whole groups as it came; what was there stays. The next sync joins
+    /// again. Nothing when it committed or was refused before it began.
     mutating func removeJoinLeftovers(_ remote: RemoteVault) throws {
-        guard remote.joins, remote.joinNamesFree, isNew, let root = remote.root else { return }
+        guard remote.joins, let held = remote.joinHeld, isNew, let root = remote.root else { return }
         let present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
         var removed = false
-        try forEachJoinName(remote, root) { name in
-            guard present.contains(name) else { return }
+        try forEachJoinName(remote, root) { name, _ in
+            guard present.contains(name), !held.contains(name) else { return }
             try storage.remove(name)
             removed = true
         }

@@ -56,8 +56,9 @@ public final class DownloadFolder: @unchecked Sendable {
         return status.isRegular && status.size == Format.fileSize
     }
 
-    /// The bytes of a file that came down here (for folders that cannot rename it in).
-    func read(_ name: String) throws -> [UInt8] {
+    /// The bytes of a file that came down here (for folders that cannot rename it in, and a
+    /// join's comparison with a file at its name).
+    public func read(_ name: String) throws -> [UInt8] {
         let file = try Syscalls.openFile(fd, name, O_RDONLY)
         defer { Syscalls.close(file) }
         return try Syscalls.readFully(file, count: Format.fileSize, offset: 0)

@@ -91,7 +91,7 @@ public struct MountedSynchronizer: Sendable {
             try vault.beginLiveDownloads()
             do {
                 remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
-                    try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved) }
+                    try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved, groupsListed: remoteNames) }
                     let entries = try vault.loadRemoteTree(remoteVault)
                     let fetched = try vault.remoteFilesToFetch(remoteVault)
                     try download(fetched, remoteVault, &summary, filesMoved)
@@ -223,10 +223,12 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 
+    /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing.
     private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary,
-                          _ filesMoved: ((SyncProgress) -> Void)?) throws {
-        let download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
+                          _ filesMoved: ((SyncProgress) -> Void)?, groupsListed: Set<String>? = nil) throws {
+        var download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
                                     downloadFile: downloadFile)
+        download.groupsListed = groupsListed
         summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 }

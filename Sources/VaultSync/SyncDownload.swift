@@ -20,6 +20,9 @@ struct SyncDownload {
     /// file, which is only announced), so that a test can cut the sync at any write. A throw
     /// is a kill: the download folder stays for the next open.
     let downloadFile: ((_ name: String, _ path: String?) throws -> Void)?
+    /// The remote's listing, for a join's page downloads, which bring the rest of their groups
+    /// that it lists (`Vault.joinGroupCompanions`); nil for every other download.
+    var groupsListed: Set<String>? = nil
 
     /// Brings `names` down; returns how many came.
     func run(_ names: [String], filesMoved: ((SyncProgress) -> Void)?) throws -> Int {
@@ -28,7 +31,7 @@ struct SyncDownload {
         // place: the lock's time must leave the second a backup saw (FORMAT.md §11.2).
         try vault.willDownload(names)
         let (direct, staged) = try vault.splitDownloads(names)
-        if !direct.isEmpty { try downloadDirect(direct, filesMoved: filesMoved) }
+        let directCount = direct.isEmpty ? 0 : try downloadDirect(direct, filesMoved: filesMoved)
         let batch = max(1, remote.rclone.settings.transfers)
         for start in stride(from: 0, to: staged.count, by: batch) {
             let part = Array(staged[start..<min(start + batch, staged.count)])
@@ -40,29 +43,34 @@ struct SyncDownload {
                 try vault.stage(name, file)
             }
         }
-        return direct.count + staged.count
+        return directCount + staged.count
     }
 
     /// rclone (1.60) writes a file in place: a kill mid-file leaves it torn in the download
     /// folder, never at a storage name (R-BLK-5), and the next writing open removes the folder.
-    private func downloadDirect(_ direct: [String], filesMoved: ((SyncProgress) -> Void)?) throws {
+    /// Returns how many came, a join's group companions among them.
+    private func downloadDirect(_ direct: [String], filesMoved: ((SyncProgress) -> Void)?) throws -> Int {
+        let companions = try groupsListed.map { try vault.joinGroupCompanions(direct, remote: remoteVault, listed: $0) } ?? []
+        if !companions.isEmpty { try vault.willDownload(companions) }
+        let batch = direct + companions
         let downloads = try DownloadFolder(storagePath: storageFolder, random: SystemRandom())
         var killed = false
         do {
             if let downloadFile {
-                for name in direct {
+                for name in batch {
                     do { try downloadFile(name, downloads.path + "/" + name) } catch {
                         killed = true
                         throw error
                     }
                 }
             } else {
-                try remote.download(direct, into: downloads.path, filesDone: SyncProgress.batch(.down, total: direct.count, to: filesMoved))
+                try remote.download(batch, into: downloads.path, filesDone: SyncProgress.batch(.down, total: batch.count, to: filesMoved))
             }
-            let torn = direct.filter { !downloads.holdsWhole($0) }
+            let torn = batch.filter { !downloads.holdsWhole($0) }
             guard torn.isEmpty else { throw RemoteError.missingFiles(remote: remote.location.description, names: torn) }
-            try vault.placeDownloads(direct, from: downloads, remote: remoteVault)
+            try vault.placeDownloads(direct, companions: companions, from: downloads, remote: remoteVault)
             try downloads.remove()
+            return batch.count
         } catch {
             if !killed { try? downloads.remove() }
             throw error

@@ -77,7 +77,7 @@ public struct VaultSynchronizer {
         var remoteEntries: [SyncEntry] = []
         if remoteVault.generation > 0 {
             remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
-                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary) }
+                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, groupsListed: remoteNames) }
                 return try vault.loadRemoteTree(remoteVault)
             }
         }
@@ -195,10 +195,13 @@ public struct VaultSynchronizer {
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 
-    /// The files come down as `SyncDownload` says (staged over names the last commit references).
-    private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary) throws {
-        let download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
+    /// The files come down as `SyncDownload` says (staged over names the last commit references;
+    /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing).
+    private func download(_ names: [String], _ remoteVault: RemoteVault, _ summary: inout SyncSummary,
+                          groupsListed: Set<String>? = nil) throws {
+        var download = SyncDownload(vault: vault, remote: remote, remoteVault: remoteVault, storageFolder: storageFolder,
                                     downloadFile: downloadFile)
+        download.groupsListed = groupsListed
         summary.filesDown += try download.run(names, filesMoved: filesMoved)
     }
 
