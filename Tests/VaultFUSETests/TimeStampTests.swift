@@ -144,7 +144,8 @@ import VaultFUSE
         defer { harness.finish() }
         let vault = try harness.mountPoint()
         try harness.withMount(at: vault, options: FUSEMount.Options(maxThreads: 1)) { _ throws in
-            #expect(try shell(Self.mappedScript, in: vault) == Self.mappedExpected)
+            let output = try shell(Self.mappedScript, in: vault)
+            #expect(output == Self.mappedExpected, "\(output)")
         }
     }
 
@@ -153,11 +154,13 @@ import VaultFUSE
         let harness = try MountHarness(.inProcess)
         defer { harness.finish() }
         let plain = try harness.mountPoint("plain")
-        #expect(try shell(script, in: plain) == expected, "ext4", sourceLocation: sourceLocation)
+        let onExt4 = try shell(script, in: plain)
+        #expect(onExt4 == expected, "ext4:\n\(onExt4)", sourceLocation: sourceLocation)
 
         let vault = try harness.mountPoint()
         let times = try harness.withMount(at: vault) { _ throws in
-            #expect(try shell(script, in: vault) == expected, "the mount", sourceLocation: sourceLocation)
+            let output = try shell(script, in: vault)
+            #expect(output == expected, "the mount:\n\(output)", sourceLocation: sourceLocation)
             return try shell(Self.allTimes, in: vault)
         }
         try harness.withMount(at: vault) { _ throws in
