@@ -39,6 +39,7 @@ import VaultFUSE
                 if step == "store": m[0:5] = b"hello"
                 elif step == "store2": m[4096:4101] = b"again"
                 elif step == "msync": m.flush()
+                elif step == "truncate": os.ftruncate(fd, 12288)
                 elif step == "utime": os.utime(name, ns=(PAST, PAST))
                 elif step == "futime": os.utime(fd, ns=(PAST, PAST))
                 elif step == "munmap": m.close()
@@ -56,6 +57,8 @@ import VaultFUSE
         mapped("m7", ["store", "msync", "utime", "store", "munmap", "close"])
         mapped("m8", ["utime", "store", "munmap", "close"])
         mapped("m9", ["store", "utime", "store2", "munmap", "close"])
+        mapped("m10", ["store", "truncate", "utime", "munmap", "close"])
+        mapped("m11", ["store", "utime", "truncate", "munmap", "close"])
 
         fd = os.open("w1", os.O_RDWR | os.O_CREAT, 0o644)
         os.write(fd, b"written")
@@ -93,6 +96,8 @@ import VaultFUSE
         m7 8192 b'hello\x00\x00\x00\x00\x00\x00\x00' m now a 1000000000123456789
         m8 8192 b'hello\x00\x00\x00\x00\x00\x00\x00' m now a 1000000000123456789
         m9 8192 b'hello\x00\x00\x00\x00\x00\x00\x00' m now a 1000000000123456789
+        m10 12288 b'hello\x00\x00\x00\x00\x00\x00\x00' m 1000000000123456789 a 1000000000123456789
+        m11 12288 b'hello\x00\x00\x00\x00\x00\x00\x00' m now a 1000000000123456789
         w1 7 b'written' m 1000000000123456789 a 1000000000123456789
         w2 7 b'newtten' m now a -
         t1 4 b'trun' m 1000000000123456789 a 1000000000123456789
