@@ -64,7 +64,8 @@ enum FUSEOperations {
                 // A store into a shared mapping comes here only as the WRITE of its page, maybe
                 // after this utime; its mtime would then win over the one set here (ext4 takes
                 // the store's time at its page fault). The kernel sends those pages first. Not
-                // with a truncate: the kernel holds back every WRITE of the file until it is answered.
+                // with a truncate, whose time is the clock's anyway: the kernel may hold the
+                // file's WRITEs back until a truncate is answered (fuse_set_nowrite).
                 if changes.modificationTime != nil, changes.size == nil, context.fileSystem.isOpenForWriting(inode) {
                     let handed = Handed(value: request)
                     context.cacheFill.afterWriteBack(of: inode) {
