@@ -60,7 +60,23 @@ enum FUSEOperations {
             reply(request) { context throws(FSError) in
                 guard let new = attributes?.pointee else { throw .invalidArgument }
                 let changes = attributeChanges(new, toSet)
-                let attributes = Handed(value: (request, try context.fileSystem.setAttributes(inode, changes, changedBy: Caller(request))))
+                let caller = Caller(request)
+                // A store into a shared mapping comes here only as the WRITE of its page, maybe
+                // after this utime; its mtime would then win over the one set here (ext4 takes
+                // the store's time at its page fault). The kernel sends those pages first. Not
+                // with a truncate, whose time is the clock's anyway: the kernel may hold the
+                // file's WRITEs back until a truncate is answered (fuse_set_nowrite).
+                if changes.modificationTime != nil, changes.size == nil, context.fileSystem.isOpenForWriting(inode) {
+                    let handed = Handed(value: request)
+                    context.cacheFill.afterWriteBack(of: inode) {
+                        let request = handed.value
+                        reply(request) { context throws(FSError) in
+                            replyAttributes(request, context, try context.fileSystem.setAttributes(inode, changes, changedBy: caller))
+                        }
+                    }
+                    return
+                }
+                let attributes = Handed(value: (request, try context.fileSystem.setAttributes(inode, changes, changedBy: caller)))
                 let replySet: @Sendable () -> Void = { replyAttributes(attributes.value.0, context, attributes.value.1) }
                 // The kernel drops its pages past a truncate after this reply: after any push into them.
                 if changes.size != nil { context.cacheFill.afterFills(of: inode, replySet) } else { replySet() }

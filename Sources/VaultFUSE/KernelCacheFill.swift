@@ -19,6 +19,9 @@ import VaultFileSystem
 /// that may write, the reply to a truncate, the invalidation after a sync. A push may wait for
 /// a page that the kernel holds locked for a read; it runs on its own thread, which no request
 /// waits for, so the read is answered and the push goes on.
+///
+/// The same queue has the kernel write back a file's dirty pages before a time is set on it
+/// (`afterWriteBack`): that, too, waits for requests, so it must not run on a request's thread.
 final class KernelCacheFill: Sendable {
     private let queue = DispatchQueue(label: "dotsafe.kernel-cache-fill")
     private let bookkeeping = Mutex(Bookkeeping())
@@ -99,6 +102,24 @@ final class KernelCacheFill: Sendable {
     }
 
     private enum OpenStep { case deferred, answer, push }
+
+    /// Runs `body` once the kernel has sent the pages of `inode` that stores into a shared
+    /// mapping left dirty (as WRITEs) and dropped its pages of it: on the queue, after the
+    /// pushes queued for it. The kernel writes a dirty page back before it drops it, and waits
+    /// for those WRITEs, which the loop's threads answer: so this never runs on a request's
+    /// thread (with one loop thread, nothing would answer them).
+    func afterWriteBack(of inode: UInt64, _ body: @escaping @Sendable () -> Void) {
+        let writeBack: @Sendable () -> Void = { [self] in
+            // Not held while the kernel waits for the WRITEs: an open's push would wait for it
+            // on a request's thread. `close()` waits for this queue before the session goes.
+            if let session = session.withLock({ $0 }) {
+                // A failure (the inode forgotten, the mount going) leaves no page to write back.
+                _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(inode), 0, 0)
+            }
+            body()
+        }
+        if !bookkeeping.withLock({ deferred(inode, &$0, writeBack) }) { queue.async(execute: writeBack) }
+    }
 
     /// Runs `body` once no push queued for `inode` so far can still land: at once when none
     /// is queued, otherwise on the queue after them.

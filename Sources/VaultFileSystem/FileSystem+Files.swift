@@ -25,6 +25,12 @@ extension FileSystem {
         state.withLock { (try? $0.handles.file(handle).keepsCache) ?? false }
     }
 
+    /// Whether a handle with write access is open on `inode`: only then may the kernel hold
+    /// pages of it that a store into a shared mapping changed and that no write brought here yet.
+    public func isOpenForWriting(_ inode: UInt64) -> Bool {
+        state.withLock { !$0.closed && $0.handles.hasWriters(inode) }
+    }
+
     /// Reads up to `count` bytes; fewer at the end of the file, none past it. Holes read as zeros.
     public func read(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [UInt8] {
         Array(try readPieces(handle, offset: offset, count: count).joined())
