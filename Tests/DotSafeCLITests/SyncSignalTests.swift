@@ -32,6 +32,19 @@ import VaultStore
 
         func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
+        /// A sync started, sent `number` once `marker` exists (which then goes; `reached` runs
+        /// then), and ended.
+        static func stopped(_ storage: String, _ remote: String, _ environment: [String: String], device: String,
+                            at marker: String, by number: Int32,
+                            reached: () throws -> Void = {}) throws -> (status: Int32?, output: String, error: String) {
+            let sync = try RunningSync(storage, remote, environment, device: device)
+            #expect(SyncSignalTests.waitForFile(marker), "the sync never reached \(marker)")
+            try? FileManager.default.removeItem(atPath: marker)
+            try reached()
+            sync.signal(number)
+            return sync.finish()
+        }
+
         /// Its exit status (nil: a signal ended it) and both outputs.
         func finish() -> (status: Int32?, output: String, error: String) {
             let out = output.fileHandleForReading.readDataToEndOfFile(), err = error.fileHandleForReading.readDataToEndOfFile()
@@ -42,12 +55,16 @@ import VaultStore
     }
 
     /// A PATH whose rclone runs the real one slowed to 1 MiB/s and marks the start of each batch
-    /// copy: `down-started` into a download folder, `up-started` to the remote.
+    /// copy: `down-started` into a download folder (and `down-again` from the second on, until
+    /// `down-once` is removed), `up-started` to the remote.
     static func slowRclone(_ base: String) throws -> String {
         try Failure.rclone(base, script: """
             for last; do :; done
             case "$1:$last" in
-                copy:*\(DownloadFolder.suffix)) : > '\(base)/down-started' ;;
+                copy:*\(DownloadFolder.suffix))
+                    : > '\(base)/down-started'
+                    if [ -e '\(base)/down-once' ]; then : > '\(base)/down-again'; fi
+                    : > '\(base)/down-once' ;;
                 copy:*) : > '\(base)/up-started' ;;
             esac
             exec /usr/bin/rclone "$@" --bwlimit 1M
@@ -65,6 +82,19 @@ import VaultStore
 
     static func waitForFile(_ path: String) -> Bool { waitFor(seconds: 60) { FileManager.default.fileExists(atPath: path) } }
 
+    /// A laptop synced with `first` to the folder `remote`, then given 1.5 MB more (`both`):
+    /// an upload of a few seconds at 1 MiB/s.
+    static func laptopWithChangesToSend() throws
+        -> (base: String, environment: [String: String], first: [String: [UInt8]], both: [String: [UInt8]]) {
+        let first = ["first.txt": Array("first".utf8)]
+        let (base, environment) = try Failure.laptop(first)
+        let synced = Sync.sync(base + "/laptop", base + "/remote", environment, device: "laptop")
+        try #require(synced.status == 0, "\(synced)")
+        let more = ["big.bin": Failure.randomBytes(1_500_000)]
+        try Failure.write(more, into: base + "/laptop", environment)
+        return (base, environment, first, first.merging(more) { a, _ in a })
+    }
+
     /// A join stopped in its downloads leaves no file of it: a new device's storage goes, and a
     /// storage that a killed join left loses what it placed and its download folder. The
     /// remote is untouched, and the next sync joins and reads every byte.
@@ -79,10 +109,7 @@ import VaultStore
         var slow = environment
         slow["PATH"] = try Self.slowRclone(base)
 
-        let fresh = try RunningSync(desktop, remote, slow, device: "desktop")
-        #expect(Self.waitForFile(base + "/down-started"))
-        fresh.signal(SIGINT)
-        let stopped = fresh.finish()
+        let stopped = try RunningSync.stopped(desktop, remote, slow, device: "desktop", at: base + "/down-started", by: SIGINT)
         #expect(stopped.status == 130, "\(stopped)")
         #expect(stopped.error == "dotsafe: sync interrupted by SIGINT; nothing changed, the next sync starts over\n", "\(stopped)")
         #expect(stopped.output.isEmpty)
@@ -90,19 +117,18 @@ import VaultStore
         #expect(!FileManager.default.fileExists(atPath: desktop), "the new device's storage stays")
 
         // A join killed in its downloads (the crash-safe path) leaves its storage; the next one,
-        // stopped, takes away what it placed there.
-        try FileManager.default.removeItem(atPath: base + "/down-started")
-        let killed = try RunningSync(desktop, remote, slow, device: "desktop")
-        #expect(Self.waitForFile(base + "/down-started"))
-        killed.signal(SIGKILL)
-        #expect(killed.finish().status == nil)
+        // stopped, takes away what it placed there, and its download folder.
+        let killed = try RunningSync.stopped(desktop, remote, slow, device: "desktop", at: base + "/down-started", by: SIGKILL)
+        #expect(killed.status == nil, "\(killed)")
         #expect(waitFor(seconds: 30) { Self.helpersRunning(base).isEmpty })
         let leftByKill = Set(try FileManager.default.contentsOfDirectory(atPath: desktop))
-        try FileManager.default.removeItem(atPath: base + "/down-started")
-        let resumed = try RunningSync(desktop, remote, slow, device: "desktop")
-        #expect(Self.waitForFile(base + "/down-started"))
-        resumed.signal(SIGINT)
-        let stoppedAgain = resumed.finish()
+        // Stopped in its second batch: the first one's files (the index) are placed by then.
+        for marker in ["down-once", "down-again"] { try? FileManager.default.removeItem(atPath: base + "/" + marker) }
+        var placed: Set<String> = []
+        let stoppedAgain = try RunningSync.stopped(desktop, remote, slow, device: "desktop", at: base + "/down-again", by: SIGINT) {
+            placed = Set(try FileManager.default.contentsOfDirectory(atPath: desktop)).subtracting(leftByKill)
+        }
+        #expect(placed.contains(where: FileName.isWellFormed), "no file was placed before the second batch: \(placed)")
         #expect(stoppedAgain.status == 130, "\(stoppedAgain)")
         #expect(stoppedAgain.error == "dotsafe: sync interrupted by SIGINT; nothing changed, the next sync starts over\n")
         #expect(Self.helpersRunning(base).isEmpty, "rclone still runs")
@@ -122,21 +148,13 @@ import VaultStore
     /// remote keeps its old state, and the next sync finishes: both sides read every byte.
     @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
     func aSignalDuringTheUploadsLeavesWhatTheNextSyncFinishes(_ number: Int32) throws {
-        let first = ["first.txt": Array("first".utf8)]
-        let (base, environment) = try Failure.laptop(first)
+        let (base, environment, first, both) = try Self.laptopWithChangesToSend()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let remote = base + "/remote", laptop = base + "/laptop"
-        try #require(Sync.sync(laptop, remote, environment, device: "laptop").status == 0)
-        let more = ["big.bin": Failure.randomBytes(1_500_000)]
-        try Failure.write(more, into: laptop, environment)
-        let both = first.merging(more) { a, _ in a }
         var slow = environment
         slow["PATH"] = try Self.slowRclone(base)
 
-        let sync = try RunningSync(laptop, remote, slow, device: "laptop")
-        #expect(Self.waitForFile(base + "/up-started"))
-        sync.signal(number)
-        let stopped = sync.finish()
+        let stopped = try RunningSync.stopped(laptop, remote, slow, device: "laptop", at: base + "/up-started", by: number)
         let name = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"][number] ?? ""
         #expect(stopped.status == 128 + number, "\(stopped)")
         #expect(stopped.error == "dotsafe: sync interrupted by \(name) after its local commit; the next sync finishes it\n", "\(stopped)")
@@ -155,14 +173,9 @@ import VaultStore
     /// A second Ctrl-C while the sync waits for its rclone to stop ends it at once (exit 130,
     /// nothing more said), as a kill would: the next sync completes all the same.
     @Test func aSecondCtrlCEndsTheSyncAtOnce() throws {
-        let first = ["first.txt": Array("first".utf8)]
-        let (base, environment) = try Failure.laptop(first)
+        let (base, environment, first, both) = try Self.laptopWithChangesToSend()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let remote = base + "/remote", laptop = base + "/laptop"
-        try #require(Sync.sync(laptop, remote, environment, device: "laptop").status == 0)
-        let more = ["big.bin": Failure.randomBytes(1_500_000)]
-        try Failure.write(more, into: laptop, environment)
-        let both = first.merging(more) { a, _ in a }
         // An rclone slow to stop: SIGTERM reaches a shell that notes it and waits for its copy.
         var slow = environment
         slow["PATH"] = try Failure.rclone(base, script: """
