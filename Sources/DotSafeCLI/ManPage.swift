@@ -75,6 +75,9 @@ enum ManPage {
         .TP
         .B 64
         A wrong command line: an unknown option, a missing or extra argument.
+        .TP
+        .B 128 + N
+        \\fBsync\\fR stopped by signal N: 130 for SIGINT (Ctrl-C), 143 for SIGTERM, 129 for SIGHUP.
 
         """
 

@@ -19,7 +19,8 @@ public enum ChildProcess {
     /// newline): a line it takes (returns true for) is a report, such as a file done, and
     /// neither error output nor a reason to stop. `whenQuiet.goOn` is asked, each time
     /// `whenQuiet.seconds` pass with no line taken, whether the child should go on; a no ends
-    /// it (SIGTERM): for a program whose silence may mean it is stuck retrying.
+    /// it (SIGTERM): for a program whose silence may mean it is stuck retrying. A stop
+    /// (`StopSignals`) ends it too.
     public static func run(_ path: String, _ arguments: [String], environment: [String],
                            input: [UInt8] = [], stopOnErrorOutput: Bool = false,
                            takingErrorLines: ((String) -> Bool)? = nil,
@@ -36,9 +37,11 @@ public enum ChildProcess {
             throw error
         }
         SystemCall.close(stdin.read); SystemCall.close(stdout.write); SystemCall.close(stderr.write)
+        RunningChildren.started(pid)
         let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
                                              child: pid, stopOnErrorOutput: stopOnErrorOutput, taking: takingErrorLines,
                                              whenQuiet: whenQuiet)
+        RunningChildren.ended(pid)
         var status: Int32 = 0
         _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
         let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1

@@ -100,14 +100,20 @@ public struct Rclone: Sendable {
                 return true
             }
         }
+        // The next safe point of a sync asked to stop: no transfer starts, and one the stop
+        // ended is that, not a failure of the remote. One that finished stays done.
+        if let signal = StopSignals.caught { throw .interrupted(signal: signal) }
+        let result: ChildProcess.Result
         do {
-            return try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
-                                            + arguments.dropFirst(), environment: environment, input: input,
-                                        stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking,
-                                        whenQuiet: whenQuiet.map { (settings.probeAfterQuietSeconds, $0) })
+            result = try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
+                                              + arguments.dropFirst(), environment: environment, input: input,
+                                          stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking,
+                                          whenQuiet: whenQuiet.map { (settings.probeAfterQuietSeconds, $0) })
         } catch {
             throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
         }
+        if result.status != 0 || !result.errorOutput.isEmpty, let signal = StopSignals.caught { throw .interrupted(signal: signal) }
+        return result
     }
 
     /// A line rclone logs below level ERROR (INFO and NOTICE: level ERROR never shows them), as

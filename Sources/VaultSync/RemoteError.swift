@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// Failures of a remote, each one line for `dotsafe: <line>`. A remote's options never appear in
 /// a message (`RemoteLocation.description` leaves them out), and neither does anything rclone
@@ -20,6 +21,9 @@ public enum RemoteError: Error, Equatable, Sendable {
     case unusableLocalFile(String)
     /// Any other failure of rclone, with its exit status and last error.
     case failed(remote: String, status: Int32, detail: String)
+    /// A stop was asked for (`StopSignals`: Ctrl-C, SIGTERM, SIGHUP): no rclone command starts,
+    /// and the one running was ended. The caller says what the next sync does.
+    case interrupted(signal: Int32)
 }
 
 extension RemoteError: CustomStringConvertible {
@@ -35,6 +39,7 @@ extension RemoteError: CustomStringConvertible {
             "the remote \(remote) lacks \(names.count) storage file\(names.count == 1 ? "" : "s") (\(names.first ?? ""))"
         case .unusableLocalFile(let path): "\(path) is not a regular file of the storage size"
         case .failed(let remote, let status, let detail): "rclone failed on the remote \(remote) (exit \(status)): \(detail)"
+        case .interrupted(let signal): "interrupted by \(StopSignals.name(signal))"
         }
     }
 }

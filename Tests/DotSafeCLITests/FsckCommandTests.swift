@@ -249,7 +249,7 @@ import VaultStore
         let left = fixture.fsck()
         #expect(left.status == 0, "\(left)")
         #expect(left.standardOutput.contains("left by an interrupted session: 1 download folder of a sync; "
-                                             + "the next writable mount removes it\n"), "\(left)")
+                                             + "the next sync or writable mount removes it\n"), "\(left)")
         #expect(left.standardOutput.hasSuffix(": clean.\n"), "\(left)")
         #expect(try entries() == before.union([(folder as NSString).lastPathComponent]), "fsck wrote")
 

@@ -132,7 +132,10 @@ struct FsckCommand: Command {
                      copies > 0 ? "\(copies) re-creation cop\(copies == 1 ? "y" : "ies")" : nil,
                      folders > 0 ? "\(folders) download folder\(folders == 1 ? "" : "s") of a sync" : nil].compactMap { $0 }
         let list = parts.count > 1 ? parts.dropLast().joined(separator: ", ") + " and " + parts.last! : parts[0]
-        return "left by an interrupted session: \(list); the next writable mount removes " + (files + copies + folders == 1 ? "it" : "them")
+        // Any writing open removes them, a sync's too; a sync's folder is named for the sync,
+        // which is where its user looks next.
+        let remover = folders > 0 ? "the next sync or writable mount" : "the next writable mount"
+        return "left by an interrupted session: \(list); \(remover) removes " + (files + copies + folders == 1 ? "it" : "them")
     }
 
     /// One line per damage, then a summary.

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 import VaultCore
 import VaultCrypto
 import VaultFormat
@@ -24,6 +25,9 @@ struct SyncCommand: Command {
         STORAGE is made first and receives the vault (a new device; the keyring
         must be imported first). Refused while the vault is mounted. Prints one
         line: files moved up and down, files removed on the remote, conflicts.
+        Ctrl-C (or SIGTERM, SIGHUP) stops it at the next safe point: one line
+        says what the next sync does, exit 130 (143, 129); a second Ctrl-C ends
+        it at once, as a kill would.
 
         With --shared CODE, the vault that the holder of CODE shared with the vault
         the pattern opens (dotsafe share): its first sync brings it into STORAGE,
@@ -56,7 +60,13 @@ struct SyncCommand: Command {
         deviceName = name
     }
 
+    /// Ctrl-C, SIGTERM or SIGHUP stop the sync at its next safe point (`StopSignals`): one
+    /// line says so, and the exit status is 128 + the signal, as other tools give.
     func run(context: CommandContext) throws -> Int32 {
+        try StopSignals.watching { try runWatched(context: context) }
+    }
+
+    private func runWatched(context: CommandContext) throws -> Int32 {
         do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make sync non-dumpable: \(error)") }
         let sharedBy = try self.sharedBy.map { try ContactCommand.parseCode($0) }
         let location: RemoteLocation, rclone: Rclone
@@ -71,20 +81,36 @@ struct SyncCommand: Command {
         // The listing needs no key: it runs while the keys are derived (issue 13).
         let remote = RemoteStorage(location, rclone: rclone)
         let listing = remote.listInBackground()
+        let reached = StepReached()
         do {
-            let summary = try sync(remote: remote, listing: listing, salt: salt, sharedBy: sharedBy, context: context)
+            let summary = try sync(remote: remote, listing: listing, salt: salt, sharedBy: sharedBy, reached: reached, context: context)
             context.standardOutput.writeLine(summary.line)
             return 0
         } catch {
             // A new device's storage that did not receive the vault goes again: nothing changed.
             if made { Self.removeStorage(storagePath, folderToo: !existed) }
+            if let signal = StopSignals.caught {
+                context.standardError.writeLine("\(DotSafeCLI.name): " + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5))
+                return 128 + signal
+            }
             if let error = error as? RemoteError { throw CLIError.failure(error.description) }
             throw error
         }
     }
 
+    /// What an interrupted sync left for the next one: before step 5 (`VaultSynchronizer`)
+    /// nothing changed here or on the remote (a join's files went); from there on, the local
+    /// commit is made and the next sync sends what did not go up, as after a kill.
+    static func interruptedLine(_ signal: Int32, afterLocalCommit: Bool) -> String {
+        "sync interrupted by \(StopSignals.name(signal))"
+            + (afterLocalCommit ? " after its local commit; the next sync finishes it" : "; nothing changed, the next sync starts over")
+    }
+
+    /// The last step a sync began (its progress), read once it has ended.
+    private final class StepReached { var step = 0 }
+
     private func sync(remote: RemoteStorage, listing: @escaping () throws -> RemoteListing, salt: Keyring.PatternSalt,
-                      sharedBy: ContactCode?, context: CommandContext) throws -> SyncSummary {
+                      sharedBy: ContactCode?, reached: StepReached, context: CommandContext) throws -> SyncSummary {
         let storage = try Storage.open(at: storagePath)
         let secrets = try VaultSecrets(pattern: try patternReader.read(context), salt: salt)
         let folder: RuntimeFolder
@@ -109,7 +135,10 @@ struct SyncCommand: Command {
         var synchronizer = VaultSynchronizer(vault: vault, remote: remote, storageFolder: storagePath, deviceName: deviceName)
         synchronizer.listing = listing
         let progress = SyncProgressLine(to: context.standardError)
-        synchronizer.progress = { progress.step($0, of: $1) }
+        synchronizer.progress = {
+            reached.step = $0
+            progress.step($0, of: $1)
+        }
         // Only for a terminal: elsewhere rclone runs as it always does, reporting errors only.
         if context.standardError.isTerminal { synchronizer.filesMoved = { progress.moved($0) } }
         defer { progress.finish() }

@@ -1,0 +1,40 @@
+import Glibc
+import Synchronization
+
+/// The helper programs `ChildProcess` is running, so that a stop (`StopSignals`) reaches each
+/// of them, and also one that starts just after the stop: a child of a process that is
+/// stopping is ended as soon as it is known.
+enum RunningChildren {
+    private struct State {
+        var running: Set<pid_t> = []
+        var stopping: Int32?
+    }
+
+    private static let state = Mutex(State())
+
+    /// A child was spawned; ended at once if a stop came first.
+    static func started(_ pid: pid_t) {
+        state.withLock { state in
+            state.running.insert(pid)
+            if let signal = state.stopping { kill(pid, signal) }
+        }
+    }
+
+    /// Called before the child is reaped, so that its number, free again, is never signalled.
+    static func ended(_ pid: pid_t) {
+        _ = state.withLock { $0.running.remove(pid) }
+    }
+
+    /// Sends `signal` to every child running now, and to each one started from now on.
+    static func stop(with signal: Int32) {
+        state.withLock { state in
+            state.stopping = signal
+            for pid in state.running { kill(pid, signal) }
+        }
+    }
+
+    /// The stop is over (its command ended): children run as before.
+    static func resume() {
+        state.withLock { $0.stopping = nil }
+    }
+}

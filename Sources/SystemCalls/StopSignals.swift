@@ -1,0 +1,141 @@
+import CSystem
+import Dispatch
+import Glibc
+import Synchronization
+
+/// SIGINT, SIGTERM and SIGHUP as a request to stop at the next safe point (`dotsafe sync`),
+/// instead of the default action that ends the process wherever it is. While `watching` runs:
+/// the first of them is remembered (`caught`) and every helper program running or started
+/// afterwards gets SIGTERM (`RunningChildren`); the caller notices at its next step and winds
+/// down. A second one means "now": the children get SIGKILL and the process exits at once
+/// with 128 + the signal, as a kill would have ended it (the crash-safe path).
+///
+/// The handler only sets an atomic and writes one byte into a pipe (both async-signal-safe); a
+/// dispatch source reads the pipe and does the rest outside signal context. A pattern prompt
+/// (`Terminal`) puts its own handlers in place while it reads and ours back after it.
+public enum StopSignals {
+    public static let numbers: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// The first signal caught while watching, or nil.
+    public static var caught: Int32? {
+        let number = Handler.caught.load(ordering: .acquiring)
+        return number == 0 ? nil : number
+    }
+
+    /// `SIGINT`, `SIGTERM`, `SIGHUP`.
+    public static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(number)"
+        }
+    }
+
+    /// Runs `body` with the signals watched. Nested and concurrent calls (commands run inside a
+    /// test process) share one installation, removed when the last of them ends; `caught` is
+    /// cleared then.
+    public static func watching<R>(_ body: () throws -> R) throws -> R {
+        try installation.withLock { try $0.enter() }
+        // The signals must reach this process: a parent may have left them blocked (a test
+        // runner's threads block SIGTERM, and a child inherits that mask).
+        var unblocked = sigset_t(), previousMask = sigset_t()
+        sigemptyset(&unblocked)
+        for number in numbers { sigaddset(&unblocked, number) }
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, &previousMask)
+        defer {
+            pthread_sigmask(SIG_SETMASK, &previousMask, nil)
+            installation.withLock { $0.leave() }
+        }
+        return try body()
+    }
+
+    private static let installation = Mutex(Installation())
+
+    private struct Installation: ~Copyable {
+        var users = 0
+        var source: (any DispatchSourceRead)?
+        var writeEnd: Int32 = -1
+        var previous: [sigaction] = []
+
+        mutating func enter() throws(SystemError) {
+            users += 1
+            guard users == 1 else { return }
+            var ends: [Int32] = [0, 0]
+            do { try SystemCall.retrying("pipe2") { dotsafe_pipe_cloexec(&ends) } } catch {
+                users = 0
+                throw error
+            }
+            let readEnd = ends[0]
+            writeEnd = ends[1]
+            // The handler must never block, and the reader takes what is there.
+            for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+            // Both atomics exist before the handler can run (a static is made at its first use).
+            Handler.caught.store(0, ordering: .releasing)
+            Handler.pipe.store(writeEnd, ordering: .releasing)
+            let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: DispatchQueue(label: "dotsafe.stop-signals"))
+            source.setEventHandler {
+                var bytes = [UInt8](repeating: 0, count: 16)
+                let count = read(readEnd, &bytes, bytes.count)
+                for byte in bytes.prefix(max(count, 0)) { Handler.received(Int32(byte)) }
+            }
+            source.setCancelHandler { SystemCall.close(readEnd) }
+            source.resume()
+            self.source = source
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { Handler.handle($0) }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            previous = StopSignals.numbers.map { number in
+                var old = sigaction()
+                sigaction(number, &action, &old)
+                return old
+            }
+        }
+
+        mutating func leave() {
+            users -= 1
+            guard users == 0 else { return }
+            for (number, old) in zip(StopSignals.numbers, previous) {
+                var old = old
+                sigaction(number, &old, nil)
+            }
+            previous = []
+            Handler.pipe.store(-1, ordering: .releasing)
+            SystemCall.close(writeEnd)
+            writeEnd = -1
+            source?.cancel()
+            source = nil
+            Handler.caught.store(0, ordering: .releasing)
+            Handler.seen.store(0, ordering: .relaxed)
+            RunningChildren.resume()
+        }
+    }
+
+    /// What the signal handler touches: two atomics, set up before it is installed.
+    private enum Handler {
+        static let caught = Atomic<Int32>(0)
+        static let pipe = Atomic<Int32>(-1)
+        /// Signals read from the pipe (by its one serial queue).
+        static let seen = Atomic<Int>(0)
+
+        /// In signal context: nothing but the two atomics and one write (errno kept).
+        static func handle(_ number: Int32) {
+            let saved = errno
+            _ = caught.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing)
+            var byte = UInt8(truncatingIfNeeded: number)
+            _ = write(pipe.load(ordering: .acquiring), &byte, 1)
+            errno = saved
+        }
+
+        /// Outside signal context: the first signal stops the children, a second ends the process.
+        static func received(_ number: Int32) {
+            if seen.add(1, ordering: .relaxed).newValue == 1 {
+                RunningChildren.stop(with: SIGTERM)
+            } else {
+                RunningChildren.stop(with: SIGKILL)
+                _exit(128 + number)
+            }
+        }
+    }
+}
