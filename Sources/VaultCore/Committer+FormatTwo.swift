@@ -111,6 +111,7 @@ extension Committer {
         pendingCopy = nil
         let other = 1 - generation % Format.indexSlotCount
         let name = try writer.name(other)
+        if try writer.writeThroughStandIn(other, copy) { return }
         if try writer.allocator.needsCreate(other) || !writer.storage.entryExists(name) {
             try writer.createSlot(other, copy)
         } else {

@@ -296,9 +296,24 @@ struct FileWriter {
         unsynced.insert(number)
     }
 
+    /// A join's stand-ins for its slots and record (docs/FORMAT.md §13.12, `JoinStandIns`).
+    var joinStandIns: JoinStandIns?
+    /// A join's record, written into its stand-in: renamed to its name after the root's copy.
+    private var recordInStandIn: (standIn: String, name: String)?
+
     /// Creates the pending unlock record (durably, its name synced), once, before anything else.
+    /// A join's goes into its stand-in, after its own group 0, made whole: no number of the
+    /// join's commit moves the count of files.
     mutating func writeUnlockRecord() throws {
         guard let unlock = pendingUnlock else { return }
+        if let standIn = joinStandIns?.record, try storage.entryExists(standIn) {
+            try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
+            try storage.write(standIn, offset: 0, bytes: unlock.file)
+            try storage.sync([standIn])
+            pendingUnlock = nil
+            recordInStandIn = (standIn, unlock.name)
+            return
+        }
         try storage.create(unlock.name, contents: unlock.file, durable: true)
         pendingUnlock = nil
         try storage.syncFolder()
@@ -472,9 +487,34 @@ struct FileWriter {
         createdSinceCommit = false
     }
 
+    /// A join's slot (`JoinStandIns`): written into its stand-in, synced, and renamed to its
+    /// name, which shows it whole. False where there is no stand-in, or the slot is there.
+    mutating func writeThroughStandIn(_ slot: UInt64, _ file: [UInt8]) throws -> Bool {
+        try writeUnlockRecord()
+        guard let standIns = joinStandIns, slot < standIns.slots.count else { return false }
+        let standIn = standIns.slots[Int(slot)], slotName = try name(slot)
+        guard try storage.entryExists(standIn), try !storage.entryExists(slotName) else { return false }
+        try storage.write(standIn, offset: 0, bytes: file)
+        try storage.sync([standIn])
+        try storage.rename(standIn, to: slotName)
+        try storage.syncFolder()
+        return true
+    }
+
+    /// After a join's root and its copy: the record goes from its stand-in to its name, and the
+    /// pattern opens the vault from then on.
+    mutating func nameJoinRecord() throws {
+        guard let record = recordInStandIn else { return }
+        try storage.rename(record.standIn, to: record.name)
+        try storage.syncFolder()
+        recordInStandIn = nil
+        joinStandIns = nil
+    }
+
     /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file
     /// the first time.
     mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
+        if try writeThroughStandIn(slot, file) { return }
         let slotName = try name(slot)
         // A device that joined a vault (format 2) owns no slot numbers, and a device that follows
         // a withdrawal writes its root at new slot names (FORMAT.md §14.8): its slots are made here.

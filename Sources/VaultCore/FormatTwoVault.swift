@@ -71,15 +71,20 @@ enum FormatTwoVault {
         guard try storage.entryExists(name) else { return nil }
         do {
             guard let file = try storage.read(name) else { throw CryptoError.authenticationFailed }
-            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
-                                               key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation))
-            defer { body.wipeStorage() }
-            return (name, try UnlockRecord.decode(body[...]))
+            return (name, try openUnlock(file, patternSecrets: patternSecrets))
         } catch FormatError.newerVersion(let version) {
             throw VaultError.newerFormat(version)
         } catch {
             throw VaultError.damagedIndex("the vault's unlock record does not open with this pattern")
         }
+    }
+
+    /// An owner's unlock record file of this storage, opened with the pattern and decoded.
+    static func openUnlock(_ file: [UInt8], patternSecrets: VaultSecrets) throws -> UnlockRecord {
+        let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .unlockRecord, version: StorageFormat.two.envelopeVersion,
+                                           key: .secret(patternSecrets.indexKey), seal: .unlock(location: Label.localLocation))
+        defer { body.wipeStorage() }
+        return try UnlockRecord.decode(body[...])
     }
 
     /// What the two slots say (design §E, "both slots hold the newest root"): nil when they are

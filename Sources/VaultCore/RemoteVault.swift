@@ -44,6 +44,8 @@ public final class RemoteVault: @unchecked Sendable {
     /// nil before, or when it was refused): what a killed join of this vault left, or files the
     /// remote root does not reference. The others at those names are this join's own until its commit.
     var joinHeld: Set<String>?
+    /// A join's stand-ins for its slots and record (`JoinStandIns`), set with `joinHeld`.
+    var joinStandIns: JoinStandIns?
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?

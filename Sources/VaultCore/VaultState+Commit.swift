@@ -171,6 +171,7 @@ extension VaultState {
         tree.didCommit()
         statistics.commits += 1
         try committer.writeOtherSlot(writer: &writer)
+        try writer.nameJoinRecord()
         statistics.refilledFiles += writer.refillFreedFiles()
         return releasing
     }

@@ -44,7 +44,8 @@ extension VaultState {
 
     /// The groups of other devices that `fresh` (names with no file here) fall in, as the remote
     /// root lists them (a mount's round downloads before it merges), each with its other files
-    /// missing here; a name in no listed group goes alone.
+    /// missing here, a join's stand-ins among them (`JoinStandIns`); a name in no listed group
+    /// goes alone.
     private func downloadedGroups(_ fresh: Set<String>, _ remote: RemoteVault) throws -> [(downloaded: [String], missing: [String])] {
         guard let root = remote.root else { return fresh.sorted().map { ([$0], []) } }
         let naming = try Self.remoteNames(remote, root)
@@ -59,6 +60,7 @@ extension VaultState {
                         let raw = FileRef(device: UInt16(index), number: number).raw
                         if !special.contains(raw) { names.append(try naming.fileName(raw)) }
                     }
+                    names += remote.joinStandIns?.names(device: index, group: group) ?? []
                     let downloaded = names.filter(left.contains)
                     guard !downloaded.isEmpty else { continue }
                     left.subtract(downloaded)

@@ -1,3 +1,4 @@
+import VaultCrypto
 import VaultFormat
 import VaultStore
 
@@ -11,10 +12,12 @@ extension VaultState {
     /// Calls `body` with each name a join from `remote`'s root may write, and whether the join
     /// would write it whatever is there: the slots, the grants, and the released numbers (the
     /// numbers of a device outside its owned groups, whose files a merge removes).
+    /// The slots' stand-ins (`JoinStandIns`) are a join's own names too, as device 0's numbers.
     private func forEachJoinName(_ remote: RemoteVault, _ root: IndexRootV2, _ body: (String, _ written: Bool) throws -> Void) throws {
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         for slot in 0..<UInt8(Format.indexSlotCount) { try body(try names.indexName(slot: slot), true) }
+        for standIn in remote.joinStandIns?.slots ?? [] { try body(standIn, false) }
         for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name), true) }
         let size = UInt64(Format.groupSize)
         // Made one by one (`fileName` would cache each name): a range may be long.
@@ -35,9 +38,13 @@ extension VaultState {
     /// same bytes (`refuseDifferingDownloads`), as it does over what a killed join of this
     /// vault placed: that join resumes. A withdrawal since (§14.8) gives the slots another RL
     /// but keeps the names keys, so the slots alone do not tell.
+    /// A join of this pattern killed in its commit left its slots at their names and its
+    /// record in its stand-in: they go back to their stand-ins first, and the join starts again.
     func refuseJoinOverHeldFiles(_ remote: RemoteVault) throws {
         guard remote.joins, let root = remote.root else { return }
-        let present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
+        remote.joinStandIns = try joinStandIns(remote, root)
+        var present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
+        if try undoKilledJoinCommit(remote, present: present) { present = Set(try storage.listAllNames().filter(FileName.isWellFormed)) }
         var held = Set<String>()
         if !present.isEmpty {
             try forEachJoinName(remote, root) { name, written in
@@ -47,6 +54,60 @@ extension VaultState {
             }
         }
         remote.joinHeld = held
+    }
+
+    /// The stand-ins of an owner's join: device 0's numbers 0 and 1 and the remote record's
+    /// number, at their device names. None for a grantee's join (its record is the grant), nor
+    /// where device 0 names its files from this pattern's NK (a vault upgraded from format 1,
+    /// §13.9): a writing open that finds no record removes those as a first commit's
+    /// leftovers (§9.3), and a killed commit's record with them, leaving its slots behind.
+    /// Nor when the root does not list the record as the owner's: the join stops at its merge
+    /// (a pattern change's sync cut short, §13.12), and that number is a free file until then.
+    private func joinStandIns(_ remote: RemoteVault, _ root: IndexRootV2) throws -> JoinStandIns? {
+        guard remote.grantFile == nil, let record = remote.record, !root.devices.isEmpty,
+              root.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else { return nil }
+        let names = try Self.remoteNames(remote, root)
+        defer { names.wipe() }
+        guard let key = names.namesKey(ofDevice: 0), let recordName = try? names.fileName(record.ownFile.raw) else { return nil }
+        let deviceKey = key.copyBytes(), patternKey = session.patternSecrets.namesKey.copyBytes()
+        defer {
+            deviceKey.wipeStorage()
+            patternKey.wipeStorage()
+        }
+        guard !ConstantTime.equals(deviceKey, patternKey) else { return nil }
+        return try JoinStandIns(namesKeyOfDeviceZero: key, recordFile: record.ownFile, recordName: recordName)
+    }
+
+    /// A join's commit writes its record into the record's stand-in, then its root and copy into
+    /// the slots' stand-ins and renames those to the slots, then the record to its name (FORMAT.md
+    /// §13.12). Killed between, it leaves slots whose root no record of this pattern finds:
+    /// a file at a slot's name beside a stand-in that this pattern opens as a record of this vault
+    /// is that, and each slot is renamed back to its stand-in (the count does not move). A slot
+    /// beside anything else (another pattern's state) stays, and refuses the join.
+    private func undoKilledJoinCommit(_ remote: RemoteVault, present: Set<String>) throws -> Bool {
+        guard let standIns = remote.joinStandIns else { return false }
+        let slots = try (0..<UInt8(Format.indexSlotCount)).map { try FormatTwoKeys.slotName(rootLocator: remote.rootLocator, slot: $0) }
+        guard slots.contains(where: present.contains), try killedJoinRecord(at: standIns.record, remote: remote) else { return false }
+        for (slot, standIn) in zip(slots, standIns.slots) where present.contains(slot) {
+            guard !present.contains(standIn) else { throw SyncRefusal.heldUnderOtherPattern }
+            try storage.rename(slot, to: standIn)
+        }
+        try storage.syncFolder()
+        return true
+    }
+
+    /// Whether the file at `name` is an owner record of this vault that this pattern opens.
+    private func killedJoinRecord(at name: String, remote: RemoteVault) throws -> Bool {
+        guard let file = try? storage.read(name),
+              let record = try? FormatTwoVault.openUnlock(file, patternSecrets: session.patternSecrets) else { return false }
+        defer {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
+        let vaultKey = remote.vaultKey.copyBytes()
+        defer { vaultKey.wipeStorage() }
+        return ConstantTime.equals(record.vaultKey, vaultKey) && record.ownFile == remote.record?.ownFile
     }
 
     /// A join places a download over a file here only when the bytes are the same: a file a

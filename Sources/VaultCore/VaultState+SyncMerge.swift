@@ -187,6 +187,7 @@ extension VaultState {
         writer = FileWriter(storage: storage, secrets: joined, random: session.random,
                             allocator: FileAllocator(newVaultWithCovers: covers, device: index))
         writer.pendingUnlock = unlock
+        writer.joinStandIns = remote.joinStandIns
         writer.lendsFreeFiles = true
         tree = ItemTree(items: tree.allItems, children: tree.children, nextItemID: UInt64(prefix) << 32 | (Format.rootItemID + 1))
     }
@@ -252,6 +253,13 @@ extension VaultState {
             for raw in numbers(device, index).sorted() where try !storage.entryExists(try name(raw)) {
                 missing[FileRef(raw: raw).number / UInt64(Format.groupSize), default: []]
                     .append((try name(raw), try session.random.bytes(Format.fileSize)))
+            }
+            // A join's stand-ins (`JoinStandIns`) come with their groups, as random files.
+            for standIn in remote.joinStandIns?.all ?? [] where Int(standIn.file.device) == index {
+                let group = standIn.file.number / UInt64(Format.groupSize)
+                guard device.ownedGroups.contains(where: { $0.first <= group && group < $0.end }),
+                      try !storage.entryExists(standIn.name) else { continue }
+                missing[group, default: []].append((standIn.name, try session.random.bytes(Format.fileSize)))
             }
             for group in missing.keys.sorted() {
                 try storage.createGroup(missing[group]!)

@@ -1,0 +1,29 @@
+import VaultCrypto
+import VaultFormat
+
+/// The files that keep a joining storage's groups whole until the join's commit (docs/FORMAT.md
+/// §13.12, "A join keeps whole groups"). Device 0's numbers 0 and 1 are the local root slots and
+/// the owner record's number is the device's own record, all at names of their own that only
+/// the commit writes: until then `random(F)` lies at the numbers' device names (from device 0's
+/// NKd, names no storage uses otherwise), in the groups placed with them; the commit writes the
+/// record, the root and its copy into these files and renames each to its name, so that the
+/// count of files never moves. Nil for a grantee's join (its record is the grant, §14.9).
+struct JoinStandIns: Sendable {
+    /// Device 0's numbers 0 and 1 at their device names: slot s goes through `slots[s]`.
+    let slots: [String]
+    /// The owner record's number at its device name.
+    let record: String
+    /// Each with its number.
+    let all: [(name: String, file: FileRef)]
+
+    init(namesKeyOfDeviceZero key: SecretBytes, recordFile: FileRef, recordName: String) throws {
+        slots = try (0..<UInt64(Format.indexSlotCount)).map { try VaultSecrets.deviceFileName($0, namesKey: key) }
+        record = recordName
+        all = slots.enumerated().map { ($1, FileRef(device: 0, number: UInt64($0))) } + [(recordName, recordFile)]
+    }
+
+    /// Those in group `group` of device `device`.
+    func names(device: Int, group: UInt64) -> [String] {
+        all.filter { Int($0.file.device) == device && $0.file.number / UInt64(Format.groupSize) == group }.map(\.name)
+    }
+}
