@@ -50,13 +50,33 @@ import VaultFormat
     }
 
     /// Writes y.bin over the free files of `device` (those its last sync freed among them, but
-    /// for the few kept for pages, `FileWriter.reservedFiles`); returns its bytes.
-    static func writeOverFreeFiles(_ device: SyncDevice, seed: UInt8) throws -> [UInt8] {
-        let free = try device.vault.state.withLock { $0.writer.allocator.freeCount }
-        let y = Self.bytes(seed, chunks: max(free, 3))
+    /// for the few kept for pages, `FileWriter.reservedFiles`); returns its bytes. `reaching`:
+    /// only as many chunks as reach the last of those files, not every free file: the allocator
+    /// hands out the lowest free number first (a group that data makes for the reserve's sake
+    /// comes after them).
+    static func writeOverFreeFiles(_ device: SyncDevice, seed: UInt8, reaching files: Set<UInt64>? = nil) throws -> [UInt8] {
+        let free = device.vault.state.withLock { $0.writer.allocator.freeNumbers }
+        var count = free.count
+        if let files, let last = free.lastIndex(where: files.contains) { count = last + 1 }
+        let y = Self.bytes(seed, chunks: max(count, 3))
         try device.write("y.bin", "")
         try device.write("y.bin", bytes: y)
         return y
+    }
+
+    /// Two devices (`VaultSyncTests.twoDevices`) that both hold x.bin, 3 chunks of `seed` the
+    /// owner (device 0) wrote; the keeper's sync is a mount's round when `mounted`. Returns x's
+    /// bytes and the owner's files of its chunks.
+    static func bothHoldX(_ remote: TestRemote, seed: UInt8, mounted: Bool)
+        throws -> (owner: SyncDevice, keeper: SyncDevice, x: [UInt8], xFiles: [Int: UInt64]) {
+        let (owner, keeper) = try VaultSyncTests.twoDevices(remote)
+        let x = Self.bytes(seed, chunks: 3)
+        try owner.write("x.bin", "")
+        try owner.write("x.bin", bytes: x)
+        try owner.sync(remote)
+        try keeper.sync(remote, mounted: mounted)
+        #expect(try Self.contents(keeper, "x.bin") == x)
+        return (owner, keeper, x, try Self.chunkFiles(owner, "x.bin"))
     }
 
     static func expectIntact(_ device: SyncDevice, _ expected: Set<String>, x: (path: String, bytes: [UInt8], mode: UInt32),
@@ -79,16 +99,8 @@ import VaultFormat
     func anItemKeptOverADeleteKeepsItsBytesWhenItsFilesAreReused(edit: Edit, mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let (owner, keeper) = try VaultSyncTests.twoDevices(remote)
+        let (owner, keeper, x, xFiles) = try Self.bothHoldX(remote, seed: 0x11, mounted: mounted)
         defer { owner.finish(); keeper.finish() }
-
-        let x = Self.bytes(0x11, chunks: 3)
-        try owner.write("x.bin", "")
-        try owner.write("x.bin", bytes: x)
-        try owner.sync(remote)
-        try keeper.sync(remote, mounted: mounted)
-        #expect(try Self.contents(keeper, "x.bin") == x)
-        let xFiles = try Self.chunkFiles(owner, "x.bin")
 
         var kept = (path: "x.bin", bytes: x, mode: UInt32(0o644))
         switch edit {
