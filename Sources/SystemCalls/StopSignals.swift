@@ -11,8 +11,10 @@ import Synchronization
 /// with 128 + the signal, as a kill would have ended it (the crash-safe path).
 ///
 /// The handler only sets an atomic and writes one byte into a pipe (both async-signal-safe); a
-/// dispatch source reads the pipe and does the rest outside signal context. A pattern prompt
-/// (`Terminal`) puts its own handlers in place while it reads and ours back after it.
+/// thread blocked reading the pipe does the rest outside signal context. Not a dispatch read
+/// source: tearing one down races libdispatch's epoll bookkeeping on Linux, which once crashed
+/// a sync on its way out (swift-corelibs-libdispatch issue 949). A pattern prompt (`Terminal`)
+/// puts its own handlers in place while it reads and ours back after it.
 public enum StopSignals {
     public static let numbers: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
@@ -54,8 +56,9 @@ public enum StopSignals {
 
     private struct Installation: ~Copyable {
         var users = 0
-        var source: (any DispatchSourceRead)?
+        var readEnd: Int32 = -1
         var writeEnd: Int32 = -1
+        var readerDone: DispatchSemaphore?
         var previous: [sigaction] = []
 
         mutating func enter() throws(SystemError) {
@@ -66,22 +69,18 @@ public enum StopSignals {
                 users = 0
                 throw error
             }
-            let readEnd = ends[0]
-            writeEnd = ends[1]
-            // The handler must never block, and the reader takes what is there.
-            for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+            (readEnd, writeEnd) = (ends[0], ends[1])
+            // The handler must never block; the reader does, until a byte comes.
+            _ = fcntl(writeEnd, F_SETFL, fcntl(writeEnd, F_GETFL) | O_NONBLOCK)
             // Both atomics exist before the handler can run (a static is made at its first use).
             Handler.caught.store(0, ordering: .releasing)
             Handler.pipe.store(writeEnd, ordering: .releasing)
-            let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: DispatchQueue(label: "dotsafe.stop-signals"))
-            source.setEventHandler {
-                var bytes = [UInt8](repeating: 0, count: 16)
-                let count = read(readEnd, &bytes, bytes.count)
-                for byte in bytes.prefix(max(count, 0)) { Handler.received(Int32(byte)) }
+            let done = DispatchSemaphore(value: 0)
+            readerDone = done
+            DispatchQueue.global().async { [readEnd] in
+                Handler.readUntilEnd(readEnd)
+                done.signal()
             }
-            source.setCancelHandler { SystemCall.close(readEnd) }
-            source.resume()
-            self.source = source
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { Handler.handle($0) }
             sigemptyset(&action.sa_mask)
@@ -102,10 +101,12 @@ public enum StopSignals {
             }
             previous = []
             Handler.pipe.store(-1, ordering: .releasing)
+            Handler.endReader(writeEnd)
+            readerDone?.wait()
+            readerDone = nil
             SystemCall.close(writeEnd)
-            writeEnd = -1
-            source?.cancel()
-            source = nil
+            SystemCall.close(readEnd)
+            (readEnd, writeEnd) = (-1, -1)
             Handler.caught.store(0, ordering: .releasing)
             Handler.seen.store(0, ordering: .relaxed)
             RunningChildren.resume()
@@ -116,7 +117,7 @@ public enum StopSignals {
     private enum Handler {
         static let caught = Atomic<Int32>(0)
         static let pipe = Atomic<Int32>(-1)
-        /// Signals read from the pipe (by its one serial queue).
+        /// Signals read from the pipe (by its one reader).
         static let seen = Atomic<Int>(0)
 
         /// In signal context: nothing but the two atomics and one write (errno kept).
@@ -126,6 +127,30 @@ public enum StopSignals {
             var byte = UInt8(truncatingIfNeeded: number)
             _ = write(pipe.load(ordering: .acquiring), &byte, 1)
             errno = saved
+        }
+
+        /// The reader's loop: each byte is a signal, until the zero byte `endReader` writes.
+        static func readUntilEnd(_ readEnd: Int32) {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            while true {
+                let count = read(readEnd, &bytes, bytes.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                for byte in bytes.prefix(count) {
+                    if byte == 0 { return }
+                    received(Int32(byte))
+                }
+            }
+        }
+
+        /// Asks the reader to end. The pipe holds 64 KiB, so it is full only while the reader
+        /// is draining a storm of signals: then the zero byte waits its turn.
+        static func endReader(_ writeEnd: Int32) {
+            var end: UInt8 = 0
+            while write(writeEnd, &end, 1) != 1 {
+                guard errno == EAGAIN || errno == EINTR else { return }
+                usleep(1_000)
+            }
         }
 
         /// Outside signal context: the first signal stops the children, a second ends the process.
