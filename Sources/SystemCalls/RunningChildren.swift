@@ -1,10 +1,10 @@
 import Glibc
 import Synchronization
 
-/// The helper programs `ChildProcess` is running, so that a stop (`StopSignals`) reaches each
-/// of them, and also one that starts just after the stop: a child of a process that is
-/// stopping is ended as soon as it is known.
-enum RunningChildren {
+/// The helper programs `ChildProcess` is running, so that a stop (`StopSignals`, a mount's lock
+/// that gives up on its sync) reaches each of them, and also one that starts just after the
+/// stop: a child of a process that is stopping is ended as soon as it is known.
+public enum RunningChildren {
     private struct State {
         var running: Set<pid_t> = []
         var stopping: Int32?
@@ -25,8 +25,11 @@ enum RunningChildren {
         _ = state.withLock { $0.running.remove(pid) }
     }
 
+    /// The signal of the stop under way, or nil: no helper program should start.
+    public static var stopSignal: Int32? { state.withLock { $0.stopping } }
+
     /// Sends `signal` to every child running now, and to each one started from now on.
-    static func stop(with signal: Int32) {
+    public static func stop(with signal: Int32) {
         state.withLock { state in
             state.stopping = signal
             for pid in state.running { kill(pid, signal) }

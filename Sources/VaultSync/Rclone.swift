@@ -100,9 +100,10 @@ public struct Rclone: Sendable {
                 return true
             }
         }
-        // The next safe point of a sync asked to stop: no transfer starts, and one the stop
-        // ended is that, not a failure of the remote. One that finished stays done.
-        if let signal = StopSignals.caught { throw .interrupted(signal: signal) }
+        // The next safe point of a sync asked to stop (or of a mount's round its lock gave up
+        // on): no transfer starts, and one the stop ended is that, not a failure of the remote
+        // (nor a reason to probe it). One that finished stays done.
+        if let signal = Self.stopSignal { throw .interrupted(signal: signal) }
         let result: ChildProcess.Result
         do {
             result = try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
@@ -112,9 +113,11 @@ public struct Rclone: Sendable {
         } catch {
             throw .failed(remote: remote.description, status: -1, detail: "cannot run \(executable): \(error)")
         }
-        if result.status != 0 || !result.errorOutput.isEmpty, let signal = StopSignals.caught { throw .interrupted(signal: signal) }
+        if result.status != 0 || !result.errorOutput.isEmpty, let signal = Self.stopSignal { throw .interrupted(signal: signal) }
         return result
     }
+
+    private static var stopSignal: Int32? { StopSignals.caught ?? RunningChildren.stopSignal }
 
     /// A line rclone logs below level ERROR (INFO and NOTICE: level ERROR never shows them), as
     /// `2026/12/02 03:00:00 INFO  : NAME: Copied (new)`.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SystemCalls
 import VaultCore
 import VaultFileSystem
 import VaultFUSE
@@ -10,7 +11,8 @@ import VaultSync
 /// The first runs before the mount is reported ready, so that the mount shows the vault as the
 /// remote has it (and a new device joins before anything is written here); then a round runs
 /// `commitDelay` seconds after a commit and every `interval`, one at a time; and a last one
-/// when the mount goes, waited for at most `lockBound` seconds. A round that fails changes
+/// when the mount goes, waited for at most `lockBound` seconds; past that the round's rclone is
+/// ended, so that none outlives the daemon (`abandonRounds`). A round that fails changes
 /// nothing that was committed here: the next one sends what is missing. A failure is logged
 /// once per run of failures (mount point only); `dotsafe status` shows the last outcome.
 final class MountSync: Sendable {
@@ -18,6 +20,9 @@ final class MountSync: Sendable {
     static let commitDelay = 2.0
     /// The longest a lock waits for its last round (README, `mount --help`).
     static let lockBound = 15.0
+    /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL, and
+    /// then the round to wind down before the lock goes on without it.
+    static let stopGrace = 3.0
 
     let remoteName: String
     private let synchronizer: MountedSynchronizer
@@ -36,6 +41,8 @@ final class MountSync: Sendable {
         var stopped = false
         /// The last round, at lock, failed.
         var lastRoundFailed = false
+        /// The lock gave up on the rounds: none starts any more.
+        var abandoned = false
     }
 
     init(remote: String, configFile: String?, device: String, interval: Double, vault: Vault, storage: String,
@@ -109,8 +116,8 @@ final class MountSync: Sendable {
     }
 
     /// The mount is gone, the vault still open: one last round, waited for at most `lockBound`.
-    /// Past that, the lock goes on (the round's next vault call then fails); either way a
-    /// failure is one line in the system log.
+    /// Past that, the round (the last or one still running before it) is stopped and the lock
+    /// goes on; either way a failure is one line in the system log.
     func last() {
         state.withLock { $0.stopped = true }
         let done = DispatchSemaphore(value: 0)
@@ -120,9 +127,28 @@ final class MountSync: Sendable {
             done.signal()
         }
         if done.wait(timeout: .now() + Self.lockBound) == .timedOut {
+            abandonRounds(until: done)
             log.write(.warning, "locked without the last sync (no answer within \(Int(Self.lockBound)) s): changes are sent at the next sync")
         } else if state.withLock({ $0.lastRoundFailed }) {
             log.write(.warning, "locked without the last sync (it failed): changes are sent at the next sync")
+        }
+    }
+
+    /// The bound has passed with a round hung in rclone (a remote that takes its bytes slowly
+    /// or answers nothing, which rclone's own timeouts would end minutes after the daemon; it
+    /// would go on writing to the remote, or into the storage's download folder, with the vault
+    /// locked). No round starts any more; rclone gets SIGTERM (as at `dotsafe sync`'s stop,
+    /// `StopSignals`), then SIGKILL after `stopGrace`, and so does any started later; the round
+    /// fails at its next step and leaves the storage as a cut sync does (its download folder
+    /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most: a round busy
+    /// elsewhere (its merge's commit) fails at its next vault call instead. This daemon serves
+    /// one vault, so every child it has is this round's.
+    private func abandonRounds(until done: DispatchSemaphore) {
+        state.withLock { $0.abandoned = true }
+        RunningChildren.stop(with: SIGTERM)
+        if done.wait(timeout: .now() + Self.stopGrace) == .timedOut {
+            RunningChildren.stop(with: SIGKILL)
+            _ = done.wait(timeout: .now() + Self.stopGrace)
         }
     }
 
@@ -141,11 +167,14 @@ final class MountSync: Sendable {
     @discardableResult
     private func round(fileSystem: FileSystem?, mount: FUSEMount?, logging: Bool = true,
                        filesMoved: ((SyncProgress) -> Void)? = nil) -> (any Error)? {
-        rounds.withLock { _ in
-            state.withLock { state in
+        rounds.withLock { _ -> (any Error)? in
+            let abandoned = state.withLock { state in
                 state.commitRoundAt = nil
                 state.nextRoundAt = Self.uptime + interval
+                return state.abandoned
             }
+            // Waited for behind a round the lock stopped (the last one, or an interval's).
+            if abandoned { return RemoteError.interrupted(signal: SIGTERM) }
             do {
                 _ = try synchronizer.run(holdingRequests: { body in
                     guard let fileSystem else { return try body() }
