@@ -31,10 +31,10 @@ struct MountCommand: Command {
         --sync REMOTE syncs the vault with REMOTE (as 'dotsafe sync' does) while it
         is mounted: once before the mount is ready, a few seconds after changes are
         written, every --sync-interval (default 60s), and once more at lock, which
-        waits for that last sync at most 15 seconds. A remote that cannot be reached
-        never stops a mount or a lock, and no change is lost: the mount says so on
-        standard error, later failures go to the system log, 'dotsafe status' shows
-        the last sync, and the next sync sends what is missing.
+        waits for that last sync at most 15 seconds, then ends its rclone. A remote
+        that cannot be reached never stops a mount or a lock, and no change is lost:
+        the mount says so on standard error, later failures go to the system log,
+        'dotsafe status' shows the last sync, and the next sync sends what is missing.
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
