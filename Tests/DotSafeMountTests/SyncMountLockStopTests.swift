@@ -7,39 +7,42 @@ import VaultStore
 
 /// A `mount --sync` locked while its round's rclone hangs: a real rclone slowed to 1 KiB/s, so
 /// that the remote (a folder) answers every probe and nothing but the lock's bound ends the
-/// round. The lock waits its 15 s, then ends that rclone and locks: the daemon exits, no rclone
-/// of it stays to touch the remote or the storage, the round leaves the storage as a cut sync
-/// does (no download folder), and the next `dotsafe sync` finishes with nothing lost.
+/// round; or a stand-in that ignores SIGTERM. The lock waits its 15 s, then ends that rclone
+/// (SIGKILL for the deaf one) and locks: the daemon exits, no rclone of it stays to touch the
+/// remote or the storage, the round leaves the storage as a cut sync does (no download folder),
+/// and the next `dotsafe sync` finishes with nothing lost.
 @Suite struct SyncMountLockStopTests {
     typealias Mounted = SyncMountTests
 
-    enum Direction: String, CaseIterable, CustomTestStringConvertible {
-        case up, down
+    enum Hang: String, CaseIterable, CustomTestStringConvertible {
+        case upload, download
+        /// An upload whose program ignores SIGTERM: only the SIGKILL after the grace ends it.
+        case uploadDeafToSigterm
         var testDescription: String { rawValue }
     }
 
-    @Test(arguments: Direction.allCases)
-    func aLockEndsTheRcloneOfAHungRound(_ direction: Direction) throws {
+    @Test(arguments: Hang.allCases)
+    func aLockEndsTheRcloneOfAHungRound(_ hang: Hang) throws {
         let h = try MountHarness()
         defer { h.finish() }
         let remote = h.base + "/remote", desktop = h.base + "/desktop-storage", started = h.base + "/copy-started"
         let log = try DatagramListener(name: h.base + "/log")
         let point = try h.mountPoint("laptop")
         // Up: a commit's round sends its files; down: an interval round brings the desktop's.
-        let interval = direction == .up ? "10m" : "2s"
+        let interval = hang == .download ? "2s" : "10m"
         let mounted = h.mount(point, pattern: Mounted.pattern, options: ["--sync", remote, "--sync-interval", interval, "--device", "laptop"],
-                              environment: ["PATH": try Self.hangingRclone(h.base, direction, marking: started) + ":/usr/bin:/bin",
+                              environment: ["PATH": try Self.hangingRclone(h.base, hang, marking: started) + ":/usr/bin:/bin",
                                             "DOTSAFE_LOG_SOCKET": log.name])
         try #require(mounted.status == 0, "\(mounted)")
         let pid = try #require(MountHarness.daemonPID(for: point))
 
         var expected = ["a.txt": Data("laptop".utf8)]
         let big = Data((0..<1_500_000).map { _ in UInt8.random(in: 0...255) })
-        switch direction {
-        case .up:
+        switch hang {
+        case .upload, .uploadDeafToSigterm:
             try big.write(to: URL(fileURLWithPath: point + "/big.bin"))
             h.sh("printf laptop > a.txt && sync a.txt big.bin", in: point)
-        case .down:
+        case .download:
             let time = Date()
             h.sh("printf laptop > a.txt && sync a.txt", in: point)
             #expect(Mounted.waitForSync(h, point, "synced", after: time, seconds: 60), "\(Mounted.syncState(h, point) ?? "no state")")
@@ -54,7 +57,7 @@ import VaultStore
             try #require(sent.status == 0, "\(sent)")
         }
         expected["big.bin"] = big
-        #expect(waitFor(seconds: 60) { FileManager.default.fileExists(atPath: started) }, "no round began its \(direction) copy")
+        #expect(waitFor(seconds: 60) { FileManager.default.fileExists(atPath: started) }, "no round began its \(hang)")
         let rclones = Self.children(of: pid)
         #expect(!rclones.isEmpty, "the round's rclone is not running")
 
@@ -77,7 +80,7 @@ import VaultStore
         // The next sync with a working rclone finishes what the round began: both sides hold it all.
         let again = Self.sync(h, h.storage, remote, device: "laptop")
         #expect(again.status == 0, "\(again)")
-        if direction == .up { try #require(Self.sync(h, desktop, remote, device: "desktop").status == 0) }
+        if hang != .download { try #require(Self.sync(h, desktop, remote, device: "desktop").status == 0) }
         for storage in [h.storage, desktop] {
             let vault = try Mounted.openDesktop(h, storage)
             defer { try? vault.lock() }
@@ -100,18 +103,19 @@ import VaultStore
         return result
     }
 
-    /// A folder to put first on PATH: its rclone runs the real one, a copy `direction` (into a
-    /// download folder: down) slowed to 1 KiB/s after marking its start; every other command
-    /// as it is.
-    static func hangingRclone(_ base: String, _ direction: Direction, marking started: String) throws -> String {
+    /// A folder to put first on PATH: its rclone runs the real one, the batch copy `hang` names
+    /// (up to the remote, or down into a download folder) slowed to 1 KiB/s after marking its
+    /// start, or replaced by a sleep deaf to SIGTERM; every other command as it is.
+    static func hangingRclone(_ base: String, _ hang: Hang, marking started: String) throws -> String {
         let bin = base + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         let down = "copy:*\(DownloadFolder.suffix)"
-        let cases = direction == .up ? "\(down)) ;; copy:*)" : "\(down))"
+        let cases = hang == .download ? "\(down))" : "\(down)) ;; copy:*)"
+        let hanging = hang == .uploadDeafToSigterm ? "trap '' TERM; exec /bin/sleep 3600" : "exec /usr/bin/rclone \"$@\" --bwlimit 1k"
         try """
             #!/bin/sh
             for last; do :; done
-            case "$1:$last" in \(cases) : > '\(started)'; exec /usr/bin/rclone "$@" --bwlimit 1k ;; esac
+            case "$1:$last" in \(cases) : > '\(started)'; \(hanging) ;; esac
             exec /usr/bin/rclone "$@"
 
             """.write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
