@@ -25,11 +25,11 @@ let package = Package(
         .target(name: "VaultFormat"),
         .target(name: "VaultStore", dependencies: ["CSystem", "SystemCalls", "VaultCrypto", "VaultFormat"]),
         .target(name: "VaultCore", dependencies: ["CSecret", "VaultCrypto", "VaultFormat", "VaultStore"]),
-        .target(name: "VaultFileSystem", dependencies: ["VaultCore"]),
+        .target(name: "VaultFileSystem", dependencies: ["VaultCore", "VaultCrypto"]),
         // Sync: the merge of item trees (pure), the remote storage that rclone reaches, and the
         // vault-level protocol over both.
         .target(name: "VaultSync", dependencies: ["SystemCalls", "VaultFormat", "VaultCrypto", "VaultStore", "VaultCore"]),
-        .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem"]),
+        .target(name: "VaultFUSE", dependencies: ["CFuse", "SystemCalls", "VaultFileSystem", "VaultCrypto"]),
         .target(name: "DotSafeCLI", dependencies: ["SystemBus", "SystemCalls", "VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto",
                                                 "VaultFormat", "VaultSync"]),
         .executableTarget(name: "dotsafe", dependencies: ["DotSafeCLI"]),

@@ -5,7 +5,8 @@ import VaultFormat
 /// sealed into a free file when it is evicted or at the commit. The limit bounds memory whatever
 /// the size of the files (R-FS-4). The bytes live in a `PlaintextPool` (R-SEC-5): locked in RAM
 /// as far as RLIMIT_MEMLOCK allows, never in a core dump, zeroed when a chunk leaves the cache
-/// and at lock. What goes out of it is a copy the caller owns.
+/// and at lock. What goes out of it is a copy the caller owns, or a `PlaintextSlice` lent to a
+/// reply: a chunk whose buffer is held elsewhere is copied before it changes.
 struct ChunkCache {
     struct Key: Hashable { var item: UInt64; var index: Int }
 
@@ -60,6 +61,13 @@ struct ChunkCache {
         return range.lowerBound < end ? entry.buffer.bytes(range.lowerBound..<end) : []
     }
 
+    /// The stored bytes of the chunk within `range` (shorter, or empty, past its end), lent:
+    /// counts as a use.
+    mutating func slice(_ key: Key, in range: Range<Int>) -> PlaintextSlice? {
+        guard let entry = use(key) else { return nil }
+        return PlaintextSlice(entry.buffer, within: range)
+    }
+
     func isDirty(_ key: Key) -> Bool { entries[key]?.dirty ?? false }
 
     /// Bytes stored for the chunk.
@@ -67,12 +75,6 @@ struct ChunkCache {
 
     /// The chunk's buffer itself, for the chunk store to share with a write-behind.
     func buffer(_ key: Key) -> PlaintextBuffer? { entries[key]?.buffer }
-
-    /// Gives the chunk a copy of its buffer: the one it had is still read by a write-behind.
-    mutating func separate(_ key: Key) {
-        guard let entry = entries[key] else { return }
-        entries[key]!.buffer = entry.buffer.copy()
-    }
 
     /// Caches a copy of `bytes`, in a block with room for `capacity` bytes at least.
     mutating func put(_ key: Key, bytes: [UInt8], dirty: Bool, capacity: Int = 0) {
@@ -126,10 +128,12 @@ struct ChunkCache {
     /// The least recently used entry, the next to go.
     func evictionCandidate() -> Key? { entries.min { $0.value.lastUse < $1.value.lastUse }?.key }
 
-    /// Forgets every chunk and zeroes all of the pool's memory.
-    mutating func removeAll() {
+    /// Forgets every chunk and zeroes all of the pool's memory (the lock). `sparingLent`: a
+    /// buffer still held elsewhere, lent to a reply being sent, is zeroed only when its holder
+    /// lets it go (a reopen while mounted, when reads go on).
+    mutating func removeAll(sparingLent: Bool = false) {
         entries = [:]; indexes = [:]; byteCount = 0
-        pool.wipeAll()
+        if !sparingLent { pool.wipeAll() }
     }
 
     /// For tests: the block that holds a cached chunk.
@@ -142,12 +146,16 @@ struct ChunkCache {
         return entries[key]
     }
 
-    /// Changes a chunk in place: dirty, used now, its cost brought up to date.
+    /// Changes a chunk in place: dirty, used now, its cost brought up to date. A buffer held
+    /// elsewhere too (a write-behind sealing it, a reply sent from it) must not change under
+    /// its holder: the chunk gets a copy first.
     private mutating func change(_ key: Key, _ body: (PlaintextBuffer) -> Void) {
-        guard let entry = entries[key] else { return }
-        byteCount -= entry.buffer.capacity
-        body(entry.buffer)
-        byteCount += entry.buffer.capacity
+        guard entries[key] != nil else { return }
+        if !isKnownUniquelyReferenced(&entries[key]!.buffer) { entries[key]!.buffer = entries[key]!.buffer.copy() }
+        let buffer = entries[key]!.buffer
+        byteCount -= buffer.capacity
+        body(buffer)
+        byteCount += buffer.capacity
         tick += 1
         entries[key]!.dirty = true
         entries[key]!.lastUse = tick

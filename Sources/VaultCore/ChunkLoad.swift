@@ -62,9 +62,9 @@ final class LoadInProgress: Sendable {
 
 /// What a reader does next for one chunk.
 enum ChunkStep {
-    /// A copy of the chunk's stored bytes within the range read (empty for a hole), and loads
-    /// to run ahead in the background.
-    case ready([UInt8], ahead: [ChunkLoad])
+    /// The chunk's stored bytes within the range read (empty for a hole), lent, and loads to
+    /// run ahead in the background.
+    case ready(PlaintextSlice, ahead: [ChunkLoad])
     case load(ChunkLoad)
     case wait(LoadInProgress)
 }
@@ -140,14 +140,14 @@ extension VaultState {
         return (end, sequential, atRandom)
     }
 
-    /// Caches what a load read, if the chunk has not changed meanwhile, and returns a copy of
-    /// the bytes of `range` it holds (shorter, or empty, past its end): the bytes as stored when
+    /// Caches what a load read, if the chunk has not changed meanwhile, and lends the bytes of
+    /// `range` it holds (shorter, or empty, past its end): the bytes as stored when
     /// the read began (a write since then is a later event). Returns nil when the load failed
     /// because the chunk moved while it ran: its old file, free again, may have been taken and
     /// rewritten, so the reader reads again. Any other failure is the error a reader sees (a
     /// load ahead drops it: the reader's own load reports it).
     mutating func finishLoad(_ load: ChunkLoad, _ result: Result<PlaintextBuffer, any Error>,
-                             range: Range<Int> = 0..<0) throws -> [UInt8]? {
+                             range: Range<Int> = 0..<0) throws -> PlaintextSlice? {
         chunks.endLoad(load.key)
         let unchanged = !isLocked && tree.items[load.key.item]?.chunks[load.key.index] == load.ref
         let buffer: PlaintextBuffer
@@ -158,9 +158,8 @@ extension VaultState {
             guard unchanged else { return nil }
             throw Self.loadError(error, load.key.item, load.key.index)
         }
-        // Copied under the lock: once cached, the buffer may change under a later write.
-        let end = min(range.upperBound, buffer.count)
-        let bytes = range.lowerBound < end ? buffer.bytes(range.lowerBound..<end) : []
+        // Lent: once cached, a later write changes a copy (`ChunkCache.change`).
+        let bytes = PlaintextSlice(buffer, within: range)
         guard unchanged, !chunks.isInMemory(load.key) else { return bytes }
         chunks.put(load.key, buffer: buffer, dirty: false)
         try evictIfNeeded()

@@ -10,7 +10,8 @@ import VaultFormat
 /// Invariant: a chunk's newest bytes are in the cache if they are there, else in its flight,
 /// else in storage; a flight's token says which write-behind of a chunk is the latest. A flight
 /// shares the cache's buffer (the write-behind seals from it outside the lock), so a change to
-/// that chunk first gives the cache a copy of its own (`separateFromFlight`).
+/// that chunk first gives the cache a copy of its own (`ChunkCache.change`, which does the same
+/// for a buffer lent to a reply).
 struct ChunkStore {
     typealias Key = ChunkCache.Key
 
@@ -45,16 +46,16 @@ struct ChunkStore {
     var hasFlights: Bool { !flights.isEmpty }
 
     /// A copy of the newest bytes of a chunk held in memory.
-    mutating func cached(_ key: Key) -> [UInt8]? { cached(key, in: 0..<ChunkOffsets.chunkSize) }
+    mutating func cached(_ key: Key) -> [UInt8]? { cached(key, in: 0..<ChunkOffsets.chunkSize)?.bytes }
 
-    /// A copy of the bytes of `range` (shorter past the chunk's end) of the newest held in
-    /// memory: cached, or being written behind (then cached clean, since the write-behind stores
-    /// these very bytes, or makes them dirty again if it fails).
-    mutating func cached(_ key: Key, in range: Range<Int>) -> [UInt8]? {
-        if let cached = cache.bytes(key, in: range) { return cached }
+    /// The bytes of `range` (shorter past the chunk's end) of the newest held in memory, lent:
+    /// cached, or being written behind (then cached clean, since the write-behind stores these
+    /// very bytes, or makes them dirty again if it fails).
+    mutating func cached(_ key: Key, in range: Range<Int>) -> PlaintextSlice? {
+        if let cached = cache.slice(key, in: range) { return cached }
         guard let flight = flights[key] else { return nil }
         cache.put(key, buffer: flight.buffer, dirty: false)
-        return cache.bytes(key, in: range)
+        return cache.slice(key, in: range)
     }
 
     /// Whether the chunk's newest bytes are in memory (no load needed); counts as a use.
@@ -72,13 +73,9 @@ struct ChunkStore {
     }
     mutating func put(_ key: Key, buffer: PlaintextBuffer, dirty: Bool) { cache.put(key, buffer: buffer, dirty: dirty) }
     mutating func write(_ key: Key, _ bytes: RawSpan, at offset: Int, reserveChunk: Bool = false) {
-        separateFromFlight(key)
         cache.write(key, bytes, at: offset, reserveChunk: reserveChunk)
     }
-    mutating func truncate(_ key: Key, to count: Int) {
-        separateFromFlight(key)
-        cache.truncate(key, to: count)
-    }
+    mutating func truncate(_ key: Key, to count: Int) { cache.truncate(key, to: count) }
     func storedCount(_ key: Key) -> Int? { cache.storedCount(key) }
     mutating func markClean(_ key: Key) { cache.markClean(key) }
     mutating func markDirty(_ key: Key) { cache.markDirty(key) }
@@ -190,11 +187,6 @@ struct ChunkStore {
         if cache.contains(key) { cache.markDirty(key) } else { cache.put(key, buffer: buffer, dirty: true) }
     }
 
-    /// Before a change in place: a buffer that a write-behind is sealing must not change under it.
-    private mutating func separateFromFlight(_ key: Key) {
-        if let flight = flights[key], cache.buffer(key) === flight.buffer { cache.separate(key) }
-    }
-
     /// A write of the chunk now is newer than any write-behind of it.
     mutating func dropFlight(_ key: Key) { flights[key] = nil }
 
@@ -237,9 +229,9 @@ struct ChunkStore {
     /// Ends a load and wakes whoever waits for it.
     mutating func endLoad(_ key: Key) { loads.removeValue(forKey: key)?.finish() }
 
-    /// Erases plaintext (R-MEM-3).
-    mutating func removeAll() {
-        cache.removeAll()
+    /// Erases plaintext (R-MEM-3); see `ChunkCache.removeAll` for `sparingLent`.
+    mutating func removeAll(sparingLent: Bool = false) {
+        cache.removeAll(sparingLent: sparingLent)
         flights = [:]
     }
 }

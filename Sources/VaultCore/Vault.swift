@@ -242,12 +242,13 @@ public final class Vault: Sendable {
     // MARK: Contents
 
     public func read(_ id: UInt64, offset: UInt64, count: Int) throws -> [UInt8] {
-        Array(try readPieces(id, offset: offset, count: count).joined())
+        try readPieces(id, offset: offset, count: count).joined
     }
 
-    /// The bytes of a read as slices of decrypted chunks, not copied: what a FUSE reply sends.
-    /// Chunks are decrypted outside the lock, and those after a sequential read ahead of it.
-    public func readPieces(_ id: UInt64, offset: UInt64, count: Int) throws -> [ArraySlice<UInt8>] {
+    /// The bytes of a read as slices of decrypted chunks lent from the cache, not copied: what a
+    /// FUSE reply sends. Chunks are decrypted outside the lock, and those after a sequential read
+    /// ahead of it.
+    public func readPieces(_ id: UInt64, offset: UInt64, count: Int) throws -> [PlaintextSlice] {
         var chunks: [Int] = []
         return try readPieces(id, offset: offset, count: count, chunksReadAtRandom: &chunks)
     }
@@ -256,24 +257,22 @@ public final class Vault: Sendable {
     /// file's previous read (`ChunkStore.noteRead`): chunks whose other pages the kernel is
     /// likely to ask for next, one round trip each, while the vault holds them whole
     /// (`chunkForKernelCache`).
-    public func readPieces(_ id: UInt64, offset: UInt64, count: Int, chunksReadAtRandom: inout [Int]) throws -> [ArraySlice<UInt8>] {
+    public func readPieces(_ id: UInt64, offset: UInt64, count: Int, chunksReadAtRandom: inout [Int]) throws -> [PlaintextSlice] {
         let (end, sequential, atRandom) = try locked { try $0.startRead(id, offset: offset, count: count) }
-        var pieces: [ArraySlice<UInt8>] = []
+        var pieces: [PlaintextSlice] = []
         for piece in ChunkOffsets.pieces(from: offset, to: end) {
             let n = piece.range.count
             let stored = try chunkBytes(id, piece.index, piece.range, sequential: sequential)
             if atRandom { chunksReadAtRandom.append(piece.index) }
-            if !stored.isEmpty { pieces.append(stored[...]) }
-            if stored.count < n { pieces.append(Self.zeros[0..<n - stored.count]) }
+            if stored.count > 0 { pieces.append(stored) }
+            if stored.count < n { pieces.append(.zeros(n - stored.count)) }
         }
         return pieces
     }
 
-    private static let zeros = [UInt8](repeating: 0, count: ChunkOffsets.chunkSize)
-
-    /// A copy of the stored bytes of `range` of a chunk (shorter past its end). A load decrypts
-    /// into the cache's memory; a buffer the cache does not keep is zeroed when it goes.
-    private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> [UInt8] {
+    /// The stored bytes of `range` of a chunk (shorter past its end), lent. A load decrypts into
+    /// the cache's memory; a buffer the cache does not keep is zeroed when its last slice goes.
+    private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> PlaintextSlice {
         while true {
             switch try locked({ try $0.chunkStep(id, index, range, sequential: sequential) }) {
             case .ready(let bytes, let ahead):
@@ -292,7 +291,7 @@ public final class Vault: Sendable {
                 return bytes
             case .load(let load):
                 let result = Result { try load.run(storage) }
-                let bytes: [UInt8]?, waits: Bool
+                let bytes: PlaintextSlice?, waits: Bool
                 do {
                     (bytes, waits) = try state.withLock { state in
                         try state.onDataPath { state in (try state.finishLoad(load, result, range: range), state.evictionWaitsForGroup) }
@@ -407,14 +406,13 @@ public final class Vault: Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(size))
         for piece in ChunkOffsets.pieces(from: 0, to: size) {
-            guard var stored = try? chunkBytes(id, piece.index, piece.range, sequential: false) else {
+            guard let stored = try? chunkBytes(id, piece.index, piece.range, sequential: false) else {
                 bytes.wipe()
                 return nil
             }
-            bytes.append(contentsOf: stored)
-            stored.wipe()
+            stored.withUnsafeBytes { bytes.append(contentsOf: $0) }
             // A hole, or a truncate meanwhile: zeros, as a read gives.
-            bytes.append(contentsOf: Self.zeros[0..<piece.range.count - min(piece.range.count, stored.count)])
+            bytes.append(contentsOf: repeatElement(0, count: piece.range.count - min(piece.range.count, stored.count)))
         }
         return bytes
     }

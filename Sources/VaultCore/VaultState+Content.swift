@@ -68,11 +68,11 @@ extension VaultState {
 
     // MARK: Chunks
 
-    /// A copy of the stored bytes of a chunk within `range` (shorter, or empty, past its end),
-    /// through the cache.
-    mutating func chunk(_ id: UInt64, _ index: Int, in range: Range<Int> = 0..<ChunkOffsets.chunkSize) throws -> [UInt8] {
+    /// The stored bytes of a chunk within `range` (shorter, or empty, past its end), through the
+    /// cache, lent.
+    mutating func chunk(_ id: UInt64, _ index: Int, in range: Range<Int>) throws -> PlaintextSlice {
         try cacheChunk(id, index)
-        return chunks.cached(ChunkCache.Key(item: id, index: index), in: range) ?? []
+        return chunks.cached(ChunkCache.Key(item: id, index: index), in: range) ?? .zeros(0)
     }
 
     /// Brings a chunk into the cache (empty for a hole), unless its newest bytes are in memory.

@@ -57,7 +57,9 @@ extension VaultState {
     private mutating func reopen() throws {
         var fresh = try VaultState.open(storage: storage, secrets: session.patternSecrets, random: session.random, clock: session.clock,
                                         options: OpenOptions(readOnly: false, cacheBytes: chunks.cache.limit, indexThree: readsIndexThree))
-        chunks.removeAll()
+        // A read may be sending a reply from a chunk's memory: its block is zeroed when the
+        // reply lets it go.
+        chunks.removeAll(sparingLent: true)
         packs.wipe()
         session.arena.wipeAll()  // not the pattern's secrets: the new state keeps them
         committer.wipe()

@@ -1,5 +1,6 @@
 import CFuse
 import Glibc
+import VaultCrypto
 import VaultFileSystem
 
 /// The libfuse low-level operations table. Each callback converts its arguments, calls the
@@ -440,7 +441,7 @@ private func attributeChanges(_ new: stat, _ toSet: Int32) -> AttributeChanges {
 
 /// iovecs over the pieces of a read, valid inside `body`: the reply copies from the chunks
 /// themselves, not from a joined copy.
-private func withIOVectors(_ pieces: ArraySlice<ArraySlice<UInt8>>, _ done: [iovec], _ body: ([iovec]) -> Void) {
+private func withIOVectors(_ pieces: ArraySlice<PlaintextSlice>, _ done: [iovec], _ body: ([iovec]) -> Void) {
     guard let first = pieces.first else { return body(done) }
     first.withUnsafeBytes { bytes in
         let vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)

@@ -1,5 +1,6 @@
 import Glibc
 import VaultCore
+import VaultCrypto
 
 /// Open files: open, read, write, flush, release, fsync.
 extension FileSystem {
@@ -33,13 +34,13 @@ extension FileSystem {
 
     /// Reads up to `count` bytes; fewer at the end of the file, none past it. Holes read as zeros.
     public func read(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [UInt8] {
-        Array(try readPieces(handle, offset: offset, count: count).joined())
+        try readPieces(handle, offset: offset, count: count).joined
     }
 
     /// The read as slices of the vault's decrypted chunks (see `Vault.readPieces`). Runs outside
     /// the file system's lock, so that reads decrypt in parallel: the handle stays valid, as
     /// the kernel sends no release while a read of it is under way.
-    public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [ArraySlice<UInt8>] {
+    public func readPieces(_ handle: UInt64, offset: UInt64, count: Int) throws(FSError) -> [PlaintextSlice] {
         var chunks: [Int] = []
         return try readPieces(handle, offset: offset, count: count, chunksReadAtRandom: &chunks)
     }
@@ -47,7 +48,7 @@ extension FileSystem {
     /// The same, adding the chunks it touched if it read at random (`Vault.readPieces`): what
     /// `pageFill` can then give the kernel.
     public func readPieces(_ handle: UInt64, offset: UInt64, count: Int,
-                           chunksReadAtRandom: inout [Int]) throws(FSError) -> [ArraySlice<UInt8>] {
+                           chunksReadAtRandom: inout [Int]) throws(FSError) -> [PlaintextSlice] {
         let context = FSError.Context(wrongType: .isADirectory)
         let inode = try withState(context) { state in try state.handles.file(handle).inode }
         reads.add(1, ordering: .relaxed)

@@ -72,6 +72,65 @@ import VaultFormat
         #expect(store.cached(key) == [1, 9] && store.isDirty(key), "a failed write-behind brought back older bytes")
     }
 
+    /// A read's reply is sent from the cache's own memory (`PlaintextSlice`), outside the lock:
+    /// a write or a cut meanwhile goes to a copy, and an eviction leaves the lent bytes whole
+    /// until the reply lets them go, then zeroed.
+    @Test func bytesLentToAReplyNeverChangeAndAreZeroedWhenLetGo() throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(5, 0)
+        let pool = store.cache.pool
+        let stored = [UInt8](repeating: 0x3C, count: 6000)
+        store.put(key, bytes: stored, dirty: false)
+        var block: PlaintextPool.Block?
+        do {
+            let cached = store.cached(key, in: 1000..<5000)
+            let lent = try #require(cached)
+            block = store.cache.block(key)
+            let sevens = [UInt8](repeating: 0x77, count: 3000)
+            store.write(key, sevens.span.bytes, at: 2000)
+            #expect(lent.bytes == Array(stored[1000..<5000]), "a write changed bytes lent to a reply")
+            #expect(store.cached(key) == Array(stored[0..<2000]) + [UInt8](repeating: 0x77, count: 3000) + Array(stored[5000...]))
+            #expect(store.isDirty(key))
+            store.truncate(key, to: 100)
+            #expect(lent.bytes == Array(stored[1000..<5000]), "a cut changed bytes lent to a reply")
+            store.remove(key)
+            #expect(pool.currentBytes(of: try #require(block)).prefix(6000) == stored[...], "zeroed while lent")
+        }
+        #expect(pool.currentBytes(of: try #require(block)).allSatisfy { $0 == 0 }, "a lent chunk kept its plaintext after the reply")
+        #expect(pool.inUseByteCount == 0)
+    }
+
+    /// An unshare's reopen while mounted forgets the cache while reads go on: a reply's lent
+    /// bytes stay whole until it lets them go. The lock zeroes them at once.
+    @Test(arguments: [true, false])
+    func forgettingTheCacheSparesLentBytesOnlyWhenAsked(sparing: Bool) throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(7, 0)
+        let pool = store.cache.pool
+        store.put(key, bytes: [UInt8](repeating: 0x5A, count: 4096), dirty: false)
+        let block = try #require(store.cache.block(key))
+        do {
+            let cached = store.cached(key, in: 0..<4096)
+            let lent = try #require(cached)
+            store.removeAll(sparingLent: sparing)
+            #expect(lent.bytes.allSatisfy { $0 == (sparing ? 0x5A : 0) }, "sparing \(sparing)")
+        }
+        #expect(pool.currentBytes(of: block).allSatisfy { $0 == 0 })
+        #expect(pool.inUseByteCount == 0)
+    }
+
+    /// Nothing else holds a cached chunk: a write changes it in place, no copy.
+    @Test func aChunkNotLentChangesInPlace() throws {
+        var store = ChunkStore(cacheBytes: 8 << 20)
+        let key = Self.key(6, 0)
+        store.put(key, bytes: [1, 2, 3], dirty: false)
+        _ = store.cached(key, in: 0..<3)?.bytes
+        let before = store.cache.block(key)?.location
+        let nine: [UInt8] = [9]
+        store.write(key, nine.span.bytes, at: 0)
+        #expect(store.cache.block(key)?.location == before && store.cached(key) == [9, 2, 3])
+    }
+
     @Test func aFailedFlightOfAnEvictedChunkIsCachedDirtyAgain() throws {
         var store = ChunkStore(cacheBytes: 8 << 20)
         let key = Self.key(2, 1)
