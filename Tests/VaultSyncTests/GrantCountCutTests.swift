@@ -17,6 +17,13 @@ import VaultStore
         try FileManager.default.contentsOfDirectory(atPath: folder).filter(FileName.isWellFormed).count
     }
 
+    /// The mutations of a counted run before which the storage held a count off a multiple of
+    /// 16: "index (kind): files".
+    static func uneven(_ counting: CutStorageFolder) -> [String] {
+        zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
+            .map { "\($0.offset) (\($0.element.0)): \($0.element.1)" }
+    }
+
     /// The grants `device`'s committed state lists: name in every storage → the name of its
     /// number in `device`'s storage.
     static func grants(_ device: SyncDevice) throws -> [String: String] {
@@ -61,8 +68,7 @@ import VaultStore
         let counting = CutStorageFolder(try Storage.open(at: laptop.folder), cutAt: nil, countsFiles: true)
         try laptop.sync(remote, storage: counting) { _ in }
         #expect(try laptop.tree() == expected)
-        let uneven = zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
-        #expect(uneven.isEmpty, "files before mutation: \(uneven.map { "\($0.offset) (\($0.element.0)): \($0.element.1)" })")
+        #expect(Self.uneven(counting).isEmpty, "files before mutation: \(Self.uneven(counting))")
         #expect(try Self.count(laptop.folder) % Format.groupSize == 0)
         let held = try Self.grants(laptop)
         #expect(held.keys.sorted() == [grant])
@@ -113,8 +119,7 @@ import VaultStore
         let counting = CutStorageFolder(try Storage.open(at: sharedB.folder), cutAt: nil, countsFiles: true)
         try sharedB.sync(remote, storage: counting) { _ in }
         #expect(try sharedB.read("hello.txt") == "hello from alice")
-        let uneven = zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
-        #expect(uneven.isEmpty, "files before mutation: \(uneven.map { "\($0.offset) (\($0.element.0)): \($0.element.1)" })")
+        #expect(Self.uneven(counting).isEmpty, "files before mutation: \(Self.uneven(counting))")
         #expect(try Self.count(sharedB.folder) % Format.groupSize == 0)
         #expect(FileManager.default.contents(atPath: sharedB.folder + "/" + toC) == bytes, "the grant to C is here as A wrote it")
         let number = try Self.grants(sharedB)[toC]
