@@ -2,9 +2,9 @@ import VaultFormat
 import VaultStore
 
 /// The direct downloads of a sync go to their names only whole (docs/FORMAT.md §13.11): rclone
-/// writes them into a download folder, and from there a name that holds a file here is replaced
-/// and the others go in with the rest of their group, in random bytes, so that a kill after any
-/// placement leaves the count a multiple of 16. The names filled so are missing, not held, for
+/// writes them into a download folder, and from there a name that holds a file here is replaced,
+/// a grant goes in its number's place (`grantPlaces`) and the others go in with the rest of their
+/// group, in random bytes, so that a kill after any placement leaves the count a multiple of 16. The names filled so are missing, not held, for
 /// the rest of the sync (`holds`): a later download of this sync comes over them.
 extension VaultState {
     mutating func placeDownloads(_ names: [String], companions: [String] = [], from downloads: DownloadFolder,
@@ -14,10 +14,17 @@ extension VaultState {
             if try storage.entryExists(name) { replacing.append(name) } else { fresh.insert(name) }
         }
         try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
+        // A grant goes over the file at its number's own name, then takes its name (§14.9).
+        let places = try grantPlaces(fresh, remote)
+        for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try downloads.rename(grant, to: place) }
+        fresh.subtract(places.keys)
         let groups = fresh.isEmpty ? [] : try downloadedGroups(fresh, remote).map { group in
             DownloadedGroup(downloaded: group.downloaded, fill: try group.missing.map { ($0, try session.random.bytes(Format.fileSize)) })
         }
-        try storage.placeDownloads(from: downloads, replacing: replacing, groups: groups)
+        // The file at each number's name goes: its time is the session's (FORMAT.md §11.2).
+        try storage.willOverwrite(places.values.sorted())
+        try storage.placeDownloads(from: downloads, replacing: replacing + places.values.sorted(), groups: groups)
+        for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try storage.rename(place, to: grant) }
         staging.filled.subtract(replacing)
         for group in groups { staging.filled.formUnion(group.fill.map(\.name)) }
         // They stand for the random bytes of a fill: missing, not held, for the rest of the sync.
@@ -42,6 +49,28 @@ extension VaultState {
         try !staging.filled.contains(name) && storage.entryExists(name)
     }
 
+    /// The grants among `fresh` (FORMAT.md §14.9) whose number's own name holds a file here,
+    /// each with that name: the grant comes down over it, then is renamed to its own name, so
+    /// that the count of files never moves (coming down alone, then that file removed, a copy
+    /// or a kill between the two saw one file too many). A kill between the two leaves the
+    /// grant's bytes at its number's name, which no root references, and the grant missing:
+    /// the next sync downloads it again. A file the committed root still reads at that name
+    /// stays until the merge's commit (`settleSpecialFiles`).
+    private func grantPlaces(_ fresh: Set<String>, _ remote: RemoteVault) throws -> [String: String] {
+        guard let root = remote.root else { return [:] }
+        let grants = root.specialFiles.filter { $0.isGrantFile && fresh.contains(FileName.encode($0.name)) }
+        guard !grants.isEmpty else { return [:] }
+        let naming = try Self.remoteNames(remote, root)
+        defer { naming.wipe() }
+        var places: [String: String] = [:]
+        for grant in grants {
+            let place = try naming.fileName(grant.file.raw)
+            guard staging.protected?[place] == nil, !fresh.contains(place), try storage.entryExists(place) else { continue }
+            places[FileName.encode(grant.name)] = place
+        }
+        return places
+    }
+
     /// The groups of other devices that `fresh` (names with no file here) fall in, as the remote
     /// root lists them (a mount's round downloads before it merges), each with its other files
     /// missing here, a join's stand-ins among them (`JoinStandIns`); a name in no listed group
@@ -51,6 +80,11 @@ extension VaultState {
         let naming = try Self.remoteNames(remote, root)
         defer { naming.wipe() }
         let special = Set(root.specialFiles.map(\.file.raw)), size = UInt64(Format.groupSize)
+        // A grant with no file here at its number's name comes in its group, in that place.
+        var grants: [UInt64: String] = [:]
+        for grant in root.specialFiles where grant.isGrantFile && fresh.contains(FileName.encode(grant.name)) {
+            grants[grant.file.raw] = FileName.encode(grant.name)
+        }
         var left = fresh, groups: [(downloaded: [String], missing: [String])] = []
         for (index, device) in root.devices.enumerated() where !left.isEmpty {
             for range in device.ownedGroups {
@@ -58,7 +92,11 @@ extension VaultState {
                     var names: [String] = []
                     for number in group * size..<(group + 1) * size where !(index == 0 && number < Format.indexSlotCount) {
                         let raw = FileRef(device: UInt16(index), number: number).raw
-                        if !special.contains(raw) { names.append(try naming.fileName(raw)) }
+                        if !special.contains(raw) {
+                            names.append(try naming.fileName(raw))
+                        } else if let grant = grants[raw] {
+                            names.append(grant)
+                        }
                     }
                     names += remote.joinStandIns?.names(device: index, group: group) ?? []
                     let downloaded = names.filter(left.contains)

@@ -162,9 +162,10 @@ extension VaultState {
     }
 
     /// Another device's special files in this storage (FORMAT.md §14.9): a grant takes its
-    /// number's place, so a file at the number's own name goes; on a grantee's device the
-    /// owner's record, which only the owner's devices hold, is a file of `random(F)` at its
-    /// number's name, so that the groups stay whole. Returns whether the folder changed.
+    /// number's place, so a file at the number's own name goes (the download put the grant
+    /// there, `grantPlaces`, unless the committed root still read that file); on a grantee's
+    /// device the owner's record, which only the owner's devices hold, is a file of `random(F)`
+    /// at its number's name, so that the groups stay whole. Returns whether the folder changed.
     mutating func settleSpecialFiles(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> Bool {
         var changed = false
         for special in specialFiles where !writer.allocator.isOwnDevice(special.file.raw) {

@@ -66,6 +66,13 @@ public final class DownloadFolder: @unchecked Sendable {
 
     func unlink(_ name: String) throws { try Syscalls.unlink(fd, name) }
 
+    /// Gives a file that came down here another name here, to be placed at that name (a grant
+    /// goes over the file at its number's own name, docs/FORMAT.md §14.9).
+    public func rename(_ name: String, to newName: String) throws {
+        precondition(FileName.isWellFormed(newName), "storage files have one name form")
+        try Syscalls.renameNoReplace(fd, name, to: newName)
+    }
+
     /// Renames a file that came down here to its name in the storage folder `folder` (the
     /// same file system), atomically replacing what is there.
     /// It takes the storage files' mode first (rclone's umask would tell downloaded files apart).
