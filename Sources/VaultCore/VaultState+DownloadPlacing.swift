@@ -4,8 +4,9 @@ import VaultStore
 /// The direct downloads of a sync go to their names only whole (docs/FORMAT.md §13.11): rclone
 /// writes them into a download folder, and from there a name that holds a file here is replaced,
 /// a grant goes in its number's place (`grantPlaces`) and the others go in with the rest of their
-/// group, in random bytes, so that a kill after any placement leaves the count a multiple of 16. The names filled so are missing, not held, for
-/// the rest of the sync (`holds`): a later download of this sync comes over them.
+/// group, in random bytes, so that a kill after any placement leaves the count a multiple of 16.
+/// The names filled so are missing, not held, for the rest of the sync (`holds`): a later
+/// download of this sync comes over them.
 extension VaultState {
     mutating func placeDownloads(_ names: [String], companions: [String] = [], from downloads: DownloadFolder,
                                  remote: RemoteVault) throws {
