@@ -469,8 +469,8 @@ struct FileWriter {
 
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     mutating func createUnwrittenFiles() throws {
-        // A held group 0 is made whole with the root (`createGroupZero`).
-        guard heldGroupZero == nil else { return }
+        // A held group 0 is made whole with the root (`createGroupZero`); its fills are drawn now.
+        guard heldGroupZero == nil else { return try fillGroupZero() }
         try writeUnlockRecord()
         try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
     }
@@ -529,18 +529,26 @@ struct FileWriter {
     }
 
     /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file
-    /// the first time.
-    mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
-        if heldGroupZero != nil { return try createGroupZero(root: slot, file) }
-        if try writeThroughStandIn(slot, file) { return }
+    /// the first time. `copy`: the root sealed for the other slot, which a held group 0 is made
+    /// with; returns whether it was written.
+    @discardableResult
+    mutating func writeSlot(_ slot: UInt64, _ file: [UInt8], copy: [UInt8]? = nil) throws -> Bool {
+        if heldGroupZero != nil {
+            guard let copy else { preconditionFailure("a held group 0 is made with both slots") }
+            try createGroupZero(root: slot, file, copy: copy)
+            return true
+        }
+        if try writeThroughStandIn(slot, file) { return false }
         let slotName = try name(slot)
         // A device that joined a vault (format 2) owns no slot numbers, and a device that follows
         // a withdrawal writes its root at new slot names (FORMAT.md §14.8): its slots are made here.
         if try allocator.needsCreate(slot) || !storage.entryExists(slotName) {
-            return try createSlot(slot, file)
+            try createSlot(slot, file)
+            return false
         }
         try storage.write(slotName, offset: 0, bytes: file)
         try storage.sync([slotName])
+        return false
     }
 
     /// After the commit point: the released files go.
@@ -581,33 +589,40 @@ struct FileWriter {
         try releaseGroupZero()
     }
 
-    /// The commit point of a held group 0: its files, each on disk, named in a row, the record
-    /// first, then the stored files and `random(F)` in the others, the root at `slot`, and
-    /// `random(F)` at the other slot (the copy's, written over by `writeCopy`). Each prefix of
-    /// the links is a state the order before held passed through (record, files, root, copy),
-    /// so the leftovers of §9.3 need nothing new.
-    private mutating func createGroupZero(root slot: UInt64, _ root: [UInt8]) throws {
-        let held = heldGroupZero ?? [:]
-        var files: [(name: String, contents: [UInt8])] = []
-        if let unlock = pendingUnlock { files.append((unlock.name, unlock.file)) }
-        var made: [UInt64] = []
-        for number in allocator.unwritten.union(held.keys).sorted() where number >= Format.indexSlotCount {
-            let name = try name(number)
-            // Something not ours at the name (R-SEC-4): left alone, the number never handed out.
-            if held[number] == nil, try storage.entryExists(name) {
+    /// `random(F)` for the files of a held group 0 that nothing was stored into, drawn where
+    /// `createUnwrittenFiles` draws them for any other group (in number order, before the
+    /// root's seal), so that a deterministic stream writes the bytes it wrote before the group
+    /// was held (TinyStorageVectorTests). Something not ours at a name (R-SEC-4) is left alone
+    /// and its number never handed out, as `createRandomFiles` does.
+    private mutating func fillGroupZero() throws {
+        guard var held = heldGroupZero else { return }
+        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount && held[number] == nil {
+            if try storage.entryExists(try name(number)) {
                 allocator.markCreated(number)
                 continue
             }
-            files.append((name, try held[number] ?? random.bytes(Format.fileSize)))
-            made.append(number)
+            held[number] = try random.bytes(Format.fileSize)
         }
+        heldGroupZero = held
+    }
+
+    /// The commit point of a held group 0: its files, each on disk, named in a row, the record
+    /// first, then the stored files and the fills (`fillGroupZero`), the root at `slot`, and its
+    /// `copy` at the other slot. Each prefix of the links is a state the order before held
+    /// passed through (record, files, root, copy), so the leftovers of §9.3 need nothing new.
+    private mutating func createGroupZero(root slot: UInt64, _ root: [UInt8], copy: [UInt8]) throws {
+        try fillGroupZero()
+        let held = heldGroupZero ?? [:]
+        var files: [(name: String, contents: [UInt8])] = []
+        if let unlock = pendingUnlock { files.append((unlock.name, unlock.file)) }
+        for (number, file) in held.sorted(by: { $0.key < $1.key }) { files.append((try name(number), file)) }
         let other = 1 - slot
         files.append((try name(slot), root))
-        files.append((try name(other), try random.bytes(Format.fileSize)))
+        files.append((try name(other), copy))
         try storage.createDurableGroup(files)
         heldGroupZero = nil
         pendingUnlock = nil
-        for number in made + [slot, other] { allocator.markCreated(number) }
+        for number in held.keys.sorted() + [slot, other] { allocator.markCreated(number) }
         try storage.syncFolder()
     }
 }
