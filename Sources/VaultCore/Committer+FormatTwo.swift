@@ -84,7 +84,8 @@ extension Committer {
     }
 
     /// The commit point of format 2: root g+1 into slot (g+1) mod 2, synced. Its copy for the
-    /// other slot is sealed now and written by `writeCopy`, after the bookkeeping of the commit.
+    /// other slot is sealed now and written by `writeCopy`, after the bookkeeping of the commit
+    /// (a new vault's first commit: with its group 0, at the commit point).
     mutating func writeRootV2(_ root: FormatTwoRoot, releasing: [UInt64], nextItemID: UInt64, writer: inout FileWriter,
                               arena: SecretArena, coversRefreshed: Bool) throws {
         let generation = self.generation + 1
@@ -92,7 +93,10 @@ extension Committer {
         let body = try rootV2(root, generation: generation, releasing: releasing, nextItemID: nextItemID, writer: writer, arena: arena)
         defer { body.wipeKeys() }
         let original = try Self.sealRootV2(body, slot: slot, rootKey: root.rootKey, random: writer.random)
-        try writer.writeSlot(slot, original)
+        // Sealed before the root is written (no draw comes between): a new vault's group 0 is
+        // made with both slots, the copy in the other (FileWriter.writeSlot).
+        let copy = try Self.sealRootV2(body, slot: 1 - slot, rootKey: root.rootKey, random: writer.random)
+        let copyWritten = try writer.writeSlot(slot, original, copy: copy)
         self.generation = generation
         formatTwo?.rootDue = false
         committedSinceCoverRefresh = !coversRefreshed
@@ -101,7 +105,7 @@ extension Committer {
         // switch the record opens the old root there, which needs what this root dropped.
         let oldRootOpens = root.extensions.contains { $0.tag == IndexRootV2.retiringSlotsTag }
         writer.allocator.didCommit(refillFreedNow: !oldRootOpens)
-        pendingCopy = try Self.sealRootV2(body, slot: 1 - slot, rootKey: root.rootKey, random: writer.random)
+        pendingCopy = copyWritten ? nil : copy
     }
 
     /// The copy of the root just committed, into the other slot, not synced: a crash here leaves

@@ -105,6 +105,8 @@ struct FileWriter {
             let dataWaits = data && allocator.freeCount <= Self.reservedFiles
             if dataWaits || allocator.freeCount == 0 {
                 if dataWaits { guard groupsUnderLock else { throw GroupNeeded() } }
+                // The record and group 0 before any other group: what a crash leaves is found.
+                try releaseGroupZero()
                 // Data never takes the last free files: a new group is made, whole, first. If
                 // the disk cannot hold it, this write fails with ENOSPC now, the reserve stays
                 // for the index pages of a delete, and no later commit needs room for the group.
@@ -250,7 +252,9 @@ struct FileWriter {
     struct GroupNeeded: Error {}
 
     /// Whether `number`'s file can be read (a pack that takes new members must be).
-    func isUsable(_ number: UInt64) -> Bool { (try? storage.read(try name(number), offset: 0, count: 0)) != nil }
+    func isUsable(_ number: UInt64) -> Bool {
+        heldGroupZero?[number] != nil || (try? storage.read(try name(number), offset: 0, count: 0)) != nil
+    }
 
     /// Makes the files of a new group (random bytes), together (§3.3).
     private mutating func createGroupFiles(_ numbers: Range<UInt64>) throws {
@@ -280,6 +284,10 @@ struct FileWriter {
 
     /// Writes a whole file at `number`: created if its group is new, else overwritten.
     mutating func storeFile(_ number: UInt64, _ file: [UInt8]) throws {
+        if heldGroupZero != nil, allocator.needsCreate(number) {
+            heldGroupZero?[number] = file
+            return
+        }
         if allocator.needsCreate(number) {
             try storage.create(try name(number), contents: file, durable: false)
             allocator.markCreated(number)
@@ -292,6 +300,11 @@ struct FileWriter {
 
     /// Writes bytes into an existing file (new members of a pack).
     mutating func write(_ number: UInt64, offset: Int, bytes: [UInt8]) throws {
+        if var held = heldGroupZero?[number] {
+            held.replaceSubrange(offset..<offset + bytes.count, with: bytes)
+            heldGroupZero?[number] = held
+            return
+        }
         try storage.write(try name(number), offset: offset, bytes: bytes)
         unsynced.insert(number)
     }
@@ -305,7 +318,7 @@ struct FileWriter {
     /// A join's goes into its stand-in, after its own group 0, made whole: no number of the
     /// join's commit moves the count of files.
     mutating func writeUnlockRecord() throws {
-        guard let unlock = pendingUnlock else { return }
+        guard let unlock = pendingUnlock, heldGroupZero == nil else { return }
         if let standIn = joinStandIns?.record, try storage.entryExists(standIn) {
             try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
             try storage.write(standIn, offset: 0, bytes: unlock.file)
@@ -347,6 +360,7 @@ struct FileWriter {
     /// The next group's files, to make outside the lock when free files run short: ahead of
     /// need (nil when one is being made already), or `needed` now by data; nil when there is room.
     mutating func startGroupWrite(needed: Bool = false) -> GroupWrite? {
+        if heldGroupZero != nil { guard needed, (try? releaseGroupZero()) != nil else { return nil } }
         guard (try? writeUnlockRecord()) != nil, needed || !groupBeingMade,
               allocator.freeCount < Self.reservedFiles + Format.groupSize,
               let names = try? allocator.startGroupNames(name) else { return nil }
@@ -378,6 +392,7 @@ struct FileWriter {
     /// A number of a group being assembled for a chunk written behind (docs/FORMAT.md §3.3):
     /// from the newest assembly with room, else from a new group whose files are not made yet.
     mutating func takeAssembledNumber() throws -> UInt64 {
+        try releaseGroupZero()
         try writeUnlockRecord()
         if let index = assemblies.lastIndex(where: \.hasRoom), let number = assemblies[index].take() { return number }
         let (numbers, names) = try allocator.startGroupNames(name)
@@ -454,6 +469,8 @@ struct FileWriter {
 
     /// Files of new groups that no data went into get random bytes, so every group is whole.
     mutating func createUnwrittenFiles() throws {
+        // A held group 0 is made whole with the root (`createGroupZero`); its fills are drawn now.
+        guard heldGroupZero == nil else { return try fillGroupZero() }
         try writeUnlockRecord()
         try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
     }
@@ -512,17 +529,26 @@ struct FileWriter {
     }
 
     /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file
-    /// the first time.
-    mutating func writeSlot(_ slot: UInt64, _ file: [UInt8]) throws {
-        if try writeThroughStandIn(slot, file) { return }
+    /// the first time. `copy`: the root sealed for the other slot, which a held group 0 is made
+    /// with; returns whether it was written.
+    @discardableResult
+    mutating func writeSlot(_ slot: UInt64, _ file: [UInt8], copy: [UInt8]? = nil) throws -> Bool {
+        if heldGroupZero != nil {
+            guard let copy else { preconditionFailure("a held group 0 is made with both slots") }
+            try createGroupZero(root: slot, file, copy: copy)
+            return true
+        }
+        if try writeThroughStandIn(slot, file) { return false }
         let slotName = try name(slot)
         // A device that joined a vault (format 2) owns no slot numbers, and a device that follows
         // a withdrawal writes its root at new slot names (FORMAT.md §14.8): its slots are made here.
         if try allocator.needsCreate(slot) || !storage.entryExists(slotName) {
-            return try createSlot(slot, file)
+            try createSlot(slot, file)
+            return false
         }
         try storage.write(slotName, offset: 0, bytes: file)
         try storage.sync([slotName])
+        return false
     }
 
     /// After the commit point: the released files go.
@@ -530,5 +556,73 @@ struct FileWriter {
         for number in releasing { try storage.remove(try name(number)) }
         if !releasing.isEmpty { try storage.syncFolder() }
         releasingFiles = []
+    }
+
+    // MARK: A new vault's group 0 (docs/FORMAT.md §3.3, "A new vault's first commit")
+
+    /// The files a new vault's first commit stores into its group 0, by number, held until the
+    /// commit point makes the group whole with the unlock record and the slots; nil when not
+    /// holding (`holdGroupZero`).
+    private var heldGroupZero: [UInt64: [UInt8]]?
+
+    /// At the start of a new vault's first commit, before anything of the vault is on disk (its
+    /// unlock record still pending; not a join, whose group 0 comes down whole, §13.12): group 0
+    /// is held, so that the storage's count moves by 16 at once.
+    mutating func holdGroupZero() {
+        guard heldGroupZero == nil, pendingUnlock != nil, joinStandIns == nil, !createdSinceCommit else { return }
+        heldGroupZero = [:]
+    }
+
+    /// Group 0 as it was made before (the record durably, then each stored file): when the
+    /// commit needs another group before its root (the record must come first, §9.3), or fails.
+    mutating func releaseGroupZero() throws {
+        guard let held = heldGroupZero else { return }
+        heldGroupZero = nil
+        try writeUnlockRecord()
+        for (number, file) in held.sorted(by: { $0.key < $1.key }) { try storeFile(number, file) }
+    }
+
+    /// After a first commit that wrote no root (nothing changed, or it failed): what it stored
+    /// goes to disk as before; with nothing stored the record stays pending.
+    mutating func endGroupZeroHold() throws {
+        if heldGroupZero?.isEmpty == true { heldGroupZero = nil }
+        try releaseGroupZero()
+    }
+
+    /// `random(F)` for the files of a held group 0 that nothing was stored into, drawn where
+    /// `createUnwrittenFiles` draws them for any other group (in number order, before the
+    /// root's seal), so that a deterministic stream writes the bytes it wrote before the group
+    /// was held (TinyStorageVectorTests). Something not ours at a name (R-SEC-4) is left alone
+    /// and its number never handed out, as `createRandomFiles` does.
+    private mutating func fillGroupZero() throws {
+        guard var held = heldGroupZero else { return }
+        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount && held[number] == nil {
+            if try storage.entryExists(try name(number)) {
+                allocator.markCreated(number)
+                continue
+            }
+            held[number] = try random.bytes(Format.fileSize)
+        }
+        heldGroupZero = held
+    }
+
+    /// The commit point of a held group 0: its files, each on disk, named in a row, the record
+    /// first, then the stored files and the fills (`fillGroupZero`), the root at `slot`, and its
+    /// `copy` at the other slot. Each prefix of the links is a state the order before held
+    /// passed through (record, files, root, copy), so the leftovers of §9.3 need nothing new.
+    private mutating func createGroupZero(root slot: UInt64, _ root: [UInt8], copy: [UInt8]) throws {
+        try fillGroupZero()
+        let held = heldGroupZero ?? [:]
+        var files: [(name: String, contents: [UInt8])] = []
+        if let unlock = pendingUnlock { files.append((unlock.name, unlock.file)) }
+        for (number, file) in held.sorted(by: { $0.key < $1.key }) { files.append((try name(number), file)) }
+        let other = 1 - slot
+        files.append((try name(slot), root))
+        files.append((try name(other), copy))
+        try storage.createDurableGroup(files)
+        heldGroupZero = nil
+        pendingUnlock = nil
+        for number in held.keys.sorted() + [slot, other] { allocator.markCreated(number) }
+        try storage.syncFolder()
     }
 }

@@ -10,6 +10,9 @@ extension VaultState {
     /// came since they last were (R-COV-3).
     mutating func commit(final: Bool = false) throws {
         guard !session.readOnly, !isLocked else { return }
+        // A new vault's group 0 appears whole, with the root (docs/FORMAT.md §3.3).
+        if isNew, sharing.received == nil { writer.holdGroupZero() }
+        defer { try? writer.endGroupZeroHold() }
         // A vault opened through a grant whose owner withdrew it since: its slots are gone from
         // a storage both write, and nothing of this session goes in (§14.8).
         // (A sync following a withdrawal has moved the state to new slot names: not that.)

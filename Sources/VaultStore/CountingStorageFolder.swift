@@ -49,6 +49,10 @@ public final class CountingStorageFolder: StorageFolder {
         try base.createGroup(files)
     }
     public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { try base.writeUnnamed(contents) }
+    public func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        counts.withLock { $0.creates += files.count; $0.groups += 1 }
+        try base.createDurableGroup(files)
+    }
     public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
         counts.withLock { $0.creates += files.count + written.count; $0.groups += 1 }
         try base.createGroup(files, written: written)

@@ -119,6 +119,20 @@ public final class DiskStorageFolder: StorageFolder {
         changes.withLock { changes in for name in files.map(\.name) + written.map(\.name) { changes.change(name, before: 0) } }
     }
 
+    public func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        var unnamed: [(name: String, file: UnnamedFile)] = []
+        for file in files {
+            guard let made = try writeUnnamed(file.contents) else {
+                precondition(unnamed.isEmpty, "unnamed files where there are none")
+                for file in files { try create(file.name, contents: file.contents, durable: true) }
+                return
+            }
+            try Syscalls.fsync(made.descriptor)
+            unnamed.append((file.name, made))
+        }
+        try createGroup([], written: unnamed)
+    }
+
     /// Past the page cache where the file system allows (`DirectIO`), else through it.
     public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? {
         precondition(contents.count == Format.fileSize, "storage files have one size")

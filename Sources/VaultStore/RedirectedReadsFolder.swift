@@ -24,6 +24,7 @@ public final class RedirectedReadsFolder: StorageFolder {
     public func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(source(name), offset: offset, count: count) }
     public func create(_ name: String, contents: [UInt8], durable: Bool) throws { throw refuse(name) }
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { throw refuse(files.first?.name ?? "") }
+    public func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws { throw refuse(files.first?.name ?? "") }
     public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
         throw refuse(files.first?.name ?? written.first?.name ?? "")
     }

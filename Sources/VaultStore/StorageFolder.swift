@@ -37,6 +37,10 @@ public protocol StorageFolder: AnyObject, Sendable {
     func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile?
     /// `createGroup` with some of the group's files written beforehand (`writeUnnamed`).
     func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws
+    /// `createGroup` whose files are each on disk before the first is named, linked in the order
+    /// given: for a group with a root in it (a new vault's group 0, docs/FORMAT.md §3.3), which
+    /// must never show at its name with bytes a power loss could take back.
+    func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws
     /// Overwrites bytes of an existing file of the storage's form; the size never changes.
     func write(_ name: String, offset: Int, bytes: [UInt8]) throws
     /// Makes earlier writes to these files durable.
@@ -82,6 +86,12 @@ extension StorageFolder {
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
 
     public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { nil }
+
+    /// Without unnamed files: each created durably, in order, so that a crash between two leaves
+    /// a prefix of the group, as one between two links does.
+    public func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        for file in files { try create(file.name, contents: file.contents, durable: true) }
+    }
 
     public func createGroup(_ files: [(name: String, contents: [UInt8])], written: [(name: String, file: UnnamedFile)]) throws {
         precondition(written.isEmpty, "a folder without unnamed files wrote one")

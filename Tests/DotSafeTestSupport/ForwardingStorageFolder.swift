@@ -18,6 +18,7 @@ open class ForwardingStorageFolder: StorageFolder, @unchecked Sendable {
     open func read(_ name: String, offset: Int, count: Int) throws -> [UInt8] { try base.read(name, offset: offset, count: count) }
     open func create(_ name: String, contents: [UInt8], durable: Bool) throws { try base.create(name, contents: contents, durable: durable) }
     open func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try base.createGroup(files) }
+    open func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws { try base.createDurableGroup(files) }
     /// Through `read`, which a subclass may hold, cut or fail.
     open func readStreaming(_ name: String) throws -> ArraySlice<UInt8>? { try read(name)?[...] }
     /// No unnamed files: every group's bytes reach `createGroup`, which a subclass may hold, cut

@@ -34,6 +34,9 @@ final class CutStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
         try mutation("create") { try base.create(name, contents: contents, durable: durable) }
     }
     override func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try mutation("createGroup") { try base.createGroup(files) } }
+    override func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        try mutation("createDurableGroup") { try base.createDurableGroup(files) }
+    }
     override func write(_ name: String, offset: Int, bytes: [UInt8]) throws { try mutation("write") { try base.write(name, offset: offset, bytes: bytes) } }
     override func sync(_ names: [String]) throws { try mutation("sync") { try base.sync(names) } }
     override func syncFolder() throws { try mutation("syncFolder") { try base.syncFolder() } }

@@ -1,0 +1,75 @@
+import DotSafeTestSupport
+import Foundation
+import Testing
+import VaultCore
+import VaultFormat
+import VaultStore
+
+/// A new vault's first commit keeps the storage's count of files in steps of 16 at every
+/// instant (docs/FORMAT.md §3, §3.3 "A new group appears whole"; ADVERSARIES.md: the copier,
+/// the crash): its group 0 (the unlock record, the stored files, the slots) appears whole, not
+/// one file at a time. Cut at any mutation, the next open finds the vault (or a new one, before
+/// the commit point), the count whole, nothing else left.
+@Suite(.serialized) struct FirstCommitCountCutTests {
+    static let text = String(repeating: "1", count: 1_000)
+
+    @Test func aFirstCommitKeepsWholeGroupsAtEveryMutation() throws {
+        let device = try SyncDevice("first-count")
+        defer { device.finish() }
+        let before = try JoinCountCutTests.count(device.folder)
+        let counting = try device.reopen { CutStorageFolder($0, cutAt: nil, countsFiles: true) }
+        try device.write("first.txt", Self.text)
+        let uneven = zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
+        #expect(uneven.isEmpty, "files before mutation: \(uneven.map { "\($0.offset) (\($0.element.0)): \($0.element.1)" })")
+        #expect(try JoinCountCutTests.count(device.folder) == before + Format.groupSize)
+        try device.reopen()
+        #expect(try device.read("first.txt") == Self.text)
+    }
+
+    @Test func aFirstCommitCutAtAnyMutationOpensWithWholeGroupsAndNothingLeft() throws {
+        let counter = try SyncDevice("first-cut-count")
+        defer { counter.finish() }
+        let counting = try counter.reopen { CutStorageFolder($0, cutAt: nil) }
+        // The open's own mutations (leftovers of a re-creation) come before the commit's.
+        let opened = counting.mutations
+        try counter.write("first.txt", Self.text)
+        let mutations = counting.mutations
+        #expect(mutations > opened)
+
+        var failures: [String] = []
+        for cut in opened..<mutations {
+            let device = try SyncDevice("first-cut-\(cut)")
+            defer { device.finish() }
+            let before = try JoinCountCutTests.count(device.folder)
+            let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
+            #expect(cutting.mutations == opened, "the open's mutations")
+            do {
+                try device.write("first.txt", Self.text)
+                failures.append("cut \(cut): the commit was not cut")
+            } catch {
+                // The cut, as the vault reports a storage that failed under it.
+                if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
+            }
+            device.reopenAfterCrash()
+            if let failure = device.reopenFailure {
+                failures.append("cut \(cut): does not open: \(failure)")
+                continue
+            }
+            let files = try JoinCountCutTests.count(device.folder)
+            if device.vault.isNew {
+                // Before the commit point: a new vault, and nothing of the cut commit stays.
+                if files != before { failures.append("cut \(cut): new, \(files) files, not \(before)") }
+            } else {
+                if (try? device.read("first.txt")) != Self.text { failures.append("cut \(cut): opened without first.txt") }
+                if files != before + Format.groupSize { failures.append("cut \(cut): \(files) files, not \(before + Format.groupSize)") }
+            }
+            // The next commit makes group 0 whole again, over whatever the cut left.
+            try device.write("second.txt", Self.text)
+            try device.reopen()
+            let after = try JoinCountCutTests.count(device.folder)
+            if after % Format.groupSize != 0 { failures.append("cut \(cut): \(after) files after the next commit") }
+            if (try? device.read("second.txt")) != Self.text { failures.append("cut \(cut): second.txt lost") }
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+    }
+}
