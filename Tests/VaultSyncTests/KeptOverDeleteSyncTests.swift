@@ -92,9 +92,8 @@ import VaultFormat
 
     /// The owner (device 0) wrote x.bin and deleted it after both devices had it; once that
     /// delete is up it writes y.bin into x's files. The keeper changed x meanwhile and syncs
-    /// only then. `mounted`: the keeper's syncs are a mount's rounds. Each case fills every
-    /// free file of the owner (about 40 s), so a rename and a chmod, which keep the same chunks,
-    /// run in one way each.
+    /// only then. `mounted`: the keeper's syncs are a mount's rounds. A rename and a chmod, which
+    /// keep the same chunks, run in one way each.
     @Test(arguments: [(Edit.content, false), (.content, true), (.rename, false), (.chmod, true)])
     func anItemKeptOverADeleteKeepsItsBytesWhenItsFilesAreReused(edit: Edit, mounted: Bool) throws {
         let remote = try TestRemote(.local)
@@ -122,7 +121,7 @@ import VaultFormat
         try owner.vault.remove(Array("x.bin".utf8), from: Vault.rootID)
         try owner.vault.commit()
         try owner.sync(remote)
-        let y = try Self.writeOverFreeFiles(owner, seed: 0x55)
+        let y = try Self.writeOverFreeFiles(owner, seed: 0x55, reaching: Set(keptFiles.values))
         let yFiles = Set(try Self.chunkFiles(owner, "y.bin").values)
         #expect(!Set(keptFiles.values).isDisjoint(with: yFiles), "y reuses files x's kept chunks point at: \(keptFiles) \(yFiles.sorted())")
         try owner.sync(remote)
@@ -175,7 +174,7 @@ import VaultFormat
         try laptop.vault.remove(Array("s.txt".utf8), from: Vault.rootID)
         try laptop.vault.commit()
         try laptop.sync(remote)
-        let y = try Self.writeOverFreeFiles(laptop, seed: 0x65)
+        let y = try Self.writeOverFreeFiles(laptop, seed: 0x65, reaching: xFiles)
         try laptop.write("t.txt", small.t)
         #expect(try Self.memberPlace(laptop, "t.txt") == sPlace, "t takes s's place in the laptop's pack")
         let yFiles = Set(try Self.chunkFiles(laptop, "y.bin").values)
