@@ -81,10 +81,17 @@ extension VaultState {
         let naming = try Self.remoteNames(remote, root)
         defer { naming.wipe() }
         let special = Set(root.specialFiles.map(\.file.raw)), size = UInt64(Format.groupSize)
-        // A grant with no file here at its number's name comes in its group, in that place.
+        // A grant with no file here at its number's name comes in its group, in that place. One
+        // not here that comes later (a join's pages come before its grants) has its number's
+        // name in the group, filled with the rest: the grant takes that place (`grantPlaces`).
         var grants: [UInt64: String] = [:]
-        for grant in root.specialFiles where grant.isGrantFile && fresh.contains(FileName.encode(grant.name)) {
-            grants[grant.file.raw] = FileName.encode(grant.name)
+        for grant in root.specialFiles where grant.isGrantFile {
+            let name = FileName.encode(grant.name)
+            if fresh.contains(name) {
+                grants[grant.file.raw] = name
+            } else if try !storage.entryExists(name) {
+                grants[grant.file.raw] = try naming.fileName(grant.file.raw)
+            }
         }
         var left = fresh, groups: [(downloaded: [String], missing: [String])] = []
         for (index, device) in root.devices.enumerated() where !left.isEmpty {

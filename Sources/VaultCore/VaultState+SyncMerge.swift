@@ -66,7 +66,7 @@ extension VaultState {
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {
-            wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated,
+            wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, every: remote.rotated || joining,
                                                includingOwn: ownerFollows(remote)))
         }
         return wanted.sorted()
