@@ -60,16 +60,18 @@ extension VaultState {
         remote.joinHeld = held
     }
 
-    /// The stand-ins of an owner's join: device 0's numbers 0 and 1 and the remote record's
-    /// number, at their device names. None for a grantee's join (its record is the grant), nor
-    /// where device 0 names its files from this pattern's NK (a vault upgraded from format 1,
+    /// The stand-ins of a join: device 0's numbers 0 and 1 and the remote record's number (a
+    /// grantee's: the grant's, §14.9), at their device names. None where device 0 names its
+    /// files from this pattern's NK (a vault upgraded from format 1,
     /// §13.9): a writing open that finds no record removes those as a first commit's
     /// leftovers (§9.3), and a killed commit's record with them, leaving its slots behind.
-    /// Nor when the root does not list the record as the owner's: the join stops at its merge
-    /// (a pattern change's sync cut short, §13.12), and that number is a free file until then.
+    /// Nor when the root does not list the record as the owner's (or the grant): the join stops
+    /// at its merge (a pattern change's sync cut short, §13.12), and that number is a free file
+    /// until then.
     private func joinStandIns(_ remote: RemoteVault, _ root: IndexRootV2) throws -> JoinStandIns? {
-        guard remote.grantFile == nil, let record = remote.record, !root.devices.isEmpty,
-              root.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else { return nil }
+        let role: IndexRootV2.SpecialFile.Role = remote.grantFile == nil ? .ownerUnlock : .grant
+        guard let record = remote.record, !root.devices.isEmpty,
+              root.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else { return nil }
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         guard let key = names.namesKey(ofDevice: 0), let recordName = try? names.fileName(record.ownFile.raw) else { return nil }
@@ -100,8 +102,10 @@ extension VaultState {
         return true
     }
 
-    /// Whether the file at `name` is an owner record of this vault that this pattern opens.
+    /// Whether the file at `name` is an owner record of this vault that this pattern opens, or
+    /// for a grantee the grant as the remote holds it.
     private func killedJoinRecord(at name: String, remote: RemoteVault) throws -> Bool {
+        if let grant = remote.grantFile { return (try? storage.read(name)) == grant }
         guard let file = try? storage.read(name),
               let record = try? FormatTwoVault.openUnlock(file, patternSecrets: session.patternSecrets) else { return false }
         defer {

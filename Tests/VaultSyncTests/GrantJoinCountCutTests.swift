@@ -83,4 +83,30 @@ import VaultStore
         #expect(try sharedB.read("hello.txt") == "hello from alice")
         try sharedB.vault.lock()
     }
+
+    @Test func aGranteesFirstSyncKeepsWholeGroupsAndResumesFromACutAtAny() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let shared = try Shared(remote)
+        defer { shared.finish() }
+
+        // Every cut starts from Bob's storage before his first sync of the shared vault.
+        let sharedB = try SyncDevice("bob", sharedWith: shared.bob, by: shared.codeA)
+        let before = try sharedB.tree()
+        var run = try CutSyncRun(sharedB, remote, before: before, expected: shared.expected)
+        defer { run.remove() }
+        let counting = try StorageCount.countedSync(sharedB, remote)
+        #expect(try sharedB.tree() == shared.expected)
+        #expect(StorageCount.uneven(counting).isEmpty, "files before mutation: \(StorageCount.uneven(counting)) of \(counting.done)")
+        #expect(try StorageCount.files(sharedB.folder) % Format.groupSize == 0)
+
+        let failures = try StorageCount.cutEach(&run, 0..<counting.mutations) { (place: String) throws in
+            guard place.hasSuffix("then a sync") else { return }
+            #expect(try sharedB.read("big.txt") == String(repeating: "s", count: 70_000), "\(place)")
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+        try run.finish(with: shared.alice)
+        #expect(try sharedB.read("hello.txt") == "hello from alice")
+        try sharedB.vault.lock()
+    }
 }
