@@ -3,15 +3,15 @@ import VaultFormat
 
 /// The files that keep a joining storage's groups whole until the join's commit (docs/FORMAT.md
 /// §13.12, "A join keeps whole groups"). Device 0's numbers 0 and 1 are the local root slots and
-/// the owner record's number is the device's own record, all at names of their own that only
-/// the commit writes: until then `random(F)` lies at the numbers' device names (from device 0's
+/// the owner record's number is the device's own record (a grantee's: the grant's number and the
+/// grant, §14.9), all at names of their own that only the commit writes: until then `random(F)` lies at the numbers' device names (from device 0's
 /// NKd, names no storage uses otherwise), in the groups placed with them; the commit writes the
 /// record, the root and its copy into these files and renames each to its name, so that the
-/// count of files never moves. Nil for a grantee's join (its record is the grant, §14.9).
+/// count of files never moves.
 struct JoinStandIns: Sendable {
     /// Device 0's numbers 0 and 1 at their device names: slot s goes through `slots[s]`.
     let slots: [String]
-    /// The owner record's number at its device name.
+    /// The record's number at its device name.
     let record: String
     /// Each with its number.
     let all: [(name: String, file: FileRef)]

@@ -81,10 +81,18 @@ extension VaultState {
         let naming = try Self.remoteNames(remote, root)
         defer { naming.wipe() }
         let special = Set(root.specialFiles.map(\.file.raw)), size = UInt64(Format.groupSize)
-        // A grant with no file here at its number's name comes in its group, in that place.
-        var grants: [UInt64: String] = [:]
-        for grant in root.specialFiles where grant.isGrantFile && fresh.contains(FileName.encode(grant.name)) {
-            grants[grant.file.raw] = FileName.encode(grant.name)
+        // A grant with no file here at its number's name comes in its group, in that place. One
+        // not here that comes later (a join's pages come before its grants) has its number's
+        // name in the group, filled with the rest: the grant takes that place (`grantPlaces`).
+        // On a grantee's device the owner's record is random bytes at its number's name.
+        var places: [UInt64: String] = [:]
+        for special in root.specialFiles {
+            let name = FileName.encode(special.name)
+            if special.isGrantFile && fresh.contains(name) {
+                places[special.file.raw] = name
+            } else if special.isGrantFile ? try !storage.entryExists(name) : special.role == .ownerUnlock && sharing.received != nil {
+                places[special.file.raw] = try naming.fileName(special.file.raw)
+            }
         }
         var left = fresh, groups: [(downloaded: [String], missing: [String])] = []
         for (index, device) in root.devices.enumerated() where !left.isEmpty {
@@ -95,11 +103,12 @@ extension VaultState {
                         let raw = FileRef(device: UInt16(index), number: number).raw
                         if !special.contains(raw) {
                             names.append(try naming.fileName(raw))
-                        } else if let grant = grants[raw] {
-                            names.append(grant)
+                        } else if let place = places[raw] {
+                            names.append(place)
                         }
                     }
-                    names += remote.joinStandIns?.names(device: index, group: group) ?? []
+                    // A grantee's record stand-in is its grant's place too.
+                    names += (remote.joinStandIns?.names(device: index, group: group) ?? []).filter { !names.contains($0) }
                     let downloaded = names.filter(left.contains)
                     guard !downloaded.isEmpty else { continue }
                     left.subtract(downloaded)

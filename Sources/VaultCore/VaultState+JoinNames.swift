@@ -10,15 +10,19 @@ import VaultStore
 /// one where a join of this pattern was killed before its commit, which the next sync resumes.
 extension VaultState {
     /// Calls `body` with each name a join from `remote`'s root may write, and whether the join
-    /// would write it whatever is there: the slots, the grants, and the released numbers (the
-    /// numbers of a device outside its owned groups, whose files a merge removes).
+    /// would write it whatever is there: the slots and the released numbers (the numbers of a
+    /// device outside its owned groups, whose files a merge removes).
     /// The slots' stand-ins (`JoinStandIns`) are a join's own names too, as device 0's numbers.
+    /// A grant at its name is what a join killed after placing it left, or a state under
+    /// another pattern: the join downloads every grant again and goes on only where the bytes
+    /// are the same (`refuseDifferingDownloads`; a state of the same RL has its slots here,
+    /// one of an RL a withdrawal replaced has grants sealed before it, §14.8).
     private func forEachJoinName(_ remote: RemoteVault, _ root: IndexRootV2, _ body: (String, _ written: Bool) throws -> Void) throws {
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         for slot in 0..<UInt8(Format.indexSlotCount) { try body(try names.indexName(slot: slot), true) }
         for standIn in remote.joinStandIns?.slots ?? [] { try body(standIn, false) }
-        for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name), true) }
+        for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name), false) }
         let size = UInt64(Format.groupSize)
         // Made one by one (`fileName` would cache each name): a range may be long.
         for (index, device) in root.devices.enumerated() {
@@ -31,7 +35,7 @@ extension VaultState {
     }
 
     /// Before anything comes down. A file at a name the join writes whatever is there (a slot,
-    /// a grant, a released number) means the storage holds this vault already, under another
+    /// a released number) means the storage holds this vault already, under another
     /// pattern (changed on another device since, §13.12), whose root and files the join would
     /// write over or remove: refused. A file at a number of an owned group is left as it is
     /// unless the remote root references that name; then the join's download must bring the
@@ -56,16 +60,18 @@ extension VaultState {
         remote.joinHeld = held
     }
 
-    /// The stand-ins of an owner's join: device 0's numbers 0 and 1 and the remote record's
-    /// number, at their device names. None for a grantee's join (its record is the grant), nor
-    /// where device 0 names its files from this pattern's NK (a vault upgraded from format 1,
+    /// The stand-ins of a join: device 0's numbers 0 and 1 and the remote record's number (a
+    /// grantee's: the grant's, §14.9), at their device names. None where device 0 names its
+    /// files from this pattern's NK (a vault upgraded from format 1,
     /// §13.9): a writing open that finds no record removes those as a first commit's
     /// leftovers (§9.3), and a killed commit's record with them, leaving its slots behind.
-    /// Nor when the root does not list the record as the owner's: the join stops at its merge
-    /// (a pattern change's sync cut short, §13.12), and that number is a free file until then.
+    /// Nor when the root does not list the record as the owner's (or the grant): the join stops
+    /// at its merge (a pattern change's sync cut short, §13.12), and that number is a free file
+    /// until then.
     private func joinStandIns(_ remote: RemoteVault, _ root: IndexRootV2) throws -> JoinStandIns? {
-        guard remote.grantFile == nil, let record = remote.record, !root.devices.isEmpty,
-              root.specialFiles.contains(where: { $0.role == .ownerUnlock && $0.file == record.ownFile }) else { return nil }
+        let role: IndexRootV2.SpecialFile.Role = remote.grantFile == nil ? .ownerUnlock : .grant
+        guard let record = remote.record, !root.devices.isEmpty,
+              root.specialFiles.contains(where: { $0.role == role && $0.file == record.ownFile }) else { return nil }
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         guard let key = names.namesKey(ofDevice: 0), let recordName = try? names.fileName(record.ownFile.raw) else { return nil }
@@ -96,8 +102,10 @@ extension VaultState {
         return true
     }
 
-    /// Whether the file at `name` is an owner record of this vault that this pattern opens.
+    /// Whether the file at `name` is an owner record of this vault that this pattern opens, or
+    /// for a grantee the grant as the remote holds it.
     private func killedJoinRecord(at name: String, remote: RemoteVault) throws -> Bool {
+        if let grant = remote.grantFile { return (try? storage.read(name)) == grant }
         guard let file = try? storage.read(name),
               let record = try? FormatTwoVault.openUnlock(file, patternSecrets: session.patternSecrets) else { return false }
         defer {

@@ -144,26 +144,28 @@ extension VaultState {
     /// holds every grant, as it holds every owned group whole), but the one that is this
     /// device's own record.
     /// A grant sealed again since this storage got it comes again: all of them after a
-    /// withdrawal (`rotated`), else one whose role `previous` lists otherwise.
+    /// withdrawal, and in a join, which compares any here with the remote's (`every`), else
+    /// one whose role `previous` lists otherwise.
     /// `includingOwn`: this device's grants too (a withdrawal on another device of the owner
     /// sealed them again there).
     func grantsToFetch(_ specialFiles: [IndexRootV2.SpecialFile], previous: [IndexRootV2.SpecialFile] = [],
-                       rotated: Bool = false, includingOwn: Bool = false) throws -> [String] {
+                       every: Bool = false, includingOwn: Bool = false) throws -> [String] {
         var own = writer.pendingUnlock?.name
         if own == nil, let received = sharing.received { own = try grantName(received) }
         var names: [String] = []
         for special in specialFiles where special.isGrantFile && (includingOwn || !writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
             guard name != own else { continue }
-            let resealed = rotated || previous.contains { $0.name == special.name && $0.role != special.role }
+            let resealed = every || previous.contains { $0.name == special.name && $0.role != special.role }
             if try resealed || !storage.entryExists(name) { names.append(name) }
         }
         return names
     }
 
     /// Another device's special files in this storage (FORMAT.md §14.9): a grant takes its
-    /// number's place, so a file at the number's own name goes (the download put the grant
-    /// there, `grantPlaces`, unless the committed root still read that file); on a grantee's
+    /// number's place, so a file at the number's own name goes once the grant is here (the
+    /// download put the grant there, `grantPlaces`, unless the committed root still read that
+    /// file; until the grant comes, that file keeps its group whole); on a grantee's
     /// device the owner's record, which only the owner's devices hold, is a file of `random(F)`
     /// at its number's name, so that the groups stay whole. Returns whether the folder changed.
     mutating func settleSpecialFiles(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> Bool {
@@ -175,7 +177,7 @@ extension VaultState {
                 guard !exists else { continue }
                 try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: false)
                 changed = true
-            } else if special.isGrantFile && exists {
+            } else if special.isGrantFile && exists, try storage.entryExists(FileName.encode(special.name)) {
                 try storage.remove(name)
                 changed = true
             }

@@ -66,7 +66,7 @@ extension VaultState {
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {
-            wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, rotated: remote.rotated,
+            wanted.formUnion(try grantsToFetch(root.specialFiles, previous: old.specialFiles, every: remote.rotated || joining,
                                                includingOwn: ownerFollows(remote)))
         }
         return wanted.sorted()
@@ -233,18 +233,21 @@ extension VaultState {
     mutating func completeOtherGroups(_ remote: RemoteVault) throws {
         guard let formatTwo = committer.formatTwo else { return }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
-        var changed = try settleSpecialFiles(formatTwo.specialFiles)
+        // On a grantee's device the owner's record is random bytes at its number's name, made
+        // with the rest of its group (`settleSpecialFiles` makes it alone only in a whole group).
+        let randomHere = Set(formatTwo.specialFiles.filter { $0.role == .ownerUnlock && sharing.received != nil }.map(\.file.raw))
         func numbers(_ device: DeviceEntry, _ index: Int) -> Set<UInt64> {
             var all = Set<UInt64>()
             for range in device.ownedGroups {
                 for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
                 where !(index == 0 && number < Format.indexSlotCount) {
                     let raw = FileRef(device: UInt16(index), number: number).raw
-                    if !special.contains(raw) { all.insert(raw) }
+                    if !special.contains(raw) || randomHere.contains(raw) { all.insert(raw) }
                 }
             }
             return all
         }
+        var changed = false
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
             // A group's missing files appear together, as this device's new groups do: one by
             // one, a sync cut between two of them left a count off a multiple of 16, which no
@@ -269,6 +272,7 @@ extension VaultState {
             // this device's last commit may still reference their files.
             releasedElsewhere.formUnion(try releasedFiles(of: device, index, special: special))
         }
+        if try settleSpecialFiles(formatTwo.specialFiles) { changed = true }
         if changed { try storage.syncFolder() }
     }
 }

@@ -16,12 +16,12 @@ import VaultStore
     @Test func aFirstCommitKeepsWholeGroupsAtEveryMutation() throws {
         let device = try SyncDevice("first-count")
         defer { device.finish() }
-        let before = try JoinCountCutTests.count(device.folder)
+        let before = try StorageCount.files(device.folder)
         let counting = try device.reopen { CutStorageFolder($0, cutAt: nil, countsFiles: true) }
         try device.write("first.txt", Self.text)
         let uneven = zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
         #expect(uneven.isEmpty, "files before mutation: \(uneven.map { "\($0.offset) (\($0.element.0)): \($0.element.1)" })")
-        #expect(try JoinCountCutTests.count(device.folder) == before + Format.groupSize)
+        #expect(try StorageCount.files(device.folder) == before + Format.groupSize)
         try device.reopen()
         #expect(try device.read("first.txt") == Self.text)
     }
@@ -40,7 +40,7 @@ import VaultStore
         for cut in opened..<mutations {
             let device = try SyncDevice("first-cut-\(cut)")
             defer { device.finish() }
-            let before = try JoinCountCutTests.count(device.folder)
+            let before = try StorageCount.files(device.folder)
             let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
             #expect(cutting.mutations == opened, "the open's mutations")
             do {
@@ -55,7 +55,7 @@ import VaultStore
                 failures.append("cut \(cut): does not open: \(failure)")
                 continue
             }
-            let files = try JoinCountCutTests.count(device.folder)
+            let files = try StorageCount.files(device.folder)
             if device.vault.isNew {
                 // Before the commit point: a new vault, and nothing of the cut commit stays.
                 if files != before { failures.append("cut \(cut): new, \(files) files, not \(before)") }
@@ -66,7 +66,7 @@ import VaultStore
             // The next commit makes group 0 whole again, over whatever the cut left.
             try device.write("second.txt", Self.text)
             try device.reopen()
-            let after = try JoinCountCutTests.count(device.folder)
+            let after = try StorageCount.files(device.folder)
             if after % Format.groupSize != 0 { failures.append("cut \(cut): \(after) files after the next commit") }
             if (try? device.read("second.txt")) != Self.text { failures.append("cut \(cut): second.txt lost") }
         }

@@ -12,30 +12,6 @@ import VaultStore
 /// that file went only at the merge's end (-1): a copy between the two, or a kill there, showed
 /// a count off a multiple of 16. Real vaults on disk, a real rclone, a local remote.
 @Suite(.serialized) struct GrantCountCutTests {
-    /// The storage's files (names of the storage's form; a download folder is not one).
-    static func count(_ folder: String) throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: folder).filter(FileName.isWellFormed).count
-    }
-
-    /// The mutations of a counted run before which the storage held a count off a multiple of
-    /// 16: "index (kind): files".
-    static func uneven(_ counting: CutStorageFolder) -> [String] {
-        zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
-            .map { "\($0.offset) (\($0.element.0)): \($0.element.1)" }
-    }
-
-    /// The grants `device`'s committed state lists: name in every storage → the name of its
-    /// number in `device`'s storage.
-    static func grants(_ device: SyncDevice) throws -> [String: String] {
-        try device.vault.state.withLock { state in
-            var grants: [String: String] = [:]
-            for special in state.committer.formatTwo?.specialFiles ?? [] where special.isGrantFile {
-                grants[FileName.encode(special.name)] = try state.name(special.file.raw)
-            }
-            return grants
-        }
-    }
-
     @Test func theSharersOtherDeviceTakesTheGrantDownInWholeGroupsAndResumesFromACutAtAny() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
@@ -54,7 +30,7 @@ import VaultStore
         try a.reopen()
         try a.write("after-share.txt", String(repeating: "s", count: 70_000))
         try a.sync(remote)
-        let grants = try Self.grants(a)
+        let grants = try StorageCount.grants(a)
         try #require(grants.count == 1, "\(grants)")
         let grant = grants.keys.first!
         let bytes = try #require(FileManager.default.contents(atPath: a.folder + "/" + grant))
@@ -63,33 +39,26 @@ import VaultStore
         var run = try CutSyncRun(laptop, remote, before: try laptop.tree(), expected: expected)
         defer { run.remove() }
 
-        // The sync counted: the storage's files before each of its mutations are what a copy
-        // taken at any instant between two of them holds.
-        let counting = CutStorageFolder(try Storage.open(at: laptop.folder), cutAt: nil, countsFiles: true)
-        try laptop.sync(remote, storage: counting) { _ in }
+        let counting = try StorageCount.countedSync(laptop, remote)
         #expect(try laptop.tree() == expected)
-        #expect(Self.uneven(counting).isEmpty, "files before mutation: \(Self.uneven(counting))")
-        #expect(try Self.count(laptop.folder) % Format.groupSize == 0)
-        let held = try Self.grants(laptop)
+        #expect(StorageCount.uneven(counting).isEmpty, "files before mutation: \(StorageCount.uneven(counting))")
+        #expect(try StorageCount.files(laptop.folder) % Format.groupSize == 0)
+        let held = try StorageCount.grants(laptop)
         #expect(held.keys.sorted() == [grant])
         #expect(FileManager.default.contents(atPath: laptop.folder + "/" + grant) == bytes, "the grant is here as A wrote it")
         #expect(!laptop.storageNames.contains(try #require(held[grant])), "the grant took its number's place")
 
         // Cut at each mutation of the sync: whole groups after the cut and after the next sync,
         // which brings the grant as it is and the merged tree.
-        run.inspect = { place in
-            let files = try Self.count(laptop.folder)
-            #expect(files % Format.groupSize == 0, "\(place): \(files) files")
+        let failures = try StorageCount.cutEach(&run, 0..<counting.mutations) { (place: String) throws in
             guard place.hasSuffix("then a sync") else { return }
             #expect(FileManager.default.contents(atPath: laptop.folder + "/" + grant) == bytes, "\(place): the grant")
-            let number = try Self.grants(laptop)[grant]
+            let number = try StorageCount.grants(laptop)[grant]
             #expect(number.map { !laptop.storageNames.contains($0) } == true, "\(place): its number's name")
         }
-        var failures: [String] = []
-        for cut in 0..<counting.mutations { failures += try run.cut(at: cut, seeing: true) }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
         try run.finish(with: a)
-        #expect(try Self.count(try #require(remote.servedFolder)) % Format.groupSize == 0)
+        #expect(try StorageCount.files(try #require(remote.servedFolder)) % Format.groupSize == 0)
     }
 
     /// A grantee's device holds every grant of the vault but its own record: A's grant to C
@@ -113,16 +82,15 @@ import VaultStore
         try a.vault.share(with: codeC)
         try a.reopen()
         try a.sync(remote)
-        let toC = try #require(try Self.grants(a).keys.first { !sharedB.storageNames.contains($0) })
+        let toC = try #require(try StorageCount.grants(a).keys.first { !sharedB.storageNames.contains($0) })
         let bytes = try #require(FileManager.default.contents(atPath: a.folder + "/" + toC))
 
-        let counting = CutStorageFolder(try Storage.open(at: sharedB.folder), cutAt: nil, countsFiles: true)
-        try sharedB.sync(remote, storage: counting) { _ in }
+        let counting = try StorageCount.countedSync(sharedB, remote)
         #expect(try sharedB.read("hello.txt") == "hello from alice")
-        #expect(Self.uneven(counting).isEmpty, "files before mutation: \(Self.uneven(counting))")
-        #expect(try Self.count(sharedB.folder) % Format.groupSize == 0)
+        #expect(StorageCount.uneven(counting).isEmpty, "files before mutation: \(StorageCount.uneven(counting))")
+        #expect(try StorageCount.files(sharedB.folder) % Format.groupSize == 0)
         #expect(FileManager.default.contents(atPath: sharedB.folder + "/" + toC) == bytes, "the grant to C is here as A wrote it")
-        let number = try Self.grants(sharedB)[toC]
+        let number = try StorageCount.grants(sharedB)[toC]
         #expect(number.map { !sharedB.storageNames.contains($0) } == true, "the grant took its number's place")
         #expect(try sharedB.vault.check().isClean)
         try sharedB.vault.lock()

@@ -13,9 +13,14 @@ import VaultStore
 /// 13 files, until that commit. Now it comes down whole, those three as stand-ins that the
 /// commit writes and renames to the slots and the record; cut anywhere, the next sync resumes.
 @Suite(.serialized) struct JoinCountCutTests {
-    /// The storage's files (names of the storage's form; a download folder is not one).
-    static func count(_ folder: String) throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: folder).filter(FileName.isWellFormed).count
+    /// A join of `device` from `remote`, counted (`StorageCount.countedSync`), with the number
+    /// of its mutations before its first change of the remote: all but that change's own.
+    static func countedJoin(_ device: SyncDevice, _ remote: TestRemote) throws -> (CutStorageFolder, committed: Int) {
+        var committed = 0
+        let counting = try StorageCount.countedSync(device, remote) { change, mutations in
+            if change == "upload" { committed = mutations }
+        }
+        return (counting, committed)
     }
 
     @Test func aJoinKeepsWholeGroupsAtEveryMutationAndResumesFromACutAtAny() throws {
@@ -25,19 +30,13 @@ import VaultStore
         defer { first.finish() }
         let expected = try first.tree()
 
-        // One join, counted: the storage's files before each of its mutations are what a copy
-        // taken at any instant between two of them holds.
+        // One join, counted.
         let counter = try SyncDevice("desktop-count")
         defer { counter.finish() }
-        let counting = CutStorageFolder(try Storage.open(at: counter.folder), cutAt: nil, countsFiles: true)
-        var committed = 0
-        try counter.sync(remote, storage: counting) { step in
-            if step == "upload" { committed = counting.mutations }
-        }
+        let (counting, committed) = try JoinCountCutTests.countedJoin(counter, remote)
         #expect(try counter.tree() == expected)
-        let uneven = zip(counting.done, counting.countsBefore).enumerated().filter { $0.element.1 % Format.groupSize != 0 }
-        #expect(uneven.isEmpty, "files before mutation: \(uneven.map { "\($0.offset) (\($0.element.0)): \($0.element.1)" })")
-        #expect(try Self.count(counter.folder) % Format.groupSize == 0)
+        #expect(StorageCount.uneven(counting).isEmpty, "files before mutation: \(StorageCount.uneven(counting))")
+        #expect(try StorageCount.files(counter.folder) % Format.groupSize == 0)
         let placed = try #require(counting.done.firstIndex(of: "placeDownloads"), "\(counting.done)")
         #expect(committed > placed + 1, "the join's commit came after its placements: \(counting.done)")
 
@@ -47,12 +46,7 @@ import VaultStore
         defer { second.finish() }
         var run = try CutSyncRun(second, remote, before: try second.tree(), expected: expected)
         defer { run.remove() }
-        run.inspect = { place in
-            let files = try Self.count(second.folder)
-            #expect(files % Format.groupSize == 0, "\(place): \(files) files")
-        }
-        var failures: [String] = []
-        for cut in placed + 1...committed { failures += try run.cut(at: cut, seeing: true) }
+        let failures = try StorageCount.cutEach(&run, placed + 1...committed)
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
         #expect(try second.read("file-3.txt") == String(repeating: "3", count: 300_000))
         #expect(try second.vault.check().isClean)

@@ -177,7 +177,7 @@ import VaultFormat
             } catch is SyncDevice.Stop {}
             // Device 0's group 0 too: its numbers 0 and 1 and the owner record's came as
             // stand-ins (FORMAT.md §13.12, "A join keeps whole groups").
-            #expect(try JoinCountCutTests.count(second.folder) % Format.groupSize == 0, "cut at write \(cut)")
+            #expect(try StorageCount.files(second.folder) % Format.groupSize == 0, "cut at write \(cut)")
             if !Set(try SharedSyncTests.files(second.folder).keys).subtracting(before).isEmpty { resumed += 1 }
             try second.sync(remote, mounted: mounted)
             #expect(try second.tree() == expected, "cut at write \(cut)")
