@@ -133,4 +133,46 @@ import VaultStore
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
         #expect(committed > 0, "some cut came after the commit point")
     }
+
+    /// A first commit that fails at its commit point (the disk full there once) makes what it
+    /// held whole, as group 0, the slots through stand-ins; the next commit writes the root there.
+    @Test func aFirstCommitThatFailsKeepsWholeGroupsAndTheNextCommits() throws {
+        let device = try SyncDevice("second-fails")
+        defer { device.finish() }
+        let before = try JoinCountCutTests.count(device.folder)
+        var counting: CutStorageFolder?
+        let failing = try device.reopen { base in
+            counting = CutStorageFolder(base, cutAt: nil, countsFiles: true)
+            return FailingOnceStorageFolder(counting!)
+        }
+        do {
+            try device.write("first.txt", "first")
+            Issue.record("the first commit did not fail")
+        } catch {
+            // As the vault reports a storage that failed under it.
+            #expect("\(error)".contains("\(StoreError.noSpace)"), "\(error)")
+        }
+        #expect(failing.failed, "the commit point failed")
+        try device.vault.commit()
+        let uneven = Self.uneven(counting!)
+        #expect(uneven.isEmpty, "files before mutation: \(uneven)")
+        #expect(try JoinCountCutTests.count(device.folder) == before + Format.groupSize)
+        try device.reopen()
+        #expect(try device.read("first.txt") == "first")
+        #expect(try JoinCountCutTests.count(device.folder) == before + Format.groupSize)
+    }
+}
+
+/// Refuses the first group made with its files synced (a new vault's group 0 at its commit
+/// point) with ENOSPC, once; forwards everything else.
+final class FailingOnceStorageFolder: ForwardingStorageFolder, @unchecked Sendable {
+    private(set) var failed = false
+
+    override func createDurableGroup(_ files: [(name: String, contents: [UInt8])]) throws {
+        if !failed {
+            failed = true
+            throw StoreError.noSpace
+        }
+        try base.createDurableGroup(files)
+    }
 }
