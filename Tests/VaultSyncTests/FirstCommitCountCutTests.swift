@@ -41,20 +41,13 @@ import VaultStore
             let device = try SyncDevice("first-cut-\(cut)")
             defer { device.finish() }
             let before = try JoinCountCutTests.count(device.folder)
-            let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
-            #expect(cutting.mutations == opened, "the open's mutations")
-            do {
+            let failed = try Self.cutAndReopen(device, at: cut) { cutting in
+                #expect(cutting.mutations == opened, "the open's mutations")
                 try device.write("first.txt", Self.text)
                 failures.append("cut \(cut): the commit was not cut")
-            } catch {
-                // The cut, as the vault reports a storage that failed under it.
-                if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
             }
-            device.reopenAfterCrash()
-            if let failure = device.reopenFailure {
-                failures.append("cut \(cut): does not open: \(failure)")
-                continue
-            }
+            failures += failed
+            guard failed.isEmpty else { continue }
             let files = try JoinCountCutTests.count(device.folder)
             if device.vault.isNew {
                 // Before the commit point: a new vault, and nothing of the cut commit stays.
@@ -71,5 +64,20 @@ import VaultStore
             if (try? device.read("second.txt")) != Self.text { failures.append("cut \(cut): second.txt lost") }
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+    }
+
+    /// `run` (a new vault's first commit) on `device` opened on a storage cut after `cut`
+    /// mutations, as a process killed there; then the vault opened again from the disk. Returns
+    /// what went wrong besides the cut: an error of another kind, an open that fails.
+    static func cutAndReopen(_ device: SyncDevice, at cut: Int, _ run: (CutStorageFolder) throws -> Void) throws -> [String] {
+        let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
+        var failures: [String] = []
+        do { try run(cutting) } catch {
+            // The cut, as the vault reports a storage that failed under it.
+            if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
+        }
+        device.reopenAfterCrash()
+        if let failure = device.reopenFailure { failures.append("cut \(cut): does not open: \(failure)") }
+        return failures
     }
 }

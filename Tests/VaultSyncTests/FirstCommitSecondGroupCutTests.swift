@@ -94,21 +94,11 @@ import VaultStore
             let device = try SyncDevice("second-cut-\(write.rawValue)-\(cut)")
             defer { device.finish() }
             let before = try JoinCountCutTests.count(device.folder)
-            let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
-            do {
-                // Not cut: the cut fell on a step after the commit point that may fail (the
-                // copy's write, §13.9), or the write-behinds ran in another order.
-                try write.run(device.vault)
-            } catch {
-                // The cut, as the vault reports a storage that failed under it.
-                if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
-            }
-            _ = cutting
-            device.reopenAfterCrash()
-            if let failure = device.reopenFailure {
-                failures.append("cut \(cut): does not open: \(failure)")
-                continue
-            }
+            // Not cut at all where the cut fell on a step after the commit point that may fail
+            // (the copy's write, §13.9), or the write-behinds ran in another order.
+            let failed = try FirstCommitCountCutTests.cutAndReopen(device, at: cut) { _ in try write.run(device.vault) }
+            failures += failed
+            guard failed.isEmpty else { continue }
             let files = try JoinCountCutTests.count(device.folder)
             if device.vault.isNew {
                 // Before the commit point: a new vault, and nothing of the cut commit stays (§9.3).
