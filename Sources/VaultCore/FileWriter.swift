@@ -316,9 +316,11 @@ struct FileWriter {
 
     /// Creates the pending unlock record (durably, its name synced), once, before anything else.
     /// A join's goes into its stand-in, after its own group 0, made whole: no number of the
-    /// join's commit moves the count of files.
+    /// join's commit moves the count of files. A new vault's comes with its group 0, whole
+    /// (`makeGroupZero`).
     mutating func writeUnlockRecord() throws {
         guard let unlock = pendingUnlock, heldGroupZero == nil else { return }
+        if makesGroupZeroWhole { return try makeGroupZero() }
         if let standIn = joinStandIns?.record, try storage.entryExists(standIn) {
             try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
             try storage.write(standIn, offset: 0, bytes: unlock.file)
@@ -504,16 +506,18 @@ struct FileWriter {
         createdSinceCommit = false
     }
 
-    /// A join's slot (`JoinStandIns`): written into its stand-in, synced, and renamed to its
-    /// name, which shows it whole. False where there is no stand-in, or the slot is there.
+    /// A join's slot (`JoinStandIns`), or a new vault's whose group 0 was made before its root
+    /// (`slotStandIns`): written into its stand-in, synced, and renamed to its name, which shows
+    /// it whole. False where there is no stand-in, or the slot is there.
     mutating func writeThroughStandIn(_ slot: UInt64, _ file: [UInt8]) throws -> Bool {
         try writeUnlockRecord()
-        guard let standIns = joinStandIns, slot < standIns.slots.count else { return false }
-        let standIn = standIns.slots[Int(slot)], slotName = try name(slot)
+        guard let standIns = slotStandIns ?? joinStandIns?.slots, slot < standIns.count else { return false }
+        let standIn = standIns[Int(slot)], slotName = try name(slot)
         guard try storage.entryExists(standIn), try !storage.entryExists(slotName) else { return false }
         try storage.write(standIn, offset: 0, bytes: file)
         try storage.sync([standIn])
         try storage.rename(standIn, to: slotName)
+        allocator.markCreated(slot)
         try storage.syncFolder()
         return true
     }
@@ -565,6 +569,15 @@ struct FileWriter {
     /// holding (`holdGroupZero`).
     private var heldGroupZero: [UInt64: [UInt8]]?
 
+    /// A new vault (format 2, made on this device; not a join, whose group 0 comes down whole,
+    /// §13.12): its group 0 appears whole, the slots' files with it (`makeGroupZero`).
+    var makesGroupZeroWhole = false
+
+    /// Device 0's numbers 0 and 1 at their names (a slot is named from RL, not from them): the
+    /// files a new vault's group 0 made before its root holds for the slots, each renamed to its
+    /// slot once it holds the root or its copy (`writeThroughStandIn`).
+    private(set) var slotStandIns: [String]?
+
     /// At the start of a new vault's first commit, before anything of the vault is on disk (its
     /// unlock record still pending; not a join, whose group 0 comes down whole, §13.12): group 0
     /// is held, so that the storage's count moves by 16 at once.
@@ -573,13 +586,31 @@ struct FileWriter {
         heldGroupZero = [:]
     }
 
-    /// Group 0 as it was made before (the record durably, then each stored file): when the
-    /// commit needs another group before its root (the record must come first, §9.3), or fails.
+    /// Group 0 made whole before the root (`makeGroupZero`): when the commit needs another
+    /// group first (the record comes before it, §9.3), or fails.
     mutating func releaseGroupZero() throws {
-        guard let held = heldGroupZero else { return }
-        heldGroupZero = nil
-        try writeUnlockRecord()
-        for (number, file) in held.sorted(by: { $0.key < $1.key }) { try storeFile(number, file) }
+        guard heldGroupZero != nil else { return }
+        try makeGroupZero()
+    }
+
+    /// A new vault's group 0 made whole before its root (docs/FORMAT.md §3.3): the record, what
+    /// the commit holds, `random(F)` in the rest, and random files at the slots' stand-ins, in one
+    /// step; the root and its copy go through the stand-ins. Nothing is at a slot's name until it
+    /// holds a root: a cut before leaves what a first commit cut before its root always left (the
+    /// record, no slot), which the next open removes (§13.9), stand-ins with it.
+    private mutating func makeGroupZero() throws {
+        let held = heldGroupZero != nil
+        if !held { heldGroupZero = [:] }
+        do {
+            try fillGroupZero()
+            let standIns = try (0..<UInt64(Format.indexSlotCount)).map { try secrets.standInName($0) }
+            try createGroupZero(try standIns.map { ($0, try random.bytes(Format.fileSize)) })
+            slotStandIns = standIns
+        } catch {
+            // Nothing was held: the record is still pending, and the next need tries again.
+            if !held { heldGroupZero = nil }
+            throw error
+        }
     }
 
     /// After a first commit that wrote no root (nothing changed, or it failed): what it stored
@@ -596,7 +627,7 @@ struct FileWriter {
     /// and its number never handed out, as `createRandomFiles` does.
     private mutating func fillGroupZero() throws {
         guard var held = heldGroupZero else { return }
-        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount && held[number] == nil {
+        for number in allocator.unwritten.sorted() where number >= Format.indexSlotCount && number < Format.groupSize && held[number] == nil {
             if try storage.entryExists(try name(number)) {
                 allocator.markCreated(number)
                 continue
@@ -606,23 +637,27 @@ struct FileWriter {
         heldGroupZero = held
     }
 
-    /// The commit point of a held group 0: its files, each on disk, named in a row, the record
-    /// first, then the stored files and the fills (`fillGroupZero`), the root at `slot`, and its
-    /// `copy` at the other slot. Each prefix of the links is a state the order before held
-    /// passed through (record, files, root, copy), so the leftovers of §9.3 need nothing new.
+    /// The commit point of a held group 0: the root at `slot`, its `copy` at the other slot,
+    /// with the group (`createGroupZero`). Each prefix of the links is a state the order before
+    /// held passed through (record, files, root, copy), so the leftovers of §9.3 need nothing new.
     private mutating func createGroupZero(root slot: UInt64, _ root: [UInt8], copy: [UInt8]) throws {
+        let other = 1 - slot
+        try createGroupZero([(try name(slot), root), (try name(other), copy)])
+        for number in [slot, other] { allocator.markCreated(number) }
+    }
+
+    /// A held group 0's files, each on disk, named in a row: the record first, then the stored
+    /// files and the fills (`fillGroupZero`), then `slots` (the two slots, or their stand-ins).
+    private mutating func createGroupZero(_ slots: [(name: String, contents: [UInt8])]) throws {
         try fillGroupZero()
         let held = heldGroupZero ?? [:]
         var files: [(name: String, contents: [UInt8])] = []
         if let unlock = pendingUnlock { files.append((unlock.name, unlock.file)) }
         for (number, file) in held.sorted(by: { $0.key < $1.key }) { files.append((try name(number), file)) }
-        let other = 1 - slot
-        files.append((try name(slot), root))
-        files.append((try name(other), copy))
-        try storage.createDurableGroup(files)
+        try storage.createDurableGroup(files + slots)
         heldGroupZero = nil
         pendingUnlock = nil
-        for number in held.keys.sorted() + [slot, other] { allocator.markCreated(number) }
+        for number in held.keys.sorted() { allocator.markCreated(number) }
         try storage.syncFolder()
     }
 }

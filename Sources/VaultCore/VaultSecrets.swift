@@ -45,6 +45,14 @@ public final class VaultSecrets: Sendable {
         device == localDevice ? namesKey : otherDevices.withLock { $0[device] }
     }
 
+    /// Device 0's number 0 or 1 at its names key, which no file takes (the slots are named from
+    /// RL): a stand-in for that slot, which a root goes through before its slot name shows it
+    /// (a new vault's group 0 made before its root, `FileWriter.makeGroupZero`).
+    func standInName(_ slot: UInt64) throws -> String {
+        guard let key = namesKey(ofDevice: 0) else { throw VaultError.damagedIndex("no names key of device 0") }
+        return try Self.deviceFileName(slot, namesKey: key)
+    }
+
     /// PBKDF2 of the canonical pattern bytes (the slow step), then the three secrets.
     /// The pattern's bytes go from its locked memory straight into PBKDF2.
     public convenience init(pattern: Pattern, salt: [UInt8], rounds: Int) throws {

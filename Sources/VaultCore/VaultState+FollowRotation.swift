@@ -146,11 +146,23 @@ extension VaultState {
     /// whole (a withdrawal cut between its two renames, FORMAT.md §14.8), else a file made.
     mutating func restoreMissingSlot() throws {
         guard let slot = committer.missingSlot else { return }
-        if try writer.lendToMissingSlot(try name(slot)) {
+        if try moveStandInToMissingSlot(slot) || writer.lendToMissingSlot(try name(slot)) {
             committer.missingSlot = nil
             return
         }
         try committer.restoreMissingSlot(writer: writer)
+    }
+
+    /// A new vault's first commit cut after its root's rename and before its copy's (FORMAT.md
+    /// §3.3): the copy's stand-in, in group 0, goes to the slot's name (the count does not move).
+    /// Only on the device that made the vault: a join's stand-ins are the sync's (§13.12).
+    private mutating func moveStandInToMissingSlot(_ slot: UInt64) throws -> Bool {
+        guard committer.formatTwo?.localDevice == 0 else { return false }
+        let standIn = try secrets.standInName(slot)
+        guard try storage.entryExists(standIn) else { return false }
+        try storage.rename(standIn, to: try name(slot))
+        try storage.syncFolder()
+        return true
     }
 
     /// After the switch, the old slots go into numbers of this device whose files are missing

@@ -48,13 +48,14 @@ extension VaultState {
             // A grant names a vault that exists: never an empty one in its place.
             guard record.role == .owner else { throw SharingError.sharedVaultMissing }
             // A first commit that died before its root: what it left is named from this record's
-            // vault key. It goes, then the record; the vault starts again, empty.
+            // vault key, the slots' stand-ins too (FileWriter.makeGroupZero; no slot is there).
+            // It goes, then the record; the vault starts again, empty.
             var state = try newVault(storage: storage, secrets: patternSecrets, random: random, clock: clock, options: options)
             if !options.readOnly {
                 let names = VaultSecrets(rootLocator: rootLocator, rootKey: rootKey,
                                          namesKey: try FormatTwoKeys.firstDeviceNamesKey(vaultKey: vaultKey))
                 defer { names.wipe() }
-                try state.removeLeftovers(releasing: [], names: { try names.fileName($0) })
+                try state.removeLeftovers(releasing: [], names: { $0 < Format.indexSlotCount ? try names.standInName($0) : try names.fileName($0) })
                 try storage.remove(unlock.name)
                 try storage.syncFolder()
             }

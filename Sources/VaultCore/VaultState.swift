@@ -95,6 +95,7 @@ struct VaultState {
             committer = try Committer(vaultKey: vaultKey, generation: 0, formatTwo: start.root)
             writer = FileWriter(storage: storage, secrets: start.secrets, random: random, allocator: allocator)
             writer.pendingUnlock = start.unlock
+            writer.makesGroupZeroWhole = true
             writer.lendsFreeFiles = true
             identity = start.identity
             nextItemID = UInt64(start.root.itemPrefix) << 32 | nextItemID

@@ -41,25 +41,14 @@ import VaultStore
             let device = try SyncDevice("first-cut-\(cut)")
             defer { device.finish() }
             let before = try StorageCount.files(device.folder)
-            let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
-            #expect(cutting.mutations == opened, "the open's mutations")
-            do {
+            let (failed, files) = try Self.cutAndReopen(device, at: cut, before: before) { cutting in
+                #expect(cutting.mutations == opened, "the open's mutations")
                 try device.write("first.txt", Self.text)
                 failures.append("cut \(cut): the commit was not cut")
-            } catch {
-                // The cut, as the vault reports a storage that failed under it.
-                if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
             }
-            device.reopenAfterCrash()
-            if let failure = device.reopenFailure {
-                failures.append("cut \(cut): does not open: \(failure)")
-                continue
-            }
-            let files = try StorageCount.files(device.folder)
-            if device.vault.isNew {
-                // Before the commit point: a new vault, and nothing of the cut commit stays.
-                if files != before { failures.append("cut \(cut): new, \(files) files, not \(before)") }
-            } else {
+            failures += failed
+            guard device.reopenFailure == nil else { continue }
+            if let files {
                 if (try? device.read("first.txt")) != Self.text { failures.append("cut \(cut): opened without first.txt") }
                 if files != before + Format.groupSize { failures.append("cut \(cut): \(files) files, not \(before + Format.groupSize)") }
             }
@@ -71,5 +60,27 @@ import VaultStore
             if (try? device.read("second.txt")) != Self.text { failures.append("cut \(cut): second.txt lost") }
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+    }
+
+    /// `run` (a new vault's first commit) on `device` opened on a storage cut after `cut`
+    /// mutations, as a process killed there; then the vault opened again from the disk. Returns
+    /// what went wrong besides the cut (an error of another kind, an open that fails, a new vault
+    /// whose storage does not hold the `before` files again: §9.3), and the storage's count of
+    /// files when the vault opened with the commit.
+    static func cutAndReopen(_ device: SyncDevice, at cut: Int, before: Int,
+                             _ run: (CutStorageFolder) throws -> Void) throws -> (failures: [String], files: Int?) {
+        let cutting = try device.reopen { CutStorageFolder($0, cutAt: cut) }
+        var failures: [String] = []
+        do { try run(cutting) } catch {
+            // The cut, as the vault reports a storage that failed under it.
+            if !"\(error)".contains("\(StoreError.simulatedCrash)") { failures.append("cut \(cut): \(error)") }
+        }
+        device.reopenAfterCrash()
+        if let failure = device.reopenFailure { return (failures + ["cut \(cut): does not open: \(failure)"], nil) }
+        let files = try StorageCount.files(device.folder)
+        guard device.vault.isNew else { return (failures, files) }
+        // Before the commit point: a new vault, and nothing of the cut commit stays.
+        if files != before { failures.append("cut \(cut): new, \(files) files, not \(before)") }
+        return (failures, nil)
     }
 }
