@@ -71,6 +71,10 @@ extension Vault {
         }
     }
 
+    /// Grants of other devices the committed root lists and this storage lacks (a sync cut
+    /// after its merge's commit): they come down whether or not this sync merges.
+    public func missingGrants(_ remote: RemoteVault) throws -> [String] { try syncLocked { try $0.missingGrants(remote) } }
+
     /// The sync's commit is done: files it staged that no merge took go.
     public func endDownloads() throws { try syncLocked { $0.endDownloads() } }
 

@@ -15,10 +15,13 @@ extension VaultState {
             if try storage.entryExists(name) { replacing.append(name) } else { fresh.insert(name) }
         }
         try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
-        // A grant goes over the file at its number's own name, then takes its name (§14.9).
-        let places = try grantPlaces(fresh, remote)
+        // A grant goes over the file at its number's own name, then takes its name (§14.9); over
+        // one the committed root reads, only after the merge's commit (`holdGrants`).
+        let (places, held) = try grantPlaces(fresh, remote)
         for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try downloads.rename(grant, to: place) }
+        try holdGrants(held, from: downloads)
         fresh.subtract(places.keys)
+        fresh.subtract(held.keys)
         let groups = fresh.isEmpty ? [] : try downloadedGroups(fresh, remote).map { group in
             DownloadedGroup(downloaded: group.downloaded, fill: try group.missing.map { ($0, try session.random.bytes(Format.fileSize)) })
         }
@@ -55,21 +58,27 @@ extension VaultState {
     /// that the count of files never moves (coming down alone, then that file removed, a copy
     /// or a kill between the two saw one file too many). A kill between the two leaves the
     /// grant's bytes at its number's name, which no root references, and the grant missing:
-    /// the next sync downloads it again. A file the committed root still reads at that name
-    /// stays until the merge's commit (`settleSpecialFiles`).
-    private func grantPlaces(_ fresh: Set<String>, _ remote: RemoteVault) throws -> [String: String] {
-        guard let root = remote.root else { return [:] }
+    /// the next sync downloads it again. `held`: the grants whose number's name holds a file the
+    /// committed root still reads (the sharer took a number it freed since this device's last
+    /// sync), with their FileRefs: that file stays until the merge's commit stops reading it,
+    /// and the grant goes in its place after that commit (`placeHeldGrants`).
+    private func grantPlaces(_ fresh: Set<String>, _ remote: RemoteVault) throws -> (places: [String: String], held: [String: UInt64]) {
+        guard let root = remote.root else { return ([:], [:]) }
         let grants = root.specialFiles.filter { $0.isGrantFile && fresh.contains(FileName.encode($0.name)) }
-        guard !grants.isEmpty else { return [:] }
+        guard !grants.isEmpty else { return ([:], [:]) }
         let naming = try Self.remoteNames(remote, root)
         defer { naming.wipe() }
-        var places: [String: String] = [:]
+        var places: [String: String] = [:], held: [String: UInt64] = [:]
         for grant in grants {
             let place = try naming.fileName(grant.file.raw)
-            guard staging.protected?[place] == nil, !fresh.contains(place), try storage.entryExists(place) else { continue }
+            if staging.protected?[place] != nil {
+                held[FileName.encode(grant.name)] = grant.file.raw
+                continue
+            }
+            guard !fresh.contains(place), try storage.entryExists(place) else { continue }
             places[FileName.encode(grant.name)] = place
         }
-        return places
+        return (places, held)
     }
 
     /// The groups of other devices that `fresh` (names with no file here) fall in, as the remote

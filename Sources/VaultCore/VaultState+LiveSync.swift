@@ -140,7 +140,7 @@ extension VaultState {
             // Held: read here under this key at this name, and not a fill of this sync (§13.11).
             if try !present.contains(use) || self.name(use.file) != name || !holds(name) { wanted.insert(name) }
         }
-        return wanted.sorted()
+        return wanted.union(try missingGrants(remote)).sorted()
     }
 
     /// The owner's sync after a withdrawal (FORMAT.md §14.8): the remote moves to the new keys.

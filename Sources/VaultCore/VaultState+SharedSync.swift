@@ -164,10 +164,11 @@ extension VaultState {
 
     /// Another device's special files in this storage (FORMAT.md §14.9): a grant takes its
     /// number's place, so a file at the number's own name goes once the grant is here (the
-    /// download put the grant there, `grantPlaces`, unless the committed root still read that
-    /// file; until the grant comes, that file keeps its group whole); on a grantee's
-    /// device the owner's record, which only the owner's devices hold, is a file of `random(F)`
-    /// at its number's name, so that the groups stay whole. Returns whether the folder changed.
+    /// download put the grant there, `grantPlaces`), but never one the committed root still
+    /// reads, which the grant replaces after the merge's commit (`placeHeldGrants`); until the
+    /// grant comes, that file keeps its group whole. On a grantee's device the owner's record,
+    /// which only the owner's devices hold, is a file of `random(F)` at its number's name, so
+    /// that the groups stay whole. Returns whether the folder changed.
     mutating func settleSpecialFiles(_ specialFiles: [IndexRootV2.SpecialFile]) throws -> Bool {
         var changed = false
         for special in specialFiles where !writer.allocator.isOwnDevice(special.file.raw) {
@@ -177,7 +178,7 @@ extension VaultState {
                 guard !exists else { continue }
                 try storage.create(name, contents: try session.random.bytes(Format.fileSize), durable: false)
                 changed = true
-            } else if special.isGrantFile && exists, try storage.entryExists(FileName.encode(special.name)) {
+            } else if special.isGrantFile && exists && staging.protected?[name] == nil, try storage.entryExists(FileName.encode(special.name)) {
                 try storage.remove(name)
                 changed = true
             }

@@ -20,6 +20,8 @@ struct DownloadStaging {
     /// Names this sync filled with random bytes, the rest of a group a direct download came
     /// into: missing, not held, until a download of this sync comes over them (§13.11).
     var filled = Set<String>()
+    /// Grants held in memory until the merge's commit, by name (`holdGrants`).
+    var grants: [String: HeldGrant] = [:]
     /// The state references what was staged (a merge took the remote's records): the next
     /// commit lists it (tag 1025) and puts it in place. Until then a commit keeps it as it is (a
     /// mount's commits while its round downloads); the sync's end lets it go (`endDownloads`).
@@ -100,13 +102,14 @@ extension VaultState {
     /// which no longer lists the tag.
     mutating func finishStagedDownloads() throws {
         guard staging.adopted else { return }
-        let files = staging.files.values.sorted { $0.target < $1.target }, secrets = self.secrets
+        let files = staging.files.values.sorted { $0.target < $1.target }, secrets = self.secrets, grants = staging.grants
         staging = DownloadStaging()
         for file in files {
             try Self.putStaged(file, storage: storage, name: { try secrets.fileName($0) }, random: session.random)
             writer.release(file.staged)
         }
         committer.formatTwo?.extensions.removeAll { $0.tag == StagedDownloads.extensionTag }
+        try placeHeldGrants(grants)
     }
 
     /// A staged file whose digest matches goes to its target's name (atomically), then random

@@ -80,6 +80,8 @@ public struct VaultSynchronizer {
                 try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, groupsListed: remoteNames) }
                 return try vault.loadRemoteTree(remoteVault)
             }
+            // A grant a sync cut after its merge's commit left out (FORMAT.md §14.9).
+            try download(try vault.missingGrants(remoteVault), remoteVault, &summary)
         }
         step(3)
         let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
