@@ -45,10 +45,7 @@ import VaultStore
             try a.vault.share(with: codeB)
             try a.reopen()
             try a.sync(remote)
-            let grants = try StorageCount.grants(a)
-            try #require(grants.count == 1, "\(grants)")
-            grant = grants.keys.first!
-            place = grants[grant]!
+            (grant, place) = try StorageCount.onlyGrant(a)
             number = try a.vault.state.withLock { state in
                 try #require(state.committer.formatTwo?.specialFiles.first { $0.isGrantFile }).file.raw
             }

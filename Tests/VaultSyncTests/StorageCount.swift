@@ -34,6 +34,14 @@ enum StorageCount {
         }
     }
 
+    /// The one grant `device`'s committed state lists (a test's only share): its name in every
+    /// storage, and the name of its number in `device`'s storage.
+    static func onlyGrant(_ device: SyncDevice) throws -> (name: String, place: String) {
+        let grants = try grants(device)
+        try #require(grants.count == 1, "\(grants)")
+        return grants.first!
+    }
+
     /// One sync of `device`, counted: the storage's files before each of its mutations are what
     /// a copy taken at any instant between two of them holds. `beforeChange` is told the
     /// mutations done before each change of the remote.
