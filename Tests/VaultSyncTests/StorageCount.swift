@@ -39,7 +39,8 @@ enum StorageCount {
     static func onlyGrant(_ device: SyncDevice) throws -> (name: String, place: String) {
         let grants = try grants(device)
         try #require(grants.count == 1, "\(grants)")
-        return grants.first!
+        let (name, place) = grants.first!
+        return (name, place)
     }
 
     /// One sync of `device`, counted: the storage's files before each of its mutations are what
