@@ -174,10 +174,18 @@ struct ChunkStore {
     mutating func dropRead(behind key: Key) {
         let last = key.index - Self.readBehind
         guard last >= 0 else { return }
-        for index in max(0, last - Self.readBehind)...last {
-            let behind = Key(item: key.item, index: index)
-            if cache.contains(behind), !cache.isDirty(behind), flights[behind] == nil { cache.remove(behind) }
-        }
+        for index in max(0, last - Self.readBehind)...last { dropIfClean(Key(item: key.item, index: index)) }
+    }
+
+    /// A chunk whose bytes the kernel's page cache now holds whole (a small file pushed at its
+    /// open, which then keeps the kernel's cache) leaves the cache unless dirty or being written
+    /// behind: the kernel answers the file's reads, and reading every file of the benchmark's
+    /// tree left the daemon at 202 MiB, the whole tree decrypted twice (docs/PERFORMANCE.md).
+    /// A read the kernel sends after all (its pages evicted) loads the chunk again.
+    mutating func dropPushed(_ key: Key) { dropIfClean(key) }
+
+    private mutating func dropIfClean(_ key: Key) {
+        if cache.contains(key), !cache.isDirty(key), flights[key] == nil { cache.remove(key) }
     }
 
     /// After a failed write-behind (the latest of its chunk): the chunk is dirty again. The cache

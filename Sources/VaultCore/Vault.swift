@@ -398,6 +398,7 @@ public final class Vault: Sendable {
     /// The whole content of file `id` as the vault holds it now, loaded if need be, if the file
     /// is not empty and at most `limit` bytes long: what the file system pushes into the
     /// kernel's page cache at an open for reading, so that the read after it costs no request.
+    /// The kernel holds it then: the vault's cache keeps none of it (`ChunkStore.dropPushed`).
     public func contentForKernelCache(_ id: UInt64, upTo limit: Int) -> [UInt8]? {
         guard let size = try? locked({ state in
             try state.fault(id)
@@ -413,6 +414,9 @@ public final class Vault: Sendable {
             stored.withUnsafeBytes { bytes.append(contentsOf: $0) }
             // A hole, or a truncate meanwhile: zeros, as a read gives.
             bytes.append(contentsOf: repeatElement(0, count: piece.range.count - min(piece.range.count, stored.count)))
+        }
+        _ = try? locked { state in
+            for piece in ChunkOffsets.pieces(from: 0, to: size) { state.chunks.dropPushed(ChunkCache.Key(item: id, index: piece.index)) }
         }
         return bytes
     }
