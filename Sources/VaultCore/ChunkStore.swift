@@ -177,11 +177,14 @@ struct ChunkStore {
         for index in max(0, last - Self.readBehind)...last { dropIfClean(Key(item: key.item, index: index)) }
     }
 
-    /// A chunk whose bytes the kernel's page cache now holds whole (a small file pushed at its
-    /// open, which then keeps the kernel's cache) leaves the cache unless dirty or being written
-    /// behind: the kernel answers the file's reads, and reading every file of the benchmark's
-    /// tree left the daemon at 202 MiB, the whole tree decrypted twice (docs/PERFORMANCE.md).
-    /// A read the kernel sends after all (its pages evicted) loads the chunk again.
+    /// A small file's chunk pushed whole into the kernel's page cache at its open leaves the
+    /// cache unless dirty or being written behind: the kernel answers the file's reads, and
+    /// reading every file of the benchmark's tree left the daemon at 202 MiB, the whole tree
+    /// decrypted twice (docs/PERFORMANCE.md). A read the kernel sends after all (its pages
+    /// evicted) loads it again, which costs a small file little. A chunk read at random stays
+    /// although its pages are pushed too: the load of 256 KiB is what a 4 KiB read would pay
+    /// again after the kernel drops them (fio does at each pass over its file: ten times the
+    /// loads without the cache).
     mutating func dropPushed(_ key: Key) { dropIfClean(key) }
 
     private mutating func dropIfClean(_ key: Key) {
