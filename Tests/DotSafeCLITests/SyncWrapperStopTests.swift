@@ -1,0 +1,65 @@
+import DotSafeTestSupport
+import Foundation
+import Glibc
+import Testing
+import VaultStore
+
+/// `dotsafe sync` run on a terminal, its rclone behind a wrapper that forks it (a shell script
+/// without `exec`), the upload slowed to 1 KiB/s so that only the stop ends it. A Ctrl-C typed
+/// on the terminal (which signals the terminal's foreground group: `dotsafe` alone, rclone
+/// running in a session of its own) or a SIGTERM to `dotsafe` alone ends the wrapper's rclone
+/// too: the sync exits with its stop's status and line, nothing of rclone is left, the storage
+/// is as a cut sync leaves it, and the next sync completes.
+@Suite(.serialized) struct SyncWrapperStopTests {
+    typealias Sync = SyncCommandTests
+    typealias Failure = SyncFailureTests
+    typealias Signals = SyncSignalTests
+
+    enum Stop: String, CaseIterable, CustomTestStringConvertible {
+        case ctrlCOnTheTerminal, sigtermToTheSyncAlone
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Stop.allCases)
+    func aStopEndsTheRcloneAWrapperForked(_ stop: Stop) throws {
+        let (base, environment, first, both) = try Signals.laptopWithChangesToSend()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = base + "/remote", laptop = base + "/laptop"
+        var slow = environment
+        slow["PATH"] = try Failure.rclone(base, script: """
+            for last; do :; done
+            case "$1:$last" in
+                copy:*\(DownloadFolder.suffix)) ;;
+                copy:*) : > '\(base)/up-started'; /usr/bin/rclone "$@" --bwlimit 1k; exit $? ;;
+            esac
+            /usr/bin/rclone "$@"; exit $?
+            """)
+
+        let sync = try TerminalProcess(MountHarness.binary, ["sync", laptop, remote, "--pattern", Sync.pattern, "--device", "laptop"],
+                                       environment: slow)
+        #expect(Signals.waitForFile(base + "/up-started"), "no upload began")
+        #expect(waitFor { !rcloneProcesses(naming: base).isEmpty }, "the wrapper's rclone is not running")
+        switch stop {
+        case .ctrlCOnTheTerminal: sync.type("\u{03}")
+        case .sigtermToTheSyncAlone: kill(sync.pid, SIGTERM)
+        }
+        let ended = sync.finish(seconds: 60)
+        let left = Signals.helpersRunning(base)
+        for pid in left { kill(pid, SIGKILL) }
+        let stopped = try #require(ended, "the sync still waited for an rclone its stop did not reach: \(left)")
+        let (number, name) = stop == .ctrlCOnTheTerminal ? (SIGINT, "SIGINT") : (SIGTERM, "SIGTERM")
+        #expect(stopped.status == 128 + number, "\(stopped)")
+        #expect(stopped.output.contains("dotsafe: sync interrupted by \(name) after its local commit; the next sync finishes it"),
+                "\(stopped)")
+        #expect(left.isEmpty, "rclone outlived the sync: \(left)")
+        #expect(waitFor(seconds: 30) { Signals.helpersRunning(base).isEmpty })
+        Failure.expectClean(laptop, environment)
+        #expect(try Failure.files(laptop, environment) == both)
+        #expect(try Failure.freshDevice(from: remote, base, environment) == first, "the remote's root moved")
+
+        let again = Sync.sync(laptop, remote, environment, device: "laptop")
+        #expect(again.status == 0, "\(again)")
+        #expect(try Failure.freshDevice(from: remote, base, environment) == both)
+        #expect(try Failure.files(laptop, environment) == both)
+    }
+}
