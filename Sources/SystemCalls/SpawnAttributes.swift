@@ -8,12 +8,13 @@ import Glibc
 /// `ownSession`: the program leads a new session (setsid), so also a process group of its own
 /// that a stop signals as a whole (`RunningChildren`), whatever it forks; and it has no
 /// controlling terminal, whose job control would stop it (SIGTTIN) at a read from the
-/// terminal, unseen, while this process holds the foreground: such a read fails at once.
-enum SpawnAttributes {
+/// terminal, unseen, while this process holds the foreground: a prompt there fails at once
+/// instead (`/dev/tty` does not open). Tests start a program on a terminal of its own with it.
+public enum SpawnAttributes {
     /// glibc's POSIX_SPAWN_SETSID (2.26), which spawn.h declares only under _GNU_SOURCE.
     private static let setSession: Int32 = 0x80
 
-    static func withDefaultSignals<R>(ownSession: Bool = false, _ body: (UnsafePointer<posix_spawnattr_t>) -> R) -> R {
+    public static func withDefaultSignals<R>(ownSession: Bool = false, _ body: (UnsafePointer<posix_spawnattr_t>) -> R) -> R {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemCalls
 
 /// A program run as a terminal runs it: the leader of a new session whose controlling terminal
 /// is a fresh pseudo-terminal, alone in that terminal's foreground process group, with all three
@@ -14,8 +15,6 @@ public final class TerminalProcess: @unchecked Sendable {
 
     /// TIOCSPTLCK and TIOCGPTN (asm-generic/ioctls.h, as on x86_64 and aarch64).
     private static let setLock: UInt = 0x4004_5431, getNumber: UInt = 0x8004_5430
-    /// glibc's POSIX_SPAWN_SETSID (spawn.h, behind _GNU_SOURCE).
-    private static let spawnSetSession: Int32 = 0x80
 
     public init(_ program: String, _ arguments: [String], environment: [String: String]) throws {
         struct Failure: Error, CustomStringConvertible { let description: String }
@@ -33,21 +32,12 @@ public final class TerminalProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, name, O_RDWR, 0)
         posix_spawn_file_actions_adddup2(&actions, 0, 1)
         posix_spawn_file_actions_adddup2(&actions, 0, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The test runner's threads block and ignore signals a terminal's program expects.
-        var every = sigset_t(), none = sigset_t()
-        sigfillset(&every)
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &every)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(Self.spawnSetSession | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
         var child = pid_t()
-        let code = posix_spawn(&child, program, &actions, &attributes, argv, envp)
+        // In a session of its own, as dotsafe starts rclone.
+        let code = SpawnAttributes.withDefaultSignals(ownSession: true) { posix_spawn(&child, program, &actions, $0, argv, envp) }
         guard code == 0 else {
             close(master)
             throw Failure(description: "spawn \(program): error \(code)")
