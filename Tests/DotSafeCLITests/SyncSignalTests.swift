@@ -160,6 +160,14 @@ import VaultStore
         #expect(stopped.error == "dotsafe: sync interrupted by \(name) after its local commit; the next sync finishes it\n", "\(stopped)")
         #expect(stopped.output.isEmpty)
         #expect(Self.helpersRunning(base).isEmpty, "rclone still runs")
+        try Self.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
+    }
+
+    /// A sync of `laptopWithChangesToSend`'s laptop stopped in its uploads: the laptop is clean
+    /// and holds `both`, the remote's root still `first`; the next sync sends the rest.
+    static func expectCutUploadsFinishedByTheNextSync(_ base: String, _ environment: [String: String],
+                                                      first: [String: [UInt8]], both: [String: [UInt8]]) throws {
+        let remote = base + "/remote", laptop = base + "/laptop"
         Failure.expectClean(laptop, environment)
         #expect(try Failure.files(laptop, environment) == both)
         #expect(try Failure.freshDevice(from: remote, base, environment) == first, "the remote's root moved")

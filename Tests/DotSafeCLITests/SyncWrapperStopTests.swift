@@ -53,13 +53,6 @@ import VaultStore
                 "\(stopped)")
         #expect(left.isEmpty, "rclone outlived the sync: \(left)")
         #expect(waitFor(seconds: 30) { Signals.helpersRunning(base).isEmpty })
-        Failure.expectClean(laptop, environment)
-        #expect(try Failure.files(laptop, environment) == both)
-        #expect(try Failure.freshDevice(from: remote, base, environment) == first, "the remote's root moved")
-
-        let again = Sync.sync(laptop, remote, environment, device: "laptop")
-        #expect(again.status == 0, "\(again)")
-        #expect(try Failure.freshDevice(from: remote, base, environment) == both)
-        #expect(try Failure.files(laptop, environment) == both)
+        try Signals.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
     }
 }
