@@ -55,4 +55,30 @@ import VaultStore
         #expect(waitFor(seconds: 30) { Signals.helpersRunning(base).isEmpty })
         try Signals.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
     }
+
+    /// rclone runs without the terminal: a wrapper or password command that asks there fails at
+    /// once (`/dev/tty` does not open), and so does the sync, instead of waiting for an answer
+    /// to a question that job control would have kept off the screen. The next sync completes.
+    @Test func rcloneCannotAskOnTheTerminal() throws {
+        let (base, environment, first, both) = try Signals.laptopWithChangesToSend()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = base + "/remote", laptop = base + "/laptop"
+        var asking = environment
+        asking["PATH"] = try Failure.rclone(base, script: """
+            case "$1" in copy) printf 'password? ' > /dev/tty; read answer < /dev/tty || exit 3 ;; esac
+            exec /usr/bin/rclone "$@"
+            """)
+
+        let sync = try TerminalProcess(MountHarness.binary, ["sync", laptop, remote, "--pattern", Sync.pattern, "--device", "laptop"],
+                                       environment: asking)
+        let ended = sync.finish(seconds: 60)
+        let left = Signals.helpersRunning(base)
+        for pid in left { kill(pid, SIGKILL) }
+        let failed = try #require(ended, "the sync waited for an answer on the terminal")
+        #expect(failed.status == 1, "\(failed)")
+        #expect(failed.output.contains("dotsafe: ") && failed.output.contains("/dev/tty"), "\(failed)")
+        #expect(!failed.output.contains("password?"), "rclone asked on the terminal: \(failed)")
+        #expect(left.isEmpty, "rclone outlived the sync: \(left)")
+        try Signals.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
+    }
 }
