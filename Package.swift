@@ -39,7 +39,7 @@ let package = Package(
         .executableTarget(name: "DotSafeFuzz", dependencies: ["FuzzTargets"]),
         // What several test targets share: the vector-file reader, scripted random sources, the
         // mount harness (the `dotsafe` binary or an in-process mount), folders under $TMPDIR.
-        .target(name: "DotSafeTestSupport", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto"],
+        .target(name: "DotSafeTestSupport", dependencies: ["VaultFUSE", "VaultFileSystem", "VaultCore", "VaultStore", "VaultCrypto", "SystemCalls"],
                 path: "Tests/DotSafeTestSupport"),
         .testTarget(name: "VaultStoreTests", dependencies: ["DotSafeTestSupport", "VaultStore", "VaultFormat", "VaultCrypto"]),
         .testTarget(name: "VaultCoreTests", dependencies: ["DotSafeTestSupport", "VaultCore", "VaultStore", "VaultFormat", "VaultCrypto", "VaultSync"],

@@ -20,7 +20,10 @@ public enum ChildProcess {
     /// neither error output nor a reason to stop. `whenQuiet.goOn` is asked, each time
     /// `whenQuiet.seconds` pass with no line taken, whether the child should go on; a no ends
     /// it (SIGTERM): for a program whose silence may mean it is stuck retrying. A stop
-    /// (`StopSignals`) ends it too.
+    /// (`StopSignals`) ends it too. Each of these signals its whole process group
+    /// (`RunningChildren`). It runs in a session of its own, without the terminal
+    /// (`SpawnAttributes`); once it has exited and both outputs are closed, whatever it left
+    /// running in its group gets SIGKILL: nothing of it outlives its command.
     public static func run(_ path: String, _ arguments: [String], environment: [String],
                            input: [UInt8] = [], stopOnErrorOutput: Bool = false,
                            takingErrorLines: ((String) -> Bool)? = nil,
@@ -41,6 +44,11 @@ public enum ChildProcess {
         let (output, errorOutput) = exchange(input: input, stdin: stdin.write, stdout: stdout.read, stderr: stderr.read,
                                              child: pid, stopOnErrorOutput: stopOnErrorOutput, taking: takingErrorLines,
                                              whenQuiet: whenQuiet)
+        // Not reaped yet, the child keeps its number, and so its group's, from being reused.
+        var exited = siginfo_t()
+        if (try? SystemCall.retrying("waitid") { waitid(P_PID, id_t(pid), &exited, WEXITED | WNOWAIT) }) != nil {
+            RunningChildren.signal(pid, SIGKILL)
+        }
         RunningChildren.ended(pid)
         var status: Int32 = 0
         _ = try SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
@@ -73,7 +81,9 @@ public enum ChildProcess {
         var pid = pid_t()
         let code = argv.withUnsafeBufferPointer { argv in
             envp.withUnsafeBufferPointer { envp in
-                SpawnAttributes.withDefaultSignals { posix_spawn(&pid, path, &actions, $0, argv.baseAddress!, envp.baseAddress!) }
+                SpawnAttributes.withDefaultSignals(ownSession: true) {
+                    posix_spawn(&pid, path, &actions, $0, argv.baseAddress!, envp.baseAddress!)
+                }
             }
         }
         guard code == 0 else { throw SystemError("spawn \(path)", code) }
@@ -88,7 +98,7 @@ public enum ChildProcess {
         // With `taking`, standard error waits here until its line is whole.
         var partialLine: [UInt8] = []
         func addErrorOutput(_ bytes: some Collection<UInt8>) {
-            if stopOnErrorOutput && errorOutput.isEmpty { kill(child, SIGTERM) }
+            if stopOnErrorOutput && errorOutput.isEmpty { RunningChildren.signal(child, SIGTERM) }
             errorOutput.append(contentsOf: bytes)
         }
         let clock = ContinuousClock()
@@ -108,7 +118,7 @@ public enum ChildProcess {
             }
             if let deadline = quietUntil, let whenQuiet, clock.now >= deadline {
                 if whenQuiet.goOn() { quietUntil = clock.now + .seconds(whenQuiet.seconds) } else {
-                    kill(child, SIGTERM)
+                    RunningChildren.signal(child, SIGTERM)
                     quietUntil = nil
                 }
                 continue

@@ -4,6 +4,12 @@ import Synchronization
 /// The helper programs `ChildProcess` is running, so that a stop (`StopSignals`, a mount's lock
 /// that gives up on its sync) reaches each of them, and also one that starts just after the
 /// stop: a child of a process that is stopping is ended as soon as it is known.
+///
+/// Each child leads a process group of its own (`SpawnAttributes`), and every signal goes to
+/// that group: a wrapper that runs rclone as its child, not through `exec`, would otherwise
+/// take the signal alone and leave its rclone writing to the remote or the storage. A child's
+/// number is its group's, and stays reserved for it until the child is reaped, which `ended`
+/// comes before.
 public enum RunningChildren {
     private struct State {
         var running: Set<pid_t> = []
@@ -16,7 +22,7 @@ public enum RunningChildren {
     static func started(_ pid: pid_t) {
         state.withLock { state in
             state.running.insert(pid)
-            if let signal = state.stopping { kill(pid, signal) }
+            if let signal = state.stopping { Self.signal(pid, signal) }
         }
     }
 
@@ -32,9 +38,13 @@ public enum RunningChildren {
     public static func stop(with signal: Int32) {
         state.withLock { state in
             state.stopping = signal
-            for pid in state.running { kill(pid, signal) }
+            for pid in state.running { Self.signal(pid, signal) }
         }
     }
+
+    /// Sends `signal` to the process group that `child` leads: the child and whatever it
+    /// started that stayed in its group.
+    static func signal(_ child: pid_t, _ signal: Int32) { kill(-child, signal) }
 
     /// The stop is over (its command ended): children run as before.
     static func resume() {

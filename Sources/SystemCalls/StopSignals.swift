@@ -8,7 +8,9 @@ import Synchronization
 /// the first of them is remembered (`caught`) and every helper program running or started
 /// afterwards gets SIGTERM (`RunningChildren`); the caller notices at its next step and winds
 /// down. A second one means "now": the children get SIGKILL and the process exits at once
-/// with 128 + the signal, as a kill would have ended it (the crash-safe path).
+/// with 128 + the signal, as a kill would have ended it (the crash-safe path). The children
+/// run in sessions of their own, so a terminal's Ctrl-C or hangup reaches this process alone:
+/// these signals to them, to each one's whole process group, are how it reaches them.
 ///
 /// The handler only sets an atomic and writes one byte into a pipe (both async-signal-safe); a
 /// thread blocked reading the pipe does the rest outside signal context. Not a dispatch read

@@ -160,6 +160,14 @@ import VaultStore
         #expect(stopped.error == "dotsafe: sync interrupted by \(name) after its local commit; the next sync finishes it\n", "\(stopped)")
         #expect(stopped.output.isEmpty)
         #expect(Self.helpersRunning(base).isEmpty, "rclone still runs")
+        try Self.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
+    }
+
+    /// A sync of `laptopWithChangesToSend`'s laptop stopped in its uploads: the laptop is clean
+    /// and holds `both`, the remote's root still `first`; the next sync sends the rest.
+    static func expectCutUploadsFinishedByTheNextSync(_ base: String, _ environment: [String: String],
+                                                      first: [String: [UInt8]], both: [String: [UInt8]]) throws {
+        let remote = base + "/remote", laptop = base + "/laptop"
         Failure.expectClean(laptop, environment)
         #expect(try Failure.files(laptop, environment) == both)
         #expect(try Failure.freshDevice(from: remote, base, environment) == first, "the remote's root moved")
@@ -171,12 +179,14 @@ import VaultStore
     }
 
     /// A second Ctrl-C while the sync waits for its rclone to stop ends it at once (exit 130,
-    /// nothing more said), as a kill would: the next sync completes all the same.
+    /// nothing more said), as a kill would, and everything its rclone started with it: the next
+    /// sync completes all the same.
     @Test func aSecondCtrlCEndsTheSyncAtOnce() throws {
         let (base, environment, first, both) = try Self.laptopWithChangesToSend()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let remote = base + "/remote", laptop = base + "/laptop"
-        // An rclone slow to stop: SIGTERM reaches a shell that notes it and waits for its copy.
+        // An rclone slow to stop: SIGTERM reaches a shell that notes it, waits for its copy
+        // (which SIGTERM ends too), then stays, holding the copy's outputs, until killed.
         var slow = environment
         slow["PATH"] = try Failure.rclone(base, script: """
             /usr/bin/rclone "$@" --bwlimit 1M &
@@ -184,7 +194,9 @@ import VaultStore
             trap ": > '\(base)/term-seen'" TERM
             case "$1" in copy) : > '\(base)/up-started' ;; esac
             wait $child
-            wait $child
+            status=$?
+            case "$1" in copy) wait $child; while :; do /bin/sleep 1; done ;; esac
+            exit $status
             """)
 
         let sync = try RunningSync(laptop, remote, slow, device: "laptop")
@@ -196,8 +208,8 @@ import VaultStore
         let ended = sync.finish()
         #expect(ended.status == 130, "\(ended)")
         #expect(ended.error.isEmpty && ended.output.isEmpty, "\(ended)")
-        // The copy the shell ran goes on alone to its end, as after a kill.
-        #expect(waitFor(seconds: 60) { Self.helpersRunning(base).isEmpty })
+        // The SIGKILL of the second Ctrl-C reached the shell's group, the shell with it.
+        #expect(waitFor(seconds: 60) { Self.helpersRunning(base).isEmpty }, "the wrapper outlived the sync")
         for pid in Self.helpersRunning(base) { kill(pid, SIGKILL) }
         Failure.expectClean(laptop, environment)
         #expect(try Failure.files(laptop, environment) == both)

@@ -7,10 +7,11 @@ import VaultStore
 
 /// A `mount --sync` locked while its round's rclone hangs: a real rclone slowed to 1 KiB/s, so
 /// that the remote (a folder) answers every probe and nothing but the lock's bound ends the
-/// round; or a stand-in that ignores SIGTERM. The lock waits its 15 s, then ends that rclone
-/// (SIGKILL for the deaf one) and locks: the daemon exits, no rclone of it stays to touch the
-/// remote or the storage, the round leaves the storage as a cut sync does (no download folder),
-/// and the next `dotsafe sync` finishes with nothing lost.
+/// round; or a stand-in that ignores SIGTERM; or that rclone run by a wrapper that forks it
+/// (no `exec`), so that the daemon's child is the wrapper. The lock waits its 15 s, then ends
+/// that rclone (SIGKILL for the deaf one) and locks: the daemon exits, no rclone of it stays to
+/// touch the remote or the storage, the round leaves the storage as a cut sync does (no
+/// download folder), and the next `dotsafe sync` finishes with nothing lost.
 @Suite struct SyncMountLockStopTests {
     typealias Mounted = SyncMountTests
 
@@ -18,7 +19,12 @@ import VaultStore
         case upload, download
         /// An upload whose program ignores SIGTERM: only the SIGKILL after the grace ends it.
         case uploadDeafToSigterm
+        /// Through a wrapper that runs rclone as its child: a signal to the wrapper alone
+        /// left that rclone going.
+        case uploadThroughAForkingWrapper, downloadThroughAForkingWrapper
         var testDescription: String { rawValue }
+        var isDownload: Bool { self == .download || self == .downloadThroughAForkingWrapper }
+        var forks: Bool { self == .uploadThroughAForkingWrapper || self == .downloadThroughAForkingWrapper }
     }
 
     @Test(arguments: Hang.allCases)
@@ -29,7 +35,7 @@ import VaultStore
         let log = try DatagramListener(name: h.base + "/log")
         let point = try h.mountPoint("laptop")
         // Up: a commit's round sends its files; down: an interval round brings the desktop's.
-        let interval = hang == .download ? "2s" : "10m"
+        let interval = hang.isDownload ? "2s" : "10m"
         let mounted = h.mount(point, pattern: Mounted.pattern, options: ["--sync", remote, "--sync-interval", interval, "--device", "laptop"],
                               environment: ["PATH": try Self.hangingRclone(h.base, hang, marking: started) + ":/usr/bin:/bin",
                                             "DOTSAFE_LOG_SOCKET": log.name])
@@ -38,11 +44,10 @@ import VaultStore
 
         var expected = ["a.txt": Data("laptop".utf8)]
         let big = Data((0..<1_500_000).map { _ in UInt8.random(in: 0...255) })
-        switch hang {
-        case .upload, .uploadDeafToSigterm:
+        if !hang.isDownload {
             try big.write(to: URL(fileURLWithPath: point + "/big.bin"))
             h.sh("printf laptop > a.txt && sync a.txt big.bin", in: point)
-        case .download:
+        } else {
             let time = Date()
             h.sh("printf laptop > a.txt && sync a.txt", in: point)
             #expect(Mounted.waitForSync(h, point, "synced", after: time, seconds: 60), "\(Mounted.syncState(h, point) ?? "no state")")
@@ -60,6 +65,7 @@ import VaultStore
         #expect(waitFor(seconds: 60) { FileManager.default.fileExists(atPath: started) }, "no round began its \(hang)")
         let rclones = Self.children(of: pid)
         #expect(!rclones.isEmpty, "the round's rclone is not running")
+        if hang.forks { #expect(rclones.contains { !Self.children(of: $0).isEmpty }, "the wrapper runs no rclone of its own") }
 
         let locked = h.lock(point)
         #expect(locked.status == 0, "\(locked)")
@@ -69,18 +75,18 @@ import VaultStore
         while let line = log.receive(seconds: lines.isEmpty ? 20 : 2) { lines.append(line) }
         #expect(lines.last == "<12>dotsafe[\(pid)]: \(point): locked without the last sync (no answer within 15 s): "
             + "changes are sent at the next sync", "\(lines)")
-        let left = Set(rclones.filter { kill($0, 0) == 0 } + Self.processes(naming: remote)).sorted()
+        let left = Set(rclones.filter { kill($0, 0) == 0 } + Self.processes(naming: remote) + Self.processes(naming: h.storage)).sorted()
         #expect(left.isEmpty, "rclone outlived the daemon: \(left)")
         // A failing run must not leave them to the next test, nor let them race the next sync.
         for orphan in left { kill(orphan, SIGKILL) }
-        #expect(waitFor(seconds: 30) { Self.processes(naming: remote).isEmpty })
+        #expect(waitFor(seconds: 30) { Self.processes(naming: remote).isEmpty && Self.processes(naming: h.storage).isEmpty })
         let storageNames = try FileManager.default.contentsOfDirectory(atPath: h.storage)
         #expect(!storageNames.contains { $0.hasSuffix(DownloadFolder.suffix) }, "the round's download folder stays")
 
         // The next sync with a working rclone finishes what the round began: both sides hold it all.
         let again = Self.sync(h, h.storage, remote, device: "laptop")
         #expect(again.status == 0, "\(again)")
-        if hang != .download { try #require(Self.sync(h, desktop, remote, device: "desktop").status == 0) }
+        if !hang.isDownload { try #require(Self.sync(h, desktop, remote, device: "desktop").status == 0) }
         for storage in [h.storage, desktop] {
             let vault = try Mounted.openDesktop(h, storage)
             defer { try? vault.lock() }
@@ -105,18 +111,20 @@ import VaultStore
 
     /// A folder to put first on PATH: its rclone runs the real one, the batch copy `hang` names
     /// (up to the remote, or down into a download folder) slowed to 1 KiB/s after marking its
-    /// start, or replaced by a sleep deaf to SIGTERM; every other command as it is.
+    /// start, or replaced by a sleep deaf to SIGTERM; every other command as it is. A forking
+    /// wrapper runs each rclone as its child and exits with its status.
     static func hangingRclone(_ base: String, _ hang: Hang, marking started: String) throws -> String {
         let bin = base + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         let down = "copy:*\(DownloadFolder.suffix)"
-        let cases = hang == .download ? "\(down))" : "\(down)) ;; copy:*)"
-        let hanging = hang == .uploadDeafToSigterm ? "trap '' TERM; exec /bin/sleep 3600" : "exec /usr/bin/rclone \"$@\" --bwlimit 1k"
+        let cases = hang.isDownload ? "\(down))" : "\(down)) ;; copy:*)"
+        let run = hang.forks ? "/usr/bin/rclone" : "exec /usr/bin/rclone", end = hang.forks ? "; exit $?" : ""
+        let hanging = hang == .uploadDeafToSigterm ? "trap '' TERM; exec /bin/sleep 3600" : "\(run) \"$@\" --bwlimit 1k\(end)"
         try """
             #!/bin/sh
             for last; do :; done
             case "$1:$last" in \(cases) : > '\(started)'; \(hanging) ;; esac
-            exec /usr/bin/rclone "$@"
+            \(run) "$@"\(end)
 
             """.write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
         let installed = CommandResult.run("/usr/bin/install", ["-m", "755", bin + "/rclone.sh", bin + "/rclone"])

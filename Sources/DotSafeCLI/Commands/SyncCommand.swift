@@ -27,7 +27,9 @@ struct SyncCommand: Command {
         line: files moved up and down, files removed on the remote, conflicts.
         Ctrl-C (or SIGTERM, SIGHUP) stops it at the next safe point: one line
         says what the next sync does, exit 130 (143, 129); a second Ctrl-C ends
-        it at once, as a kill would.
+        it at once, as a kill would. Each stop ends rclone with all it started
+        (a wrapper's rclone too): rclone runs without the terminal, so a
+        password command cannot ask there.
 
         With --shared CODE, the vault that the holder of CODE shared with the vault
         the pattern opens (dotsafe share): its first sync brings it into STORAGE,

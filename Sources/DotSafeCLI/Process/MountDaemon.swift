@@ -86,7 +86,15 @@ struct MountDaemon {
             defer { line?.finish() }
             var filesMoved: ((SyncProgress) -> Void)?
             if let line { filesMoved = { line.moved($0) } } else if showingProgress { filesMoved = { Self.reportProgress($0) } }
-            syncWarning = try sync?.first(filesMoved: filesMoved)
+            // A foreground mount's Ctrl-C reaches this process alone (rclone runs in a session of
+            // its own): before the mount, it stops the first round's rclone and the mount.
+            syncWarning = try StopSignals.watching { () throws -> String? in
+                let outcome = Result { try sync?.first(filesMoved: filesMoved) }
+                if let signal = StopSignals.caught {
+                    throw CLIError.failure("the first sync was interrupted by \(StopSignals.name(signal)): nothing was mounted")
+                }
+                return try outcome.get()
+            }
         } catch {
             vault.discard()
             throw error

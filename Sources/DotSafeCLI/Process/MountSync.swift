@@ -138,7 +138,8 @@ final class MountSync: Sendable {
     /// or answers nothing, which rclone's own timeouts would end minutes after the daemon; it
     /// would go on writing to the remote, or into the storage's download folder, with the vault
     /// locked). No round starts any more; rclone gets SIGTERM (as at `dotsafe sync`'s stop,
-    /// `StopSignals`), then SIGKILL after `stopGrace`, and so does any started later; the round
+    /// `StopSignals`), then SIGKILL after `stopGrace`, and so does any started later, each with
+    /// its whole process group (what a wrapper forked: `RunningChildren`); the round
     /// fails at its next step and leaves the storage as a cut sync does (its download folder
     /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most: a round busy
     /// elsewhere (its merge's commit) fails at its next vault call instead. This daemon serves
