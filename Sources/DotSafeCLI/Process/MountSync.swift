@@ -23,6 +23,9 @@ final class MountSync: Sendable {
     /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL, and
     /// then the round to wind down before the lock goes on without it.
     static let stopGrace = 3.0
+    /// Tests only: seconds a merge's commit waits under the vault's lock.
+    static let mergeDelayVariable = "DOTSAFE_TEST_MERGE_SECONDS"
+    static let mergingThreadName = "merging"
 
     let remoteName: String
     private let synchronizer: MountedSynchronizer
@@ -53,8 +56,19 @@ final class MountSync: Sendable {
             rclone = try Rclone(environment: environment, configFile: configFile)
         } catch { throw CLIError.failure(error.description) }
         remoteName = location.description
-        synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
-                                           deviceName: device)
+        var synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
+                                               deviceName: device)
+        // For tests only (SyncMountCommitLockTests): a merge's commit made that many seconds
+        // slower, its thread named meanwhile, for the test to see in /proc.
+        if let seconds = environment[Self.mergeDelayVariable].flatMap(Double.init) {
+            synchronizer.whileMerging = {
+                let name = Thread.current.name
+                defer { Thread.current.name = name }
+                Thread.current.name = Self.mergingThreadName
+                Thread.sleep(forTimeInterval: seconds)
+            }
+        }
+        self.synchronizer = synchronizer
         self.interval = interval
         self.log = log
     }
