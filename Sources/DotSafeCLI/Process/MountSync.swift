@@ -154,9 +154,18 @@ final class MountSync: Sendable {
     /// locked). No round starts any more; rclone gets SIGTERM (as at `dotsafe sync`'s stop,
     /// `StopSignals`), then SIGKILL after `stopGrace`, and so does any started later; the round
     /// fails at its next step and leaves the storage as a cut sync does (its download folder
-    /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most: a round busy
-    /// elsewhere (its merge's commit) fails at its next vault call instead. This daemon serves
-    /// one vault, so every child it has is this round's.
+    /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most. A round busy
+    /// in its merge's commit then (no rclone runs, no signal ends it) is safe to meet, and is
+    /// waited for: `Vault.commitLive` holds the vault's lock (and, in a round a commit started,
+    /// the file system's, `holdingRequests`) from the merge to its commit's last write, and the
+    /// close (`FileSystem.close`, then `Vault.lock`) takes the same locks before its final commit,
+    /// the storage's re-creation and the erasing of the keys: it begins once that commit is whole,
+    /// a local step however long. The round goes on with the vault locked: its next vault call
+    /// throws `VaultError.locked`, its next transfer `RemoteError.interrupted` (no rclone starts
+    /// once `RunningChildren` stops), so nothing more is written or sent, and the merge goes up at
+    /// the next sync; `pulled` reaches a mount that is gone and does nothing (`FUSEMount` keeps
+    /// what it needs past `finish`). `SyncMountCommitLockTests`. This daemon serves one vault, so
+    /// every child it has is this round's.
     private func abandonRounds(until done: DispatchSemaphore) {
         state.withLock { $0.abandoned = true }
         RunningChildren.stop(with: SIGTERM)
