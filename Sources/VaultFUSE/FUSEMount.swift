@@ -58,6 +58,10 @@ public final class FUSEMount: Sendable {
     public let fileSystem: FileSystem
     private let session: SessionPointer
     private let context: Unmanaged<FUSEContext>
+    /// What pushes pages into the kernel's cache unasked: the context's, held here too, because
+    /// `finish` releases the context while a sync's round may still call `invalidate` (a
+    /// round whose merge the close waited for; SyncMountCommitLockTests).
+    let cacheFill: KernelCacheFill
     private let loop: LoopState
     private let lifecycle = Mutex(Lifecycle())
     /// Whether the session may still be told to invalidate (false from just before it is
@@ -76,6 +80,7 @@ public final class FUSEMount: Sendable {
         self.fileSystem = fileSystem
         self.session = session
         self.context = context
+        cacheFill = context.takeUnretainedValue().cacheFill
         loop = LoopState()
     }
 
@@ -154,6 +159,7 @@ public final class FUSEMount: Sendable {
     /// a request or under the file system's locks: the kernel may first write back an item's
     /// dirty pages, which come back as requests. An item or name it never saw is no error.
     /// An item's pages are dropped after the pushes into them already queued (`KernelCacheFill`).
+    /// Once the mount is gone (even closed) it does nothing.
     public func invalidate(items: Set<UInt64>, names: [(parent: UInt64, name: [UInt8])]) {
         notifiable.withLock { open in
             guard open, isServing else { return }
@@ -184,9 +190,6 @@ public final class FUSEMount: Sendable {
             _ = fuse_lowlevel_notify_inval_inode(session.raw, fuse_ino_t(item), -1, 0)
         }
     }
-
-    /// What pushes pages into the kernel's cache unasked.
-    var cacheFill: KernelCacheFill { context.takeUnretainedValue().cacheFill }
 
     // MARK: The loop thread
 

@@ -26,6 +26,9 @@ public struct MountedSynchronizer: Sendable {
     var beforeChange: (@Sendable (_ change: String) throws -> Void)?
     /// A test's stand-in for rclone's batch download, as `VaultSynchronizer.downloadFile`.
     var downloadFile: (@Sendable (_ name: String, _ path: String?) throws -> Void)?
+    /// Tests only: run in a merge's commit, under the vault's lock, so that a lock meets a round
+    /// still committing (`MountSync` sets it from DOTSAFE_TEST_MERGE_SECONDS).
+    public var whileMerging: (@Sendable () -> Void)?
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -215,6 +218,7 @@ public struct MountedSynchronizer: Sendable {
         guard decision.merges || follows else {
             return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
         }
+        whileMerging?()
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)

@@ -33,11 +33,13 @@ extension MountHarness {
 
     /// Starts `dotsafe mount -f` with the pattern on its standard input, its standard output a
     /// pipe the caller reads and its standard error `standardError`; tracked for `finish()`.
-    public func startForeground(_ mountPoint: String, pattern: String, standardError: FileHandle) throws -> (process: Process, output: Pipe) {
+    /// `options` and `environment` add to the mount's and the harness's, as for `mount`.
+    public func startForeground(_ mountPoint: String, pattern: String, standardError: FileHandle, options: [String] = [],
+                                environment extra: [String: String] = [:]) throws -> (process: Process, output: Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["mount", storage, mountPoint, "--pattern-stdin", "-f"]
-        process.environment = environment
+        process.arguments = ["mount", storage, mountPoint, "--pattern-stdin", "-f"] + options
+        process.environment = environment.merging(extra) { $1 }
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output

@@ -31,7 +31,8 @@ struct MountCommand: Command {
         --sync REMOTE syncs the vault with REMOTE (as 'dotsafe sync' does) while it
         is mounted: once before the mount is ready, a few seconds after changes are
         written, every --sync-interval (default 60s), and once more at lock, which
-        waits for that last sync at most 15 seconds, then ends its rclone. A remote
+        waits for that last sync at most 15 seconds, then ends its rclone (a merge
+        being committed then, which needs no network, is waited for). A remote
         that cannot be reached never stops a mount or a lock, and no change is lost:
         the mount says so on standard error, later failures go to the system log,
         'dotsafe status' shows the last sync, and the next sync sends what is missing.

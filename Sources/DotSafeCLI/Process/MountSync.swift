@@ -23,6 +23,9 @@ final class MountSync: Sendable {
     /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL, and
     /// then the round to wind down before the lock goes on without it.
     static let stopGrace = 3.0
+    /// Tests only: seconds a merge's commit waits under the vault's lock.
+    static let mergeDelayVariable = "DOTSAFE_TEST_MERGE_SECONDS"
+    static let mergingThreadName = "merging"
 
     let remoteName: String
     private let synchronizer: MountedSynchronizer
@@ -53,8 +56,19 @@ final class MountSync: Sendable {
             rclone = try Rclone(environment: environment, configFile: configFile)
         } catch { throw CLIError.failure(error.description) }
         remoteName = location.description
-        synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
-                                           deviceName: device)
+        var synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
+                                               deviceName: device)
+        // For tests only (SyncMountCommitLockTests): a merge's commit made that many seconds
+        // slower, its thread named meanwhile, for the test to see in /proc.
+        if let seconds = environment[Self.mergeDelayVariable].flatMap(Double.init) {
+            synchronizer.whileMerging = {
+                let name = Thread.current.name
+                defer { Thread.current.name = name }
+                Thread.current.name = Self.mergingThreadName
+                Thread.sleep(forTimeInterval: seconds)
+            }
+        }
+        self.synchronizer = synchronizer
         self.interval = interval
         self.log = log
     }
@@ -141,9 +155,18 @@ final class MountSync: Sendable {
     /// `StopSignals`), then SIGKILL after `stopGrace`, and so does any started later, each with
     /// its whole process group (what a wrapper forked: `RunningChildren`); the round
     /// fails at its next step and leaves the storage as a cut sync does (its download folder
-    /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most: a round busy
-    /// elsewhere (its merge's commit) fails at its next vault call instead. This daemon serves
-    /// one vault, so every child it has is this round's.
+    /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most. A round busy
+    /// in its merge's commit then (no rclone runs, no signal ends it) is safe to meet, and is
+    /// waited for: `Vault.commitLive` holds the vault's lock (and, in a round a commit started,
+    /// the file system's, `holdingRequests`) from the merge to its commit's last write, and the
+    /// close (`FileSystem.close`, then `Vault.lock`) takes the same locks before its final commit,
+    /// the storage's re-creation and the erasing of the keys: it begins once that commit is whole,
+    /// a local step however long. The round goes on with the vault locked: its next vault call
+    /// throws `VaultError.locked`, its next transfer `RemoteError.interrupted` (no rclone starts
+    /// once `RunningChildren` stops), so nothing more is written or sent, and the merge goes up at
+    /// the next sync; `pulled` reaches a mount that is gone and does nothing (`FUSEMount` keeps
+    /// what it needs past `finish`). `SyncMountCommitLockTests`. This daemon serves one vault, so
+    /// every child it has is this round's.
     private func abandonRounds(until done: DispatchSemaphore) {
         state.withLock { $0.abandoned = true }
         RunningChildren.stop(with: SIGTERM)
