@@ -4,9 +4,9 @@ import VaultCrypto
 
 @Suite struct ProcessHygieneTests {
     /// Runs in a child process (an exit test), since the flag cannot be turned back on.
-    @Test func disableCoreDumpsClearsTheDumpableFlag() async {
+    @Test func disableMemoryDumpsClearsTheDumpableFlag() async {
         await #expect(processExitsWith: .success) {
-            try ProcessHygiene.disableCoreDumps()
+            try ProcessHygiene.disableMemoryDumps()
             exit(ProcessHygiene.isDumpable ? 1 : 0)
         }
     }

@@ -52,7 +52,7 @@ struct FsckCommand: Command {
     func run(context: CommandContext) throws -> Int32 {
         // Keys and every decrypted page and chunk pass through this process, as in the mount
         // daemon: no core dump, no ptrace or /proc/PID/mem for other processes of the user.
-        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make fsck non-dumpable: \(error)") }
+        do { try ProcessHygiene.disableMemoryDumps() } catch { throw CLIError.failure("cannot make fsck non-dumpable: \(error)") }
         let out = context.standardOutput
         let sharedBy = try self.sharedBy.map { try ContactCommand.parseCode($0) }
         let storage = try Storage.open(at: storagePath)

@@ -35,7 +35,7 @@ struct RepatternCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make repattern non-dumpable: \(error)") }
+        do { try ProcessHygiene.disableMemoryDumps() } catch { throw CLIError.failure("cannot make repattern non-dumpable: \(error)") }
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)
         let salt = try Keyring(option: keyringPath, environment: context.environment).requiredPatternSalt()

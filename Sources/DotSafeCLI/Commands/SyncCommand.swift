@@ -69,7 +69,7 @@ struct SyncCommand: Command {
     }
 
     private func runWatched(context: CommandContext) throws -> Int32 {
-        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make sync non-dumpable: \(error)") }
+        do { try ProcessHygiene.disableMemoryDumps() } catch { throw CLIError.failure("cannot make sync non-dumpable: \(error)") }
         let sharedBy = try self.sharedBy.map { try ContactCommand.parseCode($0) }
         let location: RemoteLocation, rclone: Rclone
         do {

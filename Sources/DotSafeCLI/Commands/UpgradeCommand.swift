@@ -35,7 +35,7 @@ struct UpgradeCommand: Command {
     }
 
     func run(context: CommandContext) throws -> Int32 {
-        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make upgrade non-dumpable: \(error)") }
+        do { try ProcessHygiene.disableMemoryDumps() } catch { throw CLIError.failure("cannot make upgrade non-dumpable: \(error)") }
         let out = context.standardOutput
         let storage = try Storage.open(at: storagePath)
         let keyringPath = FileKeyringBackend.path(option: context.globalOptions.keyringPath, environment: context.environment)

@@ -32,7 +32,7 @@ struct MountDaemon {
         // Freed 256 KiB chunk buffers otherwise linger in one malloc arena per FUSE thread
         // (docs/PERFORMANCE.md: 377 → 326 MiB peak for a 1 GiB write with two arenas).
         ProcessCalls.limitMallocArenas(2)
-        do { try ProcessHygiene.disableCoreDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
+        do { try ProcessHygiene.disableMemoryDumps() } catch { throw CLIError.failure("cannot make the daemon non-dumpable: \(error)") }
         let folder = try RuntimeFolder.open(environment: context.environment)
         defer { folder.leave() }
         folder.removeStaleLocks()
