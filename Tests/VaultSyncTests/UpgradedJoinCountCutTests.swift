@@ -31,10 +31,39 @@ import VaultStore
         for index in 0..<20 { try first.write("note-\(index).txt", "note \(index)") }
         try #require(first.vault.formatVersion == 2 && first.vault.namesArePatternDerived == (true, true))
         try first.sync(remote)
+        try Self.joinCountedAndCut(first, remote)
+        #expect(try first.read("big.txt") == String(repeating: "b", count: 300_000))
+    }
+
+    /// After a withdrawal (§14.8) RL is random but device 0 still names from NK: the same, but
+    /// for the grants (role 2 and 4), which a writing open after a join killed before its commit
+    /// point cannot name without the record: it removes device 0's files around them, and the
+    /// count is off by the grants until the next sync (a limit, FORMAT.md §13.12).
+    @Test func anUpgradedVaultsJoinAfterAWithdrawalKeepsWholeGroupsButForItsGrants() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let owner = try SyncDevice.formatOne("alice", files: ["notes.txt": "notes v1"])
+        let (a, b, c, sharedB, sharedC, _, codeB) = try SharedSyncUnshareTests.sharedWithTwo(remote, owner: owner)
+        defer { a.finish(); b.finish(); c.finish() }
+        try a.vault.unshare(with: codeB)
+        try a.sync(remote)
+        try #require(a.vault.namesArePatternDerived == (false, true))
+        try sharedB.vault.lock()
+        try sharedC.vault.lock()
+        try withKnownIssue("the grants stay where the writing open of a killed join removed device 0's files") {
+            try Self.joinCountedAndCut(a, remote)
+        } matching: { issue in
+            // Only the count right after a cut's writing open; the next sync's must be whole.
+            issue.comments.contains { $0.rawValue.hasSuffix(" files") && !$0.rawValue.contains("then a sync") }
+        }
+    }
+
+    /// `first`'s vault on `remote` joined by a new device of the same pattern, counted, then cut
+    /// at each of that join's mutations from the same empty storage.
+    static func joinCountedAndCut(_ first: SyncDevice, _ remote: TestRemote) throws {
         let expected = try first.tree()
         let standIns = try Self.slotStandIns()
 
-        // One join, counted.
         let counter = try SyncDevice("desktop-count")
         defer { counter.finish() }
         let counting = try StorageCount.countedSync(counter, remote)
@@ -44,9 +73,8 @@ import VaultStore
         #expect(counter.storageNames.intersection(standIns).isEmpty, "a stand-in stayed")
         #expect(try counter.vault.check().isClean)
 
-        // Cut at each mutation, from the same empty storage: whole groups after the cut and after
-        // the writing open that follows, read-only clean before it, and the next sync brings the
-        // remote's vault with no stand-in left.
+        // Whole groups after the cut and after the writing open that follows, read-only clean
+        // before it, and the next sync brings the remote's vault with no stand-in left.
         let second = try SyncDevice("desktop")
         defer { second.finish() }
         var run = try CutSyncRun(second, remote, before: try second.tree(), expected: expected)
@@ -66,7 +94,6 @@ import VaultStore
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
         #expect(joinedAtCut > 0, "no cut came after the join's commit point")
-        #expect(try second.read("big.txt") == String(repeating: "b", count: 300_000))
         try run.finish(with: first)
     }
 }
