@@ -35,11 +35,11 @@ import VaultStore
         #expect(try first.read("big.txt") == String(repeating: "b", count: 300_000))
     }
 
-    /// After a withdrawal (§14.8) RL is random but device 0 still names from NK: the same, but
-    /// for the grants (role 2 and 4), which a writing open after a join killed before its commit
-    /// point cannot name without the record: it removes device 0's files around them, and the
-    /// count is off by the grants until the next sync (a limit, FORMAT.md §13.12).
-    @Test func anUpgradedVaultsJoinAfterAWithdrawalKeepsWholeGroupsButForItsGrants() throws {
+    /// After a withdrawal (§14.8) RL is random but device 0 still names from NK: the same, with
+    /// grants (role 2 and 4), which a writing open after a join killed before its commit point
+    /// cannot name without the record: the join holds them until its commit point (without that,
+    /// that open removed device 0's files around them, the count off by the grants).
+    @Test func anUpgradedVaultsJoinAfterAWithdrawalKeepsWholeGroupsWithItsGrants() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let owner = try SyncDevice.formatOne("alice", files: ["notes.txt": "notes v1"])
@@ -50,17 +50,20 @@ import VaultStore
         try #require(a.vault.namesArePatternDerived == (false, true))
         try sharedB.vault.lock()
         try sharedC.vault.lock()
-        try withKnownIssue("the grants stay where the writing open of a killed join removed device 0's files") {
-            try Self.joinCountedAndCut(a, remote)
-        } matching: { issue in
-            // Only the count right after a cut's writing open; the next sync's must be whole.
-            issue.comments.contains { $0.rawValue.hasSuffix(" files") && !$0.rawValue.contains("then a sync") }
+        let grants = try StorageCount.grants(a).keys.map { ($0, try #require(FileManager.default.contents(atPath: a.folder + "/" + $0))) }
+        try #require(grants.count == 2, "B's ended grant and C's")
+        try Self.joinCountedAndCut(a, remote) { device, place in
+            for (name, bytes) in grants {
+                #expect(FileManager.default.contents(atPath: device.folder + "/" + name) == bytes, "\(place): grant \(name)")
+            }
         }
     }
 
     /// `first`'s vault on `remote` joined by a new device of the same pattern, counted, then cut
-    /// at each of that join's mutations from the same empty storage.
-    static func joinCountedAndCut(_ first: SyncDevice, _ remote: TestRemote) throws {
+    /// at each of that join's mutations from the same empty storage. `synced` checks more of a
+    /// device where a join ended: the counted one, and each cut's after its next sync.
+    static func joinCountedAndCut(_ first: SyncDevice, _ remote: TestRemote,
+                                  synced: @escaping (SyncDevice, _ place: String) throws -> Void = { _, _ in }) throws {
         let expected = try first.tree()
         let standIns = try Self.slotStandIns()
 
@@ -72,6 +75,7 @@ import VaultStore
         #expect(try StorageCount.files(counter.folder) % Format.groupSize == 0)
         #expect(counter.storageNames.intersection(standIns).isEmpty, "a stand-in stayed")
         #expect(try counter.vault.check().isClean)
+        try synced(counter, "counted")
 
         // Whole groups after the cut and after the writing open that follows, read-only clean
         // before it, and the next sync brings the remote's vault with no stand-in left.
@@ -84,6 +88,7 @@ import VaultStore
         let failures = try StorageCount.cutEach(&run, 0..<counting.mutations) { (place: String) throws in
             if place.hasSuffix("then a sync") {
                 #expect(second.storageNames.intersection(standIns).isEmpty, "\(place): a stand-in stayed")
+                try synced(second, place)
             } else if second.vault.isNew {
                 // Killed before its commit point: the writing open took what the join brought of
                 // device 0 (named from the pattern) for a new vault's leftovers, all of it.
