@@ -22,11 +22,15 @@ struct JoinStandIns: Sendable {
     /// first, a killed commit reads as a first commit cut short, or as the join's vault.
     let recordNamedFirst: Bool
 
-    init(namesKeyOfDeviceZero key: SecretBytes, recordFile: FileRef, recordName: String, recordNamedFirst: Bool) throws {
+    /// `grants`: each grant's number at its device name, when the record is named first: that
+    /// open, which cannot name a grant without the record, removes device 0's files around it,
+    /// so the grant is held until the commit point and then takes this place (`holdGrants`).
+    init(namesKeyOfDeviceZero key: SecretBytes, recordFile: FileRef, recordName: String, recordNamedFirst: Bool,
+         grants: [(name: String, file: FileRef)] = []) throws {
         slots = try (0..<UInt64(Format.indexSlotCount)).map { try VaultSecrets.deviceFileName($0, namesKey: key) }
         record = recordName
         self.recordNamedFirst = recordNamedFirst
-        all = slots.enumerated().map { ($1, FileRef(device: 0, number: UInt64($0))) } + [(recordName, recordFile)]
+        all = slots.enumerated().map { ($1, FileRef(device: 0, number: UInt64($0))) } + [(recordName, recordFile)] + grants
     }
 
     /// Those in group `group` of device `device`.

@@ -79,8 +79,10 @@ extension VaultState {
             deviceKey.wipeStorage()
             patternKey.wipeStorage()
         }
+        let recordFirst = ConstantTime.equals(deviceKey, patternKey)
+        let grants = try recordFirst ? root.specialFiles.filter(\.isGrantFile).map { (try names.fileName($0.file.raw), $0.file) } : []
         return try JoinStandIns(namesKeyOfDeviceZero: key, recordFile: record.ownFile, recordName: recordName,
-                                recordNamedFirst: ConstantTime.equals(deviceKey, patternKey))
+                                recordNamedFirst: recordFirst, grants: grants)
     }
 
     /// A join's commit writes its record into the record's stand-in, then its root and copy into
