@@ -316,17 +316,19 @@ struct FileWriter {
 
     /// Creates the pending unlock record (durably, its name synced), once, before anything else.
     /// A join's goes into its stand-in, after its own group 0, made whole: no number of the
-    /// join's commit moves the count of files. A new vault's comes with its group 0, whole
+    /// join's commit moves the count of files; named after the root's copy, or at once
+    /// (`JoinStandIns.recordNamedFirst`). A new vault's comes with its group 0, whole
     /// (`makeGroupZero`).
     mutating func writeUnlockRecord() throws {
         guard let unlock = pendingUnlock, heldGroupZero == nil else { return }
         if makesGroupZeroWhole { return try makeGroupZero() }
-        if let standIn = joinStandIns?.record, try storage.entryExists(standIn) {
+        if let standIns = joinStandIns, try storage.entryExists(standIns.record) {
             try createRandomFiles(allocator.unwritten.sorted().filter { $0 >= Format.indexSlotCount })
-            try storage.write(standIn, offset: 0, bytes: unlock.file)
-            try storage.sync([standIn])
+            try storage.write(standIns.record, offset: 0, bytes: unlock.file)
+            try storage.sync([standIns.record])
             pendingUnlock = nil
-            recordInStandIn = (standIn, unlock.name)
+            recordInStandIn = (standIns.record, unlock.name)
+            if standIns.recordNamedFirst { try renameRecordFromStandIn() }
             return
         }
         try storage.create(unlock.name, contents: unlock.file, durable: true)
@@ -522,14 +524,18 @@ struct FileWriter {
         return true
     }
 
-    /// After a join's root and its copy: the record goes from its stand-in to its name, and the
-    /// pattern opens the vault from then on.
+    /// After a join's root and its copy: the record goes from its stand-in to its name (unless
+    /// it went before the root), and the pattern opens the vault from then on.
     mutating func nameJoinRecord() throws {
+        try renameRecordFromStandIn()
+        joinStandIns = nil
+    }
+
+    private mutating func renameRecordFromStandIn() throws {
         guard let record = recordInStandIn else { return }
         try storage.rename(record.standIn, to: record.name)
         try storage.syncFolder()
         recordInStandIn = nil
-        joinStandIns = nil
     }
 
     /// Writes a root into its slot and syncs it (the commit point): in place, or as a new file

@@ -61,7 +61,8 @@ extension VaultState {
     /// the next sync downloads it again. `held`: the grants whose number's name holds a file the
     /// committed root still reads (the sharer took a number it freed since this device's last
     /// sync), with their FileRefs: that file stays until the merge's commit stops reading it,
-    /// and the grant goes in its place after that commit (`placeHeldGrants`).
+    /// and the grant goes in its place after that commit (`placeHeldGrants`); and every grant of
+    /// a join that names its record first (`JoinStandIns`).
     private func grantPlaces(_ fresh: Set<String>, _ remote: RemoteVault) throws -> (places: [String: String], held: [String: UInt64]) {
         guard let root = remote.root else { return ([:], [:]) }
         let grants = root.specialFiles.filter { $0.isGrantFile && fresh.contains(FileName.encode($0.name)) }
@@ -71,7 +72,7 @@ extension VaultState {
         var places: [String: String] = [:], held: [String: UInt64] = [:]
         for grant in grants {
             let place = try naming.fileName(grant.file.raw)
-            if staging.protected?[place] != nil {
+            if staging.protected?[place] != nil || remote.joinStandIns?.recordNamedFirst == true {
                 held[FileName.encode(grant.name)] = grant.file.raw
                 continue
             }

@@ -154,10 +154,10 @@ extension VaultState {
     }
 
     /// A new vault's first commit cut after its root's rename and before its copy's (FORMAT.md
-    /// §3.3): the copy's stand-in, in group 0, goes to the slot's name (the count does not move).
-    /// Only on the device that made the vault: a join's stand-ins are the sync's (§13.12).
+    /// §3.3), or a join that named its record first (an upgraded vault's, §13.12): the copy's
+    /// stand-in, in device 0's group 0, goes to the slot's name (the count does not move). On
+    /// any device: device 0's numbers 0 and 1 at their names are no file's but a stand-in's.
     private mutating func moveStandInToMissingSlot(_ slot: UInt64) throws -> Bool {
-        guard committer.formatTwo?.localDevice == 0 else { return false }
         let standIn = try secrets.standInName(slot)
         guard try storage.entryExists(standIn) else { return false }
         try storage.rename(standIn, to: try name(slot))

@@ -61,11 +61,10 @@ extension VaultState {
     }
 
     /// The stand-ins of a join: device 0's numbers 0 and 1 and the remote record's number (a
-    /// grantee's: the grant's, §14.9), at their device names. None where device 0 names its
-    /// files from this pattern's NK (a vault upgraded from format 1,
-    /// §13.9): a writing open that finds no record removes those as a first commit's
-    /// leftovers (§9.3), and a killed commit's record with them, leaving its slots behind.
-    /// Nor when the root does not list the record as the owner's (or the grant): the join stops
+    /// grantee's: the grant's, §14.9), at their device names. Where device 0 names its files
+    /// from this pattern's NK (a vault upgraded from format 1, §13.9), the record is named
+    /// before the slots (`JoinStandIns.recordNamedFirst`, §13.12).
+    /// None when the root does not list the record as the owner's (or the grant): the join stops
     /// at its merge (a pattern change's sync cut short, §13.12), and that number is a free file
     /// until then.
     private func joinStandIns(_ remote: RemoteVault, _ root: IndexRootV2) throws -> JoinStandIns? {
@@ -80,8 +79,10 @@ extension VaultState {
             deviceKey.wipeStorage()
             patternKey.wipeStorage()
         }
-        guard !ConstantTime.equals(deviceKey, patternKey) else { return nil }
-        return try JoinStandIns(namesKeyOfDeviceZero: key, recordFile: record.ownFile, recordName: recordName)
+        let recordFirst = ConstantTime.equals(deviceKey, patternKey)
+        let grants = try recordFirst ? root.specialFiles.filter(\.isGrantFile).map { (try names.fileName($0.file.raw), $0.file) } : []
+        return try JoinStandIns(namesKeyOfDeviceZero: key, recordFile: record.ownFile, recordName: recordName,
+                                recordNamedFirst: recordFirst, grants: grants)
     }
 
     /// A join's commit writes its record into the record's stand-in, then its root and copy into
@@ -90,8 +91,9 @@ extension VaultState {
     /// a file at a slot's name beside a stand-in that this pattern opens as a record of this vault
     /// is that, and each slot is renamed back to its stand-in (the count does not move). A slot
     /// beside anything else (another pattern's state) stays, and refuses the join.
+    /// A commit that names its record first never leaves a slot without it: nothing to undo.
     private func undoKilledJoinCommit(_ remote: RemoteVault, present: Set<String>) throws -> Bool {
-        guard let standIns = remote.joinStandIns else { return false }
+        guard let standIns = remote.joinStandIns, !standIns.recordNamedFirst else { return false }
         let slots = try (0..<UInt8(Format.indexSlotCount)).map { try FormatTwoKeys.slotName(rootLocator: remote.rootLocator, slot: $0) }
         guard slots.contains(where: present.contains), try killedJoinRecord(at: standIns.record, remote: remote) else { return false }
         for (slot, standIn) in zip(slots, standIns.slots) where present.contains(slot) {

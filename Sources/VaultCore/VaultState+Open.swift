@@ -119,7 +119,13 @@ extension VaultState {
             // EHK is random, not derived from VK: a withdrawal changes VK and must not reorder every folder (§15.3).
             state.committer.indexThree = try IndexThree(entryHashKey: SecretBytes.random(count: Format.keySize, using: random))
         }
-        if !options.readOnly { try state.removeLeftovers(releasing: [], names: { try secrets.fileName($0) }) }
+        // Numbers 0 and 1 at NK's file names, not at the slots' (none is there): the stand-ins of a
+        // join of a vault upgraded from format 1 that was killed before its commit point, whose
+        // device 0 files (from NK, number 2 up) go as a first commit's (§9.3, §13.12).
+        if !options.readOnly {
+            let standIns = try (0..<Format.indexSlotCount).map { try secrets.standInName($0) }
+            try state.removeLeftovers(releasing: [], names: { $0 < Format.indexSlotCount ? standIns[Int($0)] : try secrets.fileName($0) })
+        }
         return state
     }
 
