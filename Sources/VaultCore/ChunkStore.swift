@@ -186,8 +186,8 @@ struct ChunkStore {
     /// decrypted twice (docs/PERFORMANCE.md). A read the kernel sends after all (its pages
     /// evicted) loads it again, which costs a small file little. A chunk read at random stays
     /// although its pages are pushed too: the load of 256 KiB is what a 4 KiB read would pay
-    /// again after the kernel drops them (fio does at each pass over its file: ten times the
-    /// loads without the cache).
+    /// again after the kernel drops them (fio with `--invalidate=1` does at each pass over its
+    /// file: ten times the loads without the cache).
     mutating func dropPushed(_ key: Key) { dropIfClean(key) }
 
     private mutating func dropIfClean(_ key: Key) {
