@@ -86,10 +86,8 @@ extension VaultState {
             case .chunked:
                 if let load = try makeLoad(key) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
             case .packed(let member) where index == 0:
-                let sealed = try sealedMember(member)
-                let body = PlaintextBuffer(pool: chunks.cache.pool, capacity: min(sealed.count, Self.payload))
-                try openMember(id, item, member, sealed, into: body)
-                return chunks.put(key, buffer: body, dirty: false)
+                return chunks.put(key, buffer: try openMember(id, item, member, try sealedMember(member), in: chunks.cache.pool),
+                                  dirty: false)
             default:
                 break
             }

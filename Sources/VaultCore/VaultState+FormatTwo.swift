@@ -51,10 +51,14 @@ extension VaultState {
         return try Sealer.open(seal.ciphertext, nonce: seal.nonce, key: seal.key, seal: seal.context)
     }
 
-    /// The same, decrypted straight into a block of the cache's pool.
-    func openMember(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8], into body: PlaintextBuffer) throws {
+    /// The same, decrypted straight into a block of `pool` sized for the plaintext alone: sized
+    /// from the sealed bytes, nonce and tag took a 32 KiB file past a power of two, to 64 KiB.
+    func openMember(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8],
+                    in pool: PlaintextPool) throws -> PlaintextBuffer {
         let seal = try memberSeal(id, item, member, sealed)
+        let body = PlaintextBuffer(pool: pool, capacity: min(max(seal.ciphertext.count - Format.tagSize, 0), Self.payload))
         try Sealer.open(seal.ciphertext, nonce: seal.nonce, key: seal.key, seal: seal.context, into: body)
+        return body
     }
 
     private func memberSeal(_ id: UInt64, _ item: Item, _ member: ItemRecord.Member, _ sealed: [UInt8])

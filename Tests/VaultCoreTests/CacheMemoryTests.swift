@@ -86,6 +86,23 @@ import VaultFormat
         try vault.lock()
     }
 
+    /// A small file opened takes a block of its own size from the pool, not one sized from its
+    /// sealed bytes (nonce and tag past a power of two doubled the block of a 32 KiB file).
+    @Test func aSmallFileTakesABlockOfItsOwnSize() throws {
+        let storage = try TestVaults.storage()
+        let sizes = [32 << 10, 4 << 10, 100_000]
+        let writing = try TestVaults.open(storage)
+        let ids = try sizes.map { try writing.makeFile("f\($0)", Self.marker($0)) }
+        try writing.lock()
+        let vault = try TestVaults.open(storage)  // nothing cached: each read loads its member
+        for (id, size) in zip(ids, sizes) {
+            #expect(try vault.read(id, offset: 0, count: size) == Self.marker(size))
+            let block = try #require(Self.block(vault, id, 0), "the \(size)-byte file is not cached")
+            #expect(block.size == PlaintextPool.blockSize(for: size), "a \(size)-byte file took a \(block.size)-byte block")
+        }
+        try vault.lock()
+    }
+
     @Test func lockZeroesTheWholeCache() throws {
         let vault = try TestVaults.open(try TestVaults.storage())
         let id = try vault.makeFile("a", Self.marker(2 * Self.chunk + 5000))
