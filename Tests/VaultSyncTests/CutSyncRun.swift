@@ -17,6 +17,9 @@ struct CutSyncRun {
     /// More checks of the device after each cut and after the sync that follows it (index 3's
     /// records), told where: they record their own issues.
     var inspect: ((_ place: String) throws -> Void)?
+    /// The run cut: `dotsafe sync`'s (0), or that many rounds of a mount on one open vault
+    /// (`SyncDevice.mountRounds`). The sync after each cut is `dotsafe sync`'s.
+    var mountRounds = 0
     private let victim: String, remoteCopy: String
 
     /// Takes the device's storage and the remote as they are now, the start of every cut.
@@ -49,7 +52,13 @@ struct CutSyncRun {
         var failures: [String] = []
         // (A cut past the mutations of this run, whose commits refresh covers at random, lets
         // it complete: what follows holds for that too.)
-        do { try device.sync(remote, storage: storage, seeing: seeing) { try stop?.check($0) } } catch {}
+        do {
+            if mountRounds > 0 {
+                try device.mountRounds(remote, mountRounds, storage: storage, seeing: seeing)
+            } else {
+                try device.sync(remote, storage: storage, seeing: seeing) { try stop?.check($0) }
+            }
+        } catch {}
         let place = label.map { "cut before the remote's change \($0)" } ?? "cut before mutation \(cut ?? 0) (after \(storage.done.suffix(2)))"
         if seeing && !device.seenAfterCut.isEmpty { failures.append("\(place), read-only: \(device.seenAfterCut)") }
         let report = try device.vault.check()

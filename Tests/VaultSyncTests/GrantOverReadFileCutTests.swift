@@ -74,24 +74,56 @@ import VaultStore
         var scene = try Scene()
         defer { scene.finish() }
         try scene.share()
+        #expect(try scene.laptop.tree()["gone.bin"] != nil && scene.a.tree()["gone.bin"] == nil)
+        try Self.countAndCut(scene, mountRounds: 0)
+    }
+
+    /// The same as two rounds of a mount (one open vault, as `mount --sync` keeps it): the first
+    /// round's merge and commit, the grant's download into its number's place in the second.
+    /// After each cut's next sync, a writing mount's round too holds the merged tree and the
+    /// grant, and checks clean; Bob's grant then still opens the vault.
+    @Test func aMountsRoundsCutAtAnyMutationLeaveTheGrantToTheNextSyncAndRound() throws {
+        var scene = try Scene()
+        defer { scene.finish() }
+        try scene.share()
+        let (a, laptop, remote) = (scene.a, scene.laptop, scene.remote)
+        let expected = try a.tree()
+        try Self.countAndCut(scene, mountRounds: 2) { place in
+            try laptop.mountRound(remote)
+            #expect(try laptop.tree() == expected, "\(place), then a round")
+            try scene.laptopHoldsTheGrant(place + ", then a round")
+            let report = try laptop.vault.check()
+            #expect(report.isClean, "\(place), then a round: \(report.damagedItems) \(report.storageProblems)")
+        }
+
+        let codeA = try a.vault.contactCode().code
+        try a.reopen()
+        let sharedB = try SyncDevice("bob", sharedWith: scene.b, by: codeA)
+        try sharedB.sync(remote)
+        #expect(try sharedB.read("hello.txt") == "hello from alice")
+        try sharedB.vault.lock()
+    }
+
+    /// The laptop's sync (`mountRounds` 0) or a mount's rounds, counted (whole groups before each
+    /// mutation, the grant in its number's place at the end), then cut at each mutation: the
+    /// laptop reads every byte of what it read before or of the merged tree, checks clean (a
+    /// read-only open right after the cut too), with whole groups; while its root still reads
+    /// the file, that file is there as it was; the next sync brings the grant (then `more`).
+    static func countAndCut(_ scene: Scene, mountRounds: Int, more: ((_ place: String) throws -> Void)? = nil) throws {
         let (a, laptop, remote) = (scene.a, scene.laptop, scene.remote)
         let readBytes = try #require(FileManager.default.contents(atPath: laptop.folder + "/" + scene.place))
-        let before = try laptop.tree(), expected = try a.tree()
-        #expect(before["gone.bin"] != nil && expected["gone.bin"] == nil)
-
-        var run = try CutSyncRun(laptop, remote, before: before, expected: expected)
+        let expected = try a.tree()
+        var run = try CutSyncRun(laptop, remote, before: try laptop.tree(), expected: expected)
+        run.mountRounds = mountRounds
         defer { run.remove() }
 
-        // The sync counted (whole groups before each mutation), then its result.
-        let counting = try StorageCount.countedSync(laptop, remote)
+        let counting = try mountRounds > 0 ? StorageCount.countedMountRounds(laptop, remote, mountRounds)
+            : StorageCount.countedSync(laptop, remote)
         #expect(try laptop.tree() == expected)
         #expect(StorageCount.uneven(counting).isEmpty, "files before mutation: \(StorageCount.uneven(counting))")
-        try scene.laptopHoldsTheGrant("after the sync")
+        try scene.laptopHoldsTheGrant("counted")
         #expect(try laptop.vault.check().isClean)
 
-        // Cut at each mutation of the sync: the laptop reads every byte of what it read before
-        // or of the merged tree, checks clean (a read-only open right after the cut too), with
-        // whole groups; while its root still reads the file, that file is there as it was.
         run.inspect = { place in
             let files = try StorageCount.files(laptop.folder)
             #expect(files % Format.groupSize == 0, "\(place): \(files) files")
@@ -100,6 +132,7 @@ import VaultStore
             }
             guard place.hasSuffix("then a sync") else { return }
             try scene.laptopHoldsTheGrant(place)
+            try more?(place)
         }
         var failures: [String] = []
         for cut in 0..<counting.mutations {

@@ -53,6 +53,13 @@ enum StorageCount {
         return counting
     }
 
+    /// `rounds` rounds of a mount on `device` (`SyncDevice.mountRounds`), counted as `countedSync`.
+    static func countedMountRounds(_ device: SyncDevice, _ remote: TestRemote, _ rounds: Int) throws -> CutStorageFolder {
+        let counting = CutStorageFolder(try Storage.open(at: device.folder), cutAt: nil, countsFiles: true)
+        try device.mountRounds(remote, rounds, storage: counting)
+        return counting
+    }
+
     /// `run` cut at each of `cuts`: whole groups after the cut and after the next sync, and
     /// whatever `more` checks there; returns what went wrong.
     static func cutEach(_ run: inout CutSyncRun, _ cuts: some Sequence<Int>,

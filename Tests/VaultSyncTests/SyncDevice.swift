@@ -123,26 +123,48 @@ final class SyncDevice {
     /// writing open (`dotsafe fsck` right after a kill).
     func sync(_ remote: TestRemote, storage: (any StorageFolder)? = nil, seeing: Bool = false,
               beforeChange: @escaping (String) throws -> Void) throws {
-        if let storage {
-            vault.discard()
-            var options = Vault.Options(cacheBytes: 8 << 20)
-            options.indexFanOut = fanOut
-            options.indexThree = indexThree
-            options.loadsOnDemand = indexThree && Self.onDemandEverywhere
-        options.indexCacheLeaves = Self.indexCacheEverywhere
-            do {
-                vault = try sharedBy.map { try Self.openShared(storage, seed: seed, $0, options: options) }
-                    ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
-            } catch {
-                vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
-                throw error
-            }
-        }
+        if let storage { try open(over: storage) }
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.beforeChange = beforeChange
+        try dying(seeing: seeing) { _ = try synchronizer.run() }
+    }
+
+    /// `rounds` rounds of a mounted vault (`MountedSynchronizer`, `mount --sync`) opened over
+    /// `storage` (a test's `CutStorageFolder`), one vault for all of them as a mount keeps it
+    /// open between its rounds; stopped, seen and opened again as
+    /// `sync(_:storage:seeing:beforeChange:)`.
+    func mountRounds(_ remote: TestRemote, _ rounds: Int, storage: any StorageFolder, seeing: Bool = false) throws {
+        try open(over: storage)
+        let round = MountedSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        try dying(seeing: seeing) {
+            for _ in 0..<rounds { _ = try round.run() }
+        }
+    }
+
+    /// The vault dropped and opened again over `storage` in place of the disk's folder.
+    private func open(over storage: any StorageFolder) throws {
+        vault.discard()
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.indexFanOut = fanOut
+        options.indexThree = indexThree
+        options.loadsOnDemand = indexThree && Self.onDemandEverywhere
+        options.indexCacheLeaves = Self.indexCacheEverywhere
+        do {
+            vault = try sharedBy.map { try Self.openShared(storage, seed: seed, $0, options: options) }
+                ?? Vault.open(storage: storage, secrets: Self.secrets(seed), options: options)
+        } catch {
+            vault = try Self.open(folder, seed: seed, sharedBy: sharedBy, recreation: recreation, fanOut: fanOut, indexThree: indexThree)
+            throw error
+        }
+    }
+
+    /// Runs `run`, which may die as a killed process; the vault is opened again from the disk
+    /// afterwards, and with `seeing`, when it died, `seenAfterCut` says what a read-only open
+    /// saw before that.
+    private func dying(seeing: Bool, _ run: () throws -> Void) throws {
         defer { reopenAfterCrash() }
         seenAfterCut = []
-        do { _ = try synchronizer.run() } catch {
+        do { try run() } catch {
             if seeing {
                 vault.discard()
                 seenAfterCut = try Self.readOnlyView(folder, seed: seed, sharedBy: sharedBy, indexThree: indexThree)
