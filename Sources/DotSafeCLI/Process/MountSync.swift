@@ -20,9 +20,9 @@ final class MountSync: Sendable {
     static let commitDelay = 2.0
     /// The longest a lock waits for its last round (README, `mount --help`).
     static let lockBound = 15.0
-    /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL, and
-    /// then the round to wind down before the lock goes on without it.
-    static let stopGrace = 3.0
+    /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL (as
+    /// at rclone's own stops), and then the round to wind down before the lock goes on without it.
+    static let stopGrace = Double(ChildProcess.stopGraceSeconds)
     /// Tests only: seconds a merge's commit waits under the vault's lock.
     static let mergeDelayVariable = "DOTSAFE_TEST_MERGE_SECONDS"
     static let mergingThreadName = "merging"
