@@ -35,6 +35,8 @@ final class MountSync: Sendable {
     private let state = Mutex(State())
 
     private struct State {
+        /// When the round running now began (`dotsafe status` says so); nil between rounds.
+        var roundStarted: Date?
         var lastSuccess: Date?
         var lastFailure: (time: Date, message: String)?
         var failing = false
@@ -176,10 +178,12 @@ final class MountSync: Sendable {
         }
     }
 
-    /// For `dotsafe status`: the last success, or the failure since, or that none ran yet.
+    /// For `dotsafe status`: the round running now, or the last success, or the failure since,
+    /// or that none ran yet.
     var status: String {
         state.withLock { state in
             let iso = ISO8601DateFormatter()
+            if let started = state.roundStarted { return "syncing since \(iso.string(from: started))" }
             if let failure = state.lastFailure, state.lastSuccess.map({ $0 <= failure.time }) ?? true {
                 return "failed at \(iso.string(from: failure.time)): \(failure.message)"
             }
@@ -195,6 +199,7 @@ final class MountSync: Sendable {
             let abandoned = state.withLock { state in
                 state.commitRoundAt = nil
                 state.nextRoundAt = Self.uptime + interval
+                if !state.abandoned { state.roundStarted = Date() }
                 return state.abandoned
             }
             // Waited for behind a round the lock stopped (the last one, or an interval's).
@@ -207,6 +212,7 @@ final class MountSync: Sendable {
                     mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
                 }, filesMoved: filesMoved)
                 state.withLock { state in
+                    state.roundStarted = nil
                     state.lastSuccess = Date()
                     state.failing = false
                 }
@@ -214,6 +220,7 @@ final class MountSync: Sendable {
             } catch {
                 let first = state.withLock { state in
                     defer {
+                        state.roundStarted = nil
                         state.failing = true
                         state.lastFailure = (Date(), Self.describe(error))
                     }
