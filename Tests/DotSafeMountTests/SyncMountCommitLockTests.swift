@@ -91,8 +91,10 @@ import VaultStore
         #expect(!MountHarness.isMounted(point))
         var lines: [String] = []
         while let line = log.receive(seconds: lines.isEmpty ? 20 : 2) { lines.append(line) }
-        #expect(lines.last == "<12>dotsafe[\(pid)]: \(point): locked without the last sync (no answer within 15 s): "
-            + "changes are sent at the next sync", "\(lines)")
+        // What the lock did: it waited for the commit (the line once said the sync did not
+        // answer, as for a remote that hangs).
+        #expect(lines.last == "<12>dotsafe[\(pid)]: \(point): locked without the last sync (a sync's commit under way "
+            + "at 15 s was waited for; what it merged is kept here): changes are sent at the next sync", "\(lines)")
         #expect(Stopped.processes(naming: remote).isEmpty, "rclone outlived the daemon")
         let names = try FileManager.default.contentsOfDirectory(atPath: h.storage)
         #expect(names.allSatisfy(FileName.isWellFormed) && names.count % 16 == 0, "\(names.count) files: \(names.filter { !FileName.isWellFormed($0) })")
