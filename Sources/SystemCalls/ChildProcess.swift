@@ -11,6 +11,13 @@ public enum ChildProcess {
         public var errorOutput: [UInt8]
     }
 
+    /// How long the child's group has after `run`'s own SIGTERM before SIGKILL. rclone
+    /// ends within a fraction of a second of SIGTERM, and so does a wrapper that passes it on;
+    /// 3 s leaves room for that on a loaded machine. A member of the group that ignores SIGTERM
+    /// (or is stuck) and keeps an output open would otherwise hold the command forever, its
+    /// outcome already decided by the stop; 3 s is all that costs.
+    public static let stopGraceSeconds = 3
+
     /// Runs `path` (an absolute path: the caller looks programs up, so that a missing one can be
     /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
     /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
@@ -19,8 +26,9 @@ public enum ChildProcess {
     /// newline): a line it takes (returns true for) is a report, such as a file done, and
     /// neither error output nor a reason to stop. `whenQuiet.goOn` is asked, each time
     /// `whenQuiet.seconds` pass with no line taken, whether the child should go on; a no ends
-    /// it (SIGTERM): for a program whose silence may mean it is stuck retrying. A stop
-    /// (`StopSignals`) ends it too. Each of these signals its whole process group
+    /// it (SIGTERM): for a program whose silence may mean it is stuck retrying. Either of these
+    /// stops is followed by SIGKILL `stopGraceSeconds` later while an output stays open. A stop
+    /// (`StopSignals`) ends it too, SIGKILL left to the user's second signal. Each of these signals its whole process group
     /// (`RunningChildren`). It runs in a session of its own, without the terminal
     /// (`SpawnAttributes`); once it has exited and both outputs are closed, whatever it left
     /// running in its group gets SIGKILL: nothing of it outlives its command.
@@ -97,12 +105,19 @@ public enum ChildProcess {
         var output: [UInt8] = [], errorOutput: [UInt8] = []
         // With `taking`, standard error waits here until its line is whole.
         var partialLine: [UInt8] = []
-        func addErrorOutput(_ bytes: some Collection<UInt8>) {
-            if stopOnErrorOutput && errorOutput.isEmpty { RunningChildren.signal(child, SIGTERM) }
-            errorOutput.append(contentsOf: bytes)
-        }
         let clock = ContinuousClock()
         var quietUntil = whenQuiet.map { clock.now + .seconds($0.seconds) }
+        // This function's own stop: SIGTERM now, SIGKILL at `killAt` if an output is still open.
+        var killAt: ContinuousClock.Instant?, stopped = false
+        func stop() {
+            RunningChildren.signal(child, SIGTERM)
+            if !stopped { killAt = clock.now + .seconds(stopGraceSeconds) }
+            stopped = true
+        }
+        func addErrorOutput(_ bytes: some Collection<UInt8>) {
+            if stopOnErrorOutput && errorOutput.isEmpty { stop() }
+            errorOutput.append(contentsOf: bytes)
+        }
         var written = 0
         var inputOpen = true, outputOpen = true, errorOpen = true
         if input.isEmpty { SystemCall.close(stdin); inputOpen = false }
@@ -112,13 +127,18 @@ public enum ChildProcess {
             var polled = [pollfd(fd: inputOpen ? stdin : -1, events: Int16(POLLOUT), revents: 0),
                           pollfd(fd: outputOpen ? stdout : -1, events: Int16(POLLIN), revents: 0),
                           pollfd(fd: errorOpen ? stderr : -1, events: Int16(POLLIN), revents: 0)]
-            if poll(&polled, 3, quietUntil.map { milliseconds(clock.now.duration(to: $0)) } ?? -1) < 0 {
+            let wakeUp = [quietUntil, killAt].compactMap { $0 }.min()
+            if poll(&polled, 3, wakeUp.map { milliseconds(clock.now.duration(to: $0)) } ?? -1) < 0 {
                 if errno == EINTR { continue }
                 break
             }
+            if let due = killAt, clock.now >= due {
+                RunningChildren.signal(child, SIGKILL)
+                killAt = nil
+            }
             if let deadline = quietUntil, let whenQuiet, clock.now >= deadline {
                 if whenQuiet.goOn() { quietUntil = clock.now + .seconds(whenQuiet.seconds) } else {
-                    RunningChildren.signal(child, SIGTERM)
+                    stop()
                     quietUntil = nil
                 }
                 continue

@@ -127,7 +127,10 @@ public final class Vault: Sendable {
         }
     }
     public var statistics: VaultStatistics { state.withLock { $0.statistics } }
-    public var hasUncommittedChanges: Bool { state.withLock { $0.hasChanges || $0.writer.hasUnsyncedFiles } }
+    public var hasUncommittedChanges: Bool { state.withLock { $0.hasUncommittedChanges } }
+    /// `hasUncommittedChanges` if the vault's lock is free now, else nil: a commit may hold it
+    /// for seconds (a sync's merge), and `dotsafe status` answers meanwhile.
+    public var hasUncommittedChangesIfFree: Bool? { state.withLockIfAvailable { $0.hasUncommittedChanges } }
     public var isReadOnly: Bool { state.withLock { $0.session.readOnly } }
     /// Whether the item keys sit in locked memory (false when RLIMIT_MEMLOCK ran out).
     public var keysAreLocked: Bool { state.withLock { $0.session.arena.isLocked && $0.committer.vaultKey.isLocked } }

@@ -72,6 +72,9 @@ struct VaultState {
     var storage: any StorageFolder { writer.storage }
     var isNew: Bool { committer.isNew }
     var hasChanges: Bool { tree.hasChanges || committer.hasChanges || chunks.hasChanges }
+    /// What the next commit has to do: changes in memory, or storage files written since the
+    /// last commit, which it syncs before its root.
+    var hasUncommittedChanges: Bool { hasChanges || writer.hasUnsyncedFiles }
     /// Whether a write-behind has not finished: a commit waits for it.
     var writingBehind: Bool { chunks.hasFlights || writer.groupBeingMade || writer.hasAssemblies }
 

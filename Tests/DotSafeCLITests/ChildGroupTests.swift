@@ -1,6 +1,7 @@
 import DotSafeTestSupport
 import Foundation
 import Glibc
+import Synchronization
 import SystemCalls
 import Testing
 
@@ -27,5 +28,58 @@ import Testing
         // Its process group and session are its own number; no controlling terminal (tty_nr 0).
         #expect(lines[1] == "\(lines[0]) \(lines[0]) 0", "\(lines)")
         #expect(child.status != 0 && String(decoding: child.errorOutput, as: UTF8.self).contains("/dev/tty"), "\(child)")
+    }
+
+    enum OwnStop: String, CaseIterable, CustomTestStringConvertible {
+        /// `stopOnErrorOutput`: rclone's first error line decides the outcome.
+        case firstErrorLine
+        /// `whenQuiet` says no: the remote cannot be reached.
+        case quietAndGivenUp
+        var testDescription: String { rawValue }
+    }
+
+    /// The child's own stops (at its first error line, or when it has gone quiet and must not
+    /// go on) send SIGTERM to its group, then wait for its outputs to close. A member that
+    /// ignores SIGTERM and holds them (here one the child forked, `trap '' TERM`) once held the
+    /// command forever: it gets SIGKILL after `ChildProcess.stopGraceSeconds`, and nothing of
+    /// the group is left.
+    @Test(arguments: OwnStop.allCases)
+    func aMemberDeafToSigtermDoesNotHoldUpTheChildsOwnStop(_ stop: OwnStop) throws {
+        let folder = try #require(String(validatingCString: mkdtemp(strdup(NSTemporaryDirectory() + "/child-group.XXXXXX"))))
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let trigger = stop == .firstErrorLine ? "echo 'ERROR : a.bin: failed to copy' >&2" : ":"
+        let script = """
+            echo $$ > '\(folder)/group'
+            /bin/sh -c 'trap "" TERM; : > "$0"; /bin/sleep 3600; :' '\(folder)/deaf' &
+            # The stop comes once it ignores SIGTERM, not before (it would end it then).
+            until [ -e '\(folder)/deaf' ]; do /bin/sleep 0.1; done
+            \(trigger)
+            wait
+            """
+        let result = Mutex<Result<ChildProcess.Result, SystemError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let outcome = Result { () throws(SystemError) in
+                try ChildProcess.run("/bin/sh", ["-c", script], environment: [], stopOnErrorOutput: stop == .firstErrorLine,
+                                     whenQuiet: stop == .quietAndGivenUp ? (seconds: 1, goOn: { false }) : nil)
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        let ended = done.wait(timeout: .now() + 60) == .success
+        let group = Int32((try? String(contentsOfFile: folder + "/group", encoding: .utf8))?.filter(\.isNumber) ?? "") ?? 0
+        try #require(group > 0, "the child never started")
+        if !ended {
+            // Ends the test's child, and with it the thread that waits for it.
+            kill(-group, SIGKILL)
+            _ = done.wait(timeout: .now() + 60)
+        }
+        #expect(ended, "the stop still waited for a member that ignores SIGTERM")
+        let child = try #require(try result.withLock { $0 }?.get())
+        #expect(child.status == -1, "SIGTERM ended the child: \(child)")
+        let said = String(decoding: child.errorOutput, as: UTF8.self)
+        #expect(said == (stop == .firstErrorLine ? "ERROR : a.bin: failed to copy\n" : ""), "\(child)")
+        #expect(waitFor(seconds: 30) { processGroupMembers(group).isEmpty }, "left running: \(processGroupMembers(group))")
+        for pid in processGroupMembers(group) { kill(pid, SIGKILL) }
     }
 }

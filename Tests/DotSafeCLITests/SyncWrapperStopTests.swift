@@ -56,6 +56,45 @@ import VaultStore
         try Signals.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
     }
 
+    /// A wrapper whose upload prints an rclone error line, having forked a helper that ignores
+    /// SIGTERM and keeps the wrapper's outputs open: the sync's own stop at that line (SIGTERM to
+    /// the group) ends the wrapper but not the helper, which held the sync forever. It gets
+    /// SIGKILL `ChildProcess.stopGraceSeconds` later: the sync fails with the line's reason
+    /// (exit 1), nothing of the group is left running, the storage is clean and holds every
+    /// file, the remote is untouched, and the next sync completes.
+    @Test func aHelperDeafToSigtermDoesNotHoldUpTheStopAtAnErrorLine() throws {
+        let (base, environment, first, both) = try Signals.laptopWithChangesToSend()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = base + "/remote", laptop = base + "/laptop"
+        var deaf = environment
+        deaf["PATH"] = try Failure.rclone(base, script: """
+            for last; do :; done
+            case "$1:$last" in
+                copy:*\(DownloadFolder.suffix)) ;;
+                copy:*)
+                    echo $$ > '\(base)/group'
+                    /bin/sh -c 'trap "" TERM; : > "$0"; /bin/sleep 3600; :' '\(base)/deaf' &
+                    until [ -e '\(base)/deaf' ]; do /bin/sleep 0.1; done
+                    echo 'ERROR : big.bin: Failed to copy: injected refusal' >&2
+                    wait; exit 1 ;;
+            esac
+            exec /usr/bin/rclone "$@"
+            """)
+
+        let sync = try TerminalProcess(MountHarness.binary, ["sync", laptop, remote, "--pattern", Sync.pattern, "--device", "laptop"],
+                                       environment: deaf)
+        let ended = sync.finish(seconds: 60)
+        let group = Int32((try? String(contentsOfFile: base + "/group", encoding: .utf8))?.filter(\.isNumber) ?? "") ?? 0
+        let left = group > 0 && !waitFor(seconds: 30, { processGroupMembers(group).isEmpty }) ? processGroupMembers(group) : []
+        for pid in left + Signals.helpersRunning(base) { kill(pid, SIGKILL) }
+        try #require(group > 0, "no upload began")
+        let failed = try #require(ended, "the sync still waited for a helper that ignores SIGTERM: \(left)")
+        #expect(failed.status == 1, "\(failed)")
+        #expect(failed.output.contains("dotsafe: ") && failed.output.contains("injected refusal"), "\(failed)")
+        #expect(left.isEmpty, "left running in the wrapper's group: \(left)")
+        try Signals.expectCutUploadsFinishedByTheNextSync(base, environment, first: first, both: both)
+    }
+
     /// rclone runs without the terminal: a wrapper or password command that asks there fails at
     /// once (`/dev/tty` does not open), and so does the sync, instead of waiting for an answer
     /// to a question that job control would have kept off the screen. The next sync completes.

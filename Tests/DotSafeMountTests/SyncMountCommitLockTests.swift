@@ -74,7 +74,7 @@ import VaultStore
 
         if lock == .sigtermDuringCommitsRound {
             h.sh("sync late.bin", in: point)
-            #expect(waitFor(seconds: 60) { Self.threadNames(pid).contains("merging") }, "no round merges")
+            #expect(waitFor(seconds: 60) { Self.threadNames(pid).contains(Self.mergingThread) }, "no round merges")
         }
         switch lock {
         case .command:
@@ -91,8 +91,10 @@ import VaultStore
         #expect(!MountHarness.isMounted(point))
         var lines: [String] = []
         while let line = log.receive(seconds: lines.isEmpty ? 20 : 2) { lines.append(line) }
-        #expect(lines.last == "<12>dotsafe[\(pid)]: \(point): locked without the last sync (no answer within 15 s): "
-            + "changes are sent at the next sync", "\(lines)")
+        // What the lock did: it waited for the commit (the line once said the sync did not
+        // answer, as for a remote that hangs).
+        #expect(lines.last == "<12>dotsafe[\(pid)]: \(point): locked without the last sync (a sync's commit under way "
+            + "at 15 s was waited for; what it merged is kept here): changes are sent at the next sync", "\(lines)")
         #expect(Stopped.processes(naming: remote).isEmpty, "rclone outlived the daemon")
         let names = try FileManager.default.contentsOfDirectory(atPath: h.storage)
         #expect(names.allSatisfy(FileName.isWellFormed) && names.count % 16 == 0, "\(names.count) files: \(names.filter { !FileName.isWellFormed($0) })")
@@ -113,6 +115,71 @@ import VaultStore
         #expect(back.status == 0, "\(back)")
         try Self.expect(expected, in: desktop, h)
     }
+
+    /// `dotsafe status` while a round commits its merge (made slow by the test switch, under
+    /// the vault's lock): the daemon answered it only once the merge was over, so status gave up
+    /// after its 2 s ("does not answer", no state) exactly when the user asks whether it syncs.
+    /// It answers now while the merge still runs (its thread still named so): the sync state
+    /// says the round runs and since when, `pending` is unknown (null, "?" in the table) while
+    /// the commit holds the vault. After the merge: synced, the other device's file there.
+    @Test func statusAnswersWhileARoundCommitsItsMerge() throws {
+        let h = try MountHarness()
+        defer { h.finish() }
+        let remote = h.base + "/remote", desktop = h.base + "/desktop-storage"
+        let point = try h.mountPoint("laptop")
+        let options = ["--sync", remote, "--sync-interval", "10m", "--device", "laptop"]
+        let mounted = h.mount(point, pattern: Mounted.pattern, options: options, environment: ["DOTSAFE_TEST_MERGE_SECONDS": "20"])
+        try #require(mounted.status == 0, "\(mounted)")
+        let pid = try #require(MountHarness.daemonPID(for: point))
+        var time = Date()
+        h.sh("printf laptop > a.txt && sync a.txt", in: point)
+        #expect(Mounted.waitForSync(h, point, "synced", after: time, seconds: 60), "\(Mounted.syncState(h, point) ?? "no state")")
+        let joined = Stopped.sync(h, desktop, remote, device: "desktop")
+        try #require(joined.status == 0, "\(joined)")
+        do {
+            let vault = try Mounted.openDesktop(h, desktop)
+            let file = try vault.create(.file, in: Vault.rootID, named: Array("desktop.txt".utf8), mode: 0o644)
+            try vault.write(file, offset: 0, bytes: Array("from the desktop".utf8))
+            try vault.lock()
+        }
+        let sent = Stopped.sync(h, desktop, remote, device: "desktop")
+        try #require(sent.status == 0, "\(sent)")
+
+        // A commit here: its round merges the desktop's file, for 20 s.
+        time = Date()
+        h.sh("printf more > b.txt && sync b.txt", in: point)
+        try #require(waitFor(seconds: 60) { Self.threadNames(pid).contains(Self.mergingThread) }, "no round merges")
+        // Bounded by status's own wait for each daemon (2 s), and by timeout(1) should it hang.
+        let status = h.run("/usr/bin/timeout", ["60", MountHarness.binary, "status", "--json"], input: nil)
+        let table = h.run("/usr/bin/timeout", ["60", MountHarness.binary, "status"], input: nil)
+        let stillMerging = Self.threadNames(pid).contains(Self.mergingThread)
+        #expect(stillMerging, "the merge ended before status answered: this test proves nothing")
+        #expect(status.status == 0 && status.error.isEmpty, "\(status)")
+        let entries = (try? JSONSerialization.jsonObject(with: Data(status.output.utf8))) as? [[String: Any]]
+        let entry = try #require(entries?.first { $0["mountpoint"] as? String == point }, "\(status)")
+        let sync = entry["sync"] as? String ?? "none"
+        #expect(sync.hasPrefix("syncing since "), "\(status)")
+        let since = ISO8601DateFormatter().date(from: String(sync.dropFirst("syncing since ".count)))
+        #expect(since.map { $0 >= time.addingTimeInterval(-1) } == true, "\(sync)")
+        #expect(entry["pending"] is NSNull, "\(status)")
+        let row = table.output.split(separator: "\n").first { $0.hasPrefix(point + " ") }.map(String.init) ?? ""
+        #expect(row.contains("  ?  ") && row.contains("  syncing "), "\(table)")
+
+        // The merge ends as before: synced, the desktop's file here, nothing left to write.
+        #expect(Mounted.waitForSync(h, point, "synced", after: time, seconds: 90), "\(Mounted.syncState(h, point) ?? "no state")")
+        // Nothing left to write (null again only while some commit holds the vault).
+        var after = CommandResult(status: -1, output: "", error: "")
+        #expect(waitFor(seconds: 30) {
+            after = h.dotsafe(["status", "--json"])
+            let settled = ((try? JSONSerialization.jsonObject(with: Data(after.output.utf8))) as? [[String: Any]])?.first
+            return settled?["pending"] as? Bool == false
+        }, "\(after)")
+        #expect(FileManager.default.contents(atPath: point + "/desktop.txt") == Data("from the desktop".utf8))
+        #expect(FileManager.default.contents(atPath: point + "/b.txt") == Data("more".utf8))
+        #expect(h.lock(point).status == 0)
+    }
+
+    static let mergingThread = "merging"
 
     static func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 

@@ -16,8 +16,18 @@ import VaultStore
         ["--sync", remote.path, "--sync-interval", "2s", "--device", device]
     }
 
-    /// The sync state `dotsafe status --json` gives for one mount point.
+    /// The sync state `dotsafe status --json` gives for one mount point, the last outcome: a
+    /// round running ("syncing since TIME") is waited out, 30 s at most.
     static func syncState(_ h: MountHarness, _ point: String) -> String? {
+        var state: String?
+        _ = waitFor(seconds: 30) {
+            state = currentSyncState(h, point)
+            return state?.hasPrefix("syncing since ") != true
+        }
+        return state
+    }
+
+    static func currentSyncState(_ h: MountHarness, _ point: String) -> String? {
         let result = h.dotsafe(["status", "--json"])
         let entries = (try? JSONSerialization.jsonObject(with: Data(result.output.utf8))) as? [[String: Any]]
         return entries?.first { $0["mountpoint"] as? String == point }?["sync"] as? String

@@ -10,3 +10,16 @@ public func rcloneProcesses(naming path: String) -> [Int32] {
         return pid
     }
 }
+
+/// The live processes of process group `group` (zombies left out: they run nothing, and one
+/// whose parent is gone may wait a while for its reaper).
+public func processGroupMembers(_ group: Int32) -> [Int32] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+        guard let pid = Int32(entry), let stat = try? readProcFile("/proc/\(entry)/stat"),
+              let end = stat.lastIndex(of: ")") else { return nil }
+        // After the command's name, which may hold spaces: state, parent, group.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 2, fields[0] != "Z", Int32(fields[2]) == group else { return nil }
+        return pid
+    }
+}

@@ -35,7 +35,8 @@ struct MountCommand: Command {
         being committed then, which needs no network, is waited for). A remote
         that cannot be reached never stops a mount or a lock, and no change is lost:
         the mount says so on standard error, later failures go to the system log,
-        'dotsafe status' shows the last sync, and the next sync sends what is missing.
+        'dotsafe status' shows the sync running or the last one, and the next sync
+        sends what is missing.
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")

@@ -15,12 +15,14 @@ struct StatusCommand: Command {
         var storage: String
         /// When the mount became ready, ISO 8601 in UTC.
         var since: String
-        /// Changes not yet written to the storage; nil when the daemon did not answer.
+        /// Changes not yet written to the storage; nil when the daemon did not answer, or a
+        /// commit under way held the vault (`MountState.pending`).
         var pending: Bool?
         /// Seconds until the idle timer locks the vault; nil without `--idle`.
         var idle: Double?
-        /// `mount --sync`: "synced at TIME", "failed at TIME: WHY", "not yet synced"; "off"
-        /// without it; nil when the daemon did not answer.
+        /// `mount --sync`: "syncing since TIME" while a round runs, else "synced at TIME",
+        /// "failed at TIME: WHY", "not yet synced"; "off" without it; nil when the daemon did
+        /// not answer.
         var sync: String?
 
         enum CodingKeys: String, CodingKey { case mountpoint, storage, since, pending, idle, sync }
@@ -93,12 +95,12 @@ struct StatusCommand: Command {
         }.joined(separator: "\n") + "\n"
     }
 
-    /// The sync state without the failure's reason (`--json` has it): `off`, `synced 14:02:11`,
-    /// `failed 14:03:40`, `not yet`.
+    /// The sync state without the failure's reason (`--json` has it): `off`, `syncing 14:02:09`,
+    /// `synced 14:02:11`, `failed 14:03:40`, `not yet`.
     static func syncColumn(_ text: String) -> String {
         let local = DateFormatter()
         local.dateFormat = "HH:mm:ss"
-        for (prefix, word) in [("synced at ", "synced"), ("failed at ", "failed")] where text.hasPrefix(prefix) {
+        for (prefix, word) in [("syncing since ", "syncing"), ("synced at ", "synced"), ("failed at ", "failed")] where text.hasPrefix(prefix) {
             let time = text.dropFirst(prefix.count).prefix(20)
             return word + " " + (ISO8601DateFormatter().date(from: String(time)).map(local.string) ?? "")
         }

@@ -149,7 +149,7 @@ struct MountDaemon {
         let requests = ShareRequests(vault: vault, mountPoint: options.mountPoint)
         channel.serve(mount, state: {
             let idle = Double(SystemClock().now() - fileSystem.lastActivity) / 1e9
-            return MountState(pending: fileSystem.vault.hasUncommittedChanges,
+            return MountState(pending: MountState.pending(fileSystem.vault),
                               idleLockIn: idleSeconds.map { max(0, $0 - idle) }, idleAfter: idleSeconds, sync: sync?.status ?? "off")
         }, answer: { requests.answer($0) })
         if let seconds = options.idleSeconds { Self.lockWhenIdle(mount, fileSystem: fileSystem, seconds: seconds) }

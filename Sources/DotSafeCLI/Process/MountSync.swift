@@ -20,9 +20,9 @@ final class MountSync: Sendable {
     static let commitDelay = 2.0
     /// The longest a lock waits for its last round (README, `mount --help`).
     static let lockBound = 15.0
-    /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL, and
-    /// then the round to wind down before the lock goes on without it.
-    static let stopGrace = 3.0
+    /// Past the bound: how long the round's rclone has to end after SIGTERM before SIGKILL (as
+    /// at rclone's own stops), and then the round to wind down before the lock goes on without it.
+    static let stopGrace = Double(ChildProcess.stopGraceSeconds)
     /// Tests only: seconds a merge's commit waits under the vault's lock.
     static let mergeDelayVariable = "DOTSAFE_TEST_MERGE_SECONDS"
     static let mergingThreadName = "merging"
@@ -33,8 +33,12 @@ final class MountSync: Sendable {
     private let log: SystemLog
     private let rounds = Mutex(())
     private let state = Mutex(State())
+    /// The rounds' commits under way (`committing`), which no signal ends: a lock waits for them.
+    private let commits = DispatchGroup()
 
     private struct State {
+        /// When the round running now began (`dotsafe status` says so); nil between rounds.
+        var roundStarted: Date?
         var lastSuccess: Date?
         var lastFailure: (time: Date, message: String)?
         var failing = false
@@ -44,7 +48,7 @@ final class MountSync: Sendable {
         var stopped = false
         /// The last round, at lock, failed.
         var lastRoundFailed = false
-        /// The lock gave up on the rounds: none starts any more.
+        /// The lock gave up on the rounds: none starts any more, nor a round's commit.
         var abandoned = false
     }
 
@@ -130,8 +134,8 @@ final class MountSync: Sendable {
     }
 
     /// The mount is gone, the vault still open: one last round, waited for at most `lockBound`.
-    /// Past that, the round (the last or one still running before it) is stopped and the lock
-    /// goes on; either way a failure is one line in the system log.
+    /// Past that, the round (the last or one still running before it) is stopped, or its commit
+    /// under way waited for, and the lock goes on; each way one line in the system log says which.
     func last() {
         state.withLock { $0.stopped = true }
         let done = DispatchSemaphore(value: 0)
@@ -140,11 +144,16 @@ final class MountSync: Sendable {
             state.withLock { $0.lastRoundFailed = failed }
             done.signal()
         }
-        if done.wait(timeout: .now() + Self.lockBound) == .timedOut {
-            abandonRounds(until: done)
-            log.write(.warning, "locked without the last sync (no answer within \(Int(Self.lockBound)) s): changes are sent at the next sync")
-        } else if state.withLock({ $0.lastRoundFailed }) {
-            log.write(.warning, "locked without the last sync (it failed): changes are sent at the next sync")
+        let bound = Int(Self.lockBound)
+        if done.wait(timeout: .now() + Self.lockBound) == .success {
+            if state.withLock({ $0.lastRoundFailed }) {
+                log.write(.warning, "locked without the last sync (it failed): changes are sent at the next sync")
+            }
+        } else if abandonRounds(until: done) {
+            log.write(.warning, "locked without the last sync (a sync's commit under way at \(bound) s was waited for; what it "
+                      + "merged is kept here): changes are sent at the next sync")
+        } else {
+            log.write(.warning, "locked without the last sync (no answer within \(bound) s): changes are sent at the next sync")
         }
     }
 
@@ -157,29 +166,47 @@ final class MountSync: Sendable {
     /// fails at its next step and leaves the storage as a cut sync does (its download folder
     /// removed; FORMAT.md §9.3, §13.11). The lock waits for that, `stopGrace` at most. A round busy
     /// in its merge's commit then (no rclone runs, no signal ends it) is safe to meet, and is
-    /// waited for: `Vault.commitLive` holds the vault's lock (and, in a round a commit started,
-    /// the file system's, `holdingRequests`) from the merge to its commit's last write, and the
-    /// close (`FileSystem.close`, then `Vault.lock`) takes the same locks before its final commit,
-    /// the storage's re-creation and the erasing of the keys: it begins once that commit is whole,
-    /// a local step however long. The round goes on with the vault locked: its next vault call
-    /// throws `VaultError.locked`, its next transfer `RemoteError.interrupted` (no rclone starts
-    /// once `RunningChildren` stops), so nothing more is written or sent, and the merge goes up at
-    /// the next sync; `pulled` reaches a mount that is gone and does nothing (`FUSEMount` keeps
-    /// what it needs past `finish`). `SyncMountCommitLockTests`. This daemon serves one vault, so
+    /// waited for, here, to its end (a local step however long; true is returned): none starts
+    /// once the rounds are abandoned (`committing`), so the one counted in `commits` then is the
+    /// last. The locks would hold the close back all the same: `Vault.commitLive` holds the
+    /// vault's lock (and, in a round a commit started, the file system's, `holdingRequests`) from
+    /// the merge to its commit's last write, and the close (`FileSystem.close`, then `Vault.lock`)
+    /// takes the same locks before its final commit, the storage's re-creation and the erasing of
+    /// the keys. The round then goes on: its next transfer throws `RemoteError.interrupted` (no
+    /// rclone starts once `RunningChildren` stops) and, once the vault is locked, its next vault
+    /// call `VaultError.locked`, so nothing more is written or sent, and the merge goes up at the
+    /// next sync; `pulled` reaches a mount that is gone and does nothing (`FUSEMount` keeps what
+    /// it needs past `finish`). `SyncMountCommitLockTests`. This daemon serves one vault, so
     /// every child it has is this round's.
-    private func abandonRounds(until done: DispatchSemaphore) {
+    private func abandonRounds(until done: DispatchSemaphore) -> Bool {
         state.withLock { $0.abandoned = true }
         RunningChildren.stop(with: SIGTERM)
+        let committing = commits.wait(timeout: .now()) == .timedOut
+        if committing { commits.wait() }
         if done.wait(timeout: .now() + Self.stopGrace) == .timedOut {
             RunningChildren.stop(with: SIGKILL)
             _ = done.wait(timeout: .now() + Self.stopGrace)
         }
+        return committing
     }
 
-    /// For `dotsafe status`: the last success, or the failure since, or that none ran yet.
+    /// A round's `commitLive` (its plan, merge and commit, under the vault's lock), counted in
+    /// `commits`; refused once the lock has given up on the rounds, as their transfers are.
+    private func committing(_ commit: () throws -> LiveSyncCommit?) throws -> LiveSyncCommit? {
+        try state.withLock { state throws(RemoteError) in
+            if state.abandoned { throw RemoteError.interrupted(signal: SIGTERM) }
+            commits.enter()
+        }
+        defer { commits.leave() }
+        return try commit()
+    }
+
+    /// For `dotsafe status`: the round running now, or the last success, or the failure since,
+    /// or that none ran yet.
     var status: String {
         state.withLock { state in
             let iso = ISO8601DateFormatter()
+            if let started = state.roundStarted { return "syncing since \(iso.string(from: started))" }
             if let failure = state.lastFailure, state.lastSuccess.map({ $0 <= failure.time }) ?? true {
                 return "failed at \(iso.string(from: failure.time)): \(failure.message)"
             }
@@ -195,18 +222,20 @@ final class MountSync: Sendable {
             let abandoned = state.withLock { state in
                 state.commitRoundAt = nil
                 state.nextRoundAt = Self.uptime + interval
+                if !state.abandoned { state.roundStarted = Date() }
                 return state.abandoned
             }
             // Waited for behind a round the lock stopped (the last one, or an interval's).
             if abandoned { return RemoteError.interrupted(signal: SIGTERM) }
             do {
                 _ = try synchronizer.run(holdingRequests: { body in
-                    guard let fileSystem else { return try body() }
-                    return try fileSystem.holdingRequests(body)
+                    guard let fileSystem else { return try committing(body) }
+                    return try fileSystem.holdingRequests { try committing(body) }
                 }, pulled: { changes in
                     mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
                 }, filesMoved: filesMoved)
                 state.withLock { state in
+                    state.roundStarted = nil
                     state.lastSuccess = Date()
                     state.failing = false
                 }
@@ -214,6 +243,7 @@ final class MountSync: Sendable {
             } catch {
                 let first = state.withLock { state in
                     defer {
+                        state.roundStarted = nil
                         state.failing = true
                         state.lastFailure = (Date(), Self.describe(error))
                     }
