@@ -22,7 +22,11 @@ import VaultStore
     /// Every name the pattern `seed` derives that a vault of it could use: its unlock records and
     /// root slots at both locations, and its NK's file names below `count`.
     static func patternNames(_ seed: UInt8, count: Int = 4096) throws -> Set<String> {
-        let secrets = try SyncDevice.secrets(seed)
+        try patternNames(SyncDevice.secrets(seed), count: count)
+    }
+
+    /// The same for the pattern's `secrets` (a typed pattern's, with its keyring's salt).
+    static func patternNames(_ secrets: VaultSecrets, count: Int = 4096) throws -> Set<String> {
         var names: Set<String> = []
         for location in [Label.localLocation, Label.remoteLocation] {
             names.insert(try FormatTwoKeys.unlockName(locator: secrets.locator, location: location))
