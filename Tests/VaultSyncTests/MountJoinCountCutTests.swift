@@ -183,15 +183,7 @@ import VaultStore
     static func upgradedLaptop(_ h: MountHarness, _ remote: TestRemote) throws -> [String: Data] {
         var files = ["big.bin": Data((0..<17 * 262_144).map { _ in UInt8.random(in: 0...255) })]
         for index in 0..<12 { files["note-\(index).txt"] = Data("note \(index)".utf8) }
-        var options = Vault.Options(cacheBytes: 8 << 20)
-        options.newVaultFormat = .one
-        options.upgradesFormatOne = false
-        let old = try Vault.open(storage: try Storage.open(at: h.storage), secrets: try secrets(h), options: options)
-        for (name, bytes) in files.sorted(by: { $0.key < $1.key }) {
-            let file = try old.create(.file, in: Vault.rootID, named: Array(name.utf8), mode: 0o644)
-            try old.write(file, offset: 0, bytes: Array(bytes))
-        }
-        try old.lock()
+        try SyncDevice.writeFormatOne(h.storage, secrets: try secrets(h), files: files.mapValues { Array($0) })
         try mounted(h, h.storage, "the upgrade") { point in
             try Data("upgraded".utf8).write(to: URL(fileURLWithPath: point + "/upgraded.txt"))
         }
