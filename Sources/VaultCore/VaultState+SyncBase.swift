@@ -56,6 +56,16 @@ extension VaultState {
         return uses
     }
 
+    /// The files of the format-1 chunks `items` read (an upgraded vault's, §13.7 scheme 1): no
+    /// key of their own, so `referencedFiles` leaves them out, but a device that lacks them
+    /// must fetch them as it fetches the rest (a join's come with the pages' groups only when
+    /// they lie in those groups).
+    func formatOneChunkFiles(items: [UInt64: Item]? = nil) -> Set<UInt64> {
+        var files = Set<UInt64>()
+        for item in (items ?? tree.allItems).values { for ref in item.chunks.values where ref.key == nil { files.insert(ref.fileNumber) } }
+        return files
+    }
+
     /// A file read under the key in `slot` (nil: a format-1 reference, under no key of its own).
     func fileUse(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) -> FileUse? {
         guard let slot else { return nil }

@@ -14,10 +14,11 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.allItems, oldUses = referencedFiles(), joining = remote.joins
+        let oldFormatOne = formatOneChunkFiles(items: oldItems)
         // A file is held only at the name the last commit read it at (FORMAT.md §13.11): a
         // move gives another device's files new names, where a killed sync may have filled.
         var oldNames: [UInt64: String] = [:]
-        for use in oldUses where !isOwn(use.file, joining: joining) { oldNames[use.file] = try name(use.file) }
+        for file in oldUses.map(\.file) + oldFormatOne where !isOwn(file, joining: joining) { oldNames[file] = try name(file) }
         let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, session.arena)) }
         let oldDevices = old.devices
         if joining {
@@ -63,6 +64,10 @@ extension VaultState {
         for use in newUses where !isOwn(use.file, joining: false) {
             let name = try self.name(use.file)
             if try !oldUses.contains(use) || oldNames[use.file] != name || !holds(name) { wanted.insert(name) }
+        }
+        for file in formatOneChunkFiles() where !isOwn(file, joining: false) {
+            let name = try self.name(file)
+            if try !oldFormatOne.contains(file) || oldNames[file] != name || !holds(name) { wanted.insert(name) }
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {

@@ -24,8 +24,11 @@ enum StorageCount {
 
     /// The grants `device`'s committed state lists: name in every storage → the name of its
     /// number in `device`'s storage.
-    static func grants(_ device: SyncDevice) throws -> [String: String] {
-        try device.vault.state.withLock { state in
+    static func grants(_ device: SyncDevice) throws -> [String: String] { try grants(device.vault) }
+
+    /// The same of `vault` (one a test opened apart, read-only say).
+    static func grants(_ vault: Vault) throws -> [String: String] {
+        try vault.state.withLock { state in
             var grants: [String: String] = [:]
             for special in state.committer.formatTwo?.specialFiles ?? [] where special.isGrantFile {
                 grants[FileName.encode(special.name)] = try state.name(special.file.raw)

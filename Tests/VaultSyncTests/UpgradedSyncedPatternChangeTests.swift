@@ -22,7 +22,11 @@ import VaultStore
     /// Every name the pattern `seed` derives that a vault of it could use: its unlock records and
     /// root slots at both locations, and its NK's file names below `count`.
     static func patternNames(_ seed: UInt8, count: Int = 4096) throws -> Set<String> {
-        let secrets = try SyncDevice.secrets(seed)
+        try patternNames(SyncDevice.secrets(seed), count: count)
+    }
+
+    /// The same for the pattern's `secrets` (a typed pattern's, with its keyring's salt).
+    static func patternNames(_ secrets: VaultSecrets, count: Int = 4096) throws -> Set<String> {
         var names: Set<String> = []
         for location in [Label.localLocation, Label.remoteLocation] {
             names.insert(try FormatTwoKeys.unlockName(locator: secrets.locator, location: location))
@@ -146,17 +150,22 @@ extension SyncDevice {
     static func formatOne(_ name: String, seed: UInt8 = SyncDevice.seed, files: [String: String]) throws -> SyncDevice {
         let device = try SyncDevice(name, seed: seed)
         try device.vault.lock()  // new: nothing was written
-        var options = Vault.Options(cacheBytes: 8 << 20)
-        options.newVaultFormat = .one
-        options.upgradesFormatOne = false
-        let old = try Vault.open(storage: try Storage.open(at: device.folder), secrets: try secrets(seed), options: options)
-        for (path, text) in files.sorted(by: { $0.key < $1.key }) {
-            let file = try old.create(.file, in: Vault.rootID, named: Array(path.utf8), mode: 0o644)
-            try old.write(file, offset: 0, bytes: Array(text.utf8))
-        }
-        try old.lock()
+        try writeFormatOne(device.folder, secrets: try secrets(seed), files: files.mapValues { Array($0.utf8) })
         try device.reopen()
         try #require(device.vault.formatVersion == 1)
         return device
+    }
+
+    /// A vault of format 1 with these files at its root, made in the storage at `folder`.
+    static func writeFormatOne(_ folder: String, secrets: VaultSecrets, files: [String: [UInt8]]) throws {
+        var options = Vault.Options(cacheBytes: 8 << 20)
+        options.newVaultFormat = .one
+        options.upgradesFormatOne = false
+        let old = try Vault.open(storage: try Storage.open(at: folder), secrets: secrets, options: options)
+        for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
+            let file = try old.create(.file, in: Vault.rootID, named: Array(path.utf8), mode: 0o644)
+            try old.write(file, offset: 0, bytes: bytes)
+        }
+        try old.lock()
     }
 }
