@@ -144,6 +144,11 @@ extension SyncDevice {
     /// A device whose storage holds a vault of format 1 (an older release's) with these files
     /// at its root, opened again for writing: its first commit upgrades it (FORMAT.md §13.9).
     static func formatOne(_ name: String, seed: UInt8 = SyncDevice.seed, files: [String: String]) throws -> SyncDevice {
+        try formatOne(name, seed: seed, contents: files.mapValues { Array($0.utf8) })
+    }
+
+    /// The same with each file's bytes.
+    static func formatOne(_ name: String, seed: UInt8 = SyncDevice.seed, contents files: [String: [UInt8]]) throws -> SyncDevice {
         let device = try SyncDevice(name, seed: seed)
         try device.vault.lock()  // new: nothing was written
         var options = Vault.Options(cacheBytes: 8 << 20)
@@ -152,7 +157,7 @@ extension SyncDevice {
         let old = try Vault.open(storage: try Storage.open(at: device.folder), secrets: try secrets(seed), options: options)
         for (path, text) in files.sorted(by: { $0.key < $1.key }) {
             let file = try old.create(.file, in: Vault.rootID, named: Array(path.utf8), mode: 0o644)
-            try old.write(file, offset: 0, bytes: Array(text.utf8))
+            try old.write(file, offset: 0, bytes: text)
         }
         try old.lock()
         try device.reopen()
