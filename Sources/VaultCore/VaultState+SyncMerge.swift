@@ -52,12 +52,15 @@ extension VaultState {
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
         for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
         remote.pulled = pulledChanges(from: oldItems, digests: Dictionary(uniqueKeysWithValues: oldDigests))
-        if !joining { try takeInKeptFiles(published: remote.uses) }
-        let newUses = referencedFiles()
-        let newFiles = Set(newUses.map(\.file))
         if !joining {
-            for use in oldUses where writer.allocator.isOwnDevice(use.file) && !newFiles.contains(use.file) { writer.release(use.file) }
+            let mergedFiles = Set(referencedFiles().map(\.file))
+            for use in oldUses where writer.allocator.isOwnDevice(use.file) && !mergedFiles.contains(use.file) { writer.release(use.file) }
+            // After those releases: a kept file sealed again releases its own files itself.
+            var renumbered: [UInt64: UInt64] = [:]
+            for entry in merged where entry.source == .local && entry.sourceID != entry.id { renumbered[entry.id] = entry.sourceID }
+            try takeInKeptFiles(published: remote.uses, renumbered: renumbered)
         }
+        let newUses = referencedFiles()
         remote.oldDevices = oldDevices
         var wanted = Set<String>()
         for use in newUses where !isOwn(use.file, joining: false) {
