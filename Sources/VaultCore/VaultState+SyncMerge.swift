@@ -213,10 +213,8 @@ extension VaultState {
         func read(_ name: String) -> String { redirects[name] ?? name }
         for (id, item) in items {
             for (index, ref) in item.chunks {
-                guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
-                guard let file = try storage.read(read(try name(ref.fileNumber))),
-                      let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
-                                                          key: .arena(key, session.arena), seal: .chunkV2(index: index)) else {
+                guard names.contains(try name(ref.fileNumber)) else { continue }
+                guard let file = try storage.read(read(try name(ref.fileNumber))), let body = openChunk(file, ref, index, of: id, item) else {
                     throw SyncRefusal.damagedRemote("file \(FileRef(raw: ref.fileNumber)) does not open under its key")
                 }
                 body.wipeStorage()
@@ -229,6 +227,18 @@ extension VaultState {
                 plain.wipeStorage()
             }
         }
+    }
+
+    /// The plaintext of chunk `index` of `item` in `file`: under its own key, or (scheme 1, an
+    /// upgraded item's) under the item key with the recorded nonce, bound to the item's ID.
+    private func openChunk(_ file: [UInt8], _ ref: StoredRef, _ index: Int, of id: UInt64, _ item: Item) -> [UInt8]? {
+        if let key = ref.key {
+            return try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
+                                            key: .arena(key, session.arena), seal: .chunkV2(index: index))
+        }
+        guard let itemKey = item.key else { return nil }
+        return try? Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, key: .arena(itemKey, session.arena),
+                                        seal: .chunk(item: id, index: index))
     }
 
     /// Every other device's groups made whole with random files; the files of groups it no

@@ -205,4 +205,55 @@ import VaultFormat
         try third.sync(remote)
         try expectIntact(third, "a device new to the vault:")
     }
+
+    /// The identities of format 1's seals are computed alike on every side: devices of an
+    /// upgraded vault that have nothing new move nothing, and a one-chunk edit of an upgraded
+    /// file moves one chunk and pages, not the file's other chunks.
+    @Test func idleDevicesOfAnUpgradedVaultMoveNothing() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (owner, keeper, x, _, _) = try Self.bothHoldUpgraded(remote, seed: 0x15)
+        defer { owner.finish(); keeper.finish() }
+        let learnt = try owner.sync(remote)
+        #expect(learnt.filesUp == 0, "\(learnt.line)")
+        for device in [keeper, owner, keeper, owner] {
+            let idle = try device.sync(remote)
+            #expect(idle == SyncSummary(), "\(device.name): \(idle.line)")
+        }
+        var edited = x
+        let middle = Kept.bytes(0x7B, chunks: 1)
+        try keeper.write("x.bin", bytes: middle, at: UInt64(Kept.chunk))
+        edited.replaceSubrange(Kept.chunk..<2 * Kept.chunk, with: middle)
+        let pushed = try keeper.sync(remote)
+        let pulled = try owner.sync(remote)
+        // The keeper sends its chunk and pages (and takes the owner's root); the owner takes no more.
+        #expect(pulled.filesUp == 0 && pulled.filesDown < pushed.filesUp, "\(pushed.line) then \(pulled.line)")
+        #expect(try Kept.contents(owner, "x.bin") == edited && Self.formatOneSeals(owner, "x.bin").chunks == 2)
+        #expect(try keeper.sync(remote) == SyncSummary() && owner.sync(remote) == SyncSummary())
+    }
+
+    /// A format-1 chunk the remote holds with other bytes (a provider changed it) stops the
+    /// sync that would download it, before anything is committed: it opens under the item's
+    /// key and recorded nonce, or not at all. The owner keeps every byte.
+    @Test func aChangedFormatOneChunkStopsTheDownload() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let x = Kept.bytes(0x17, chunks: 3)
+        let owner = try SyncDevice.formatOne("laptop", contents: ["x.bin": x])
+        defer { owner.finish() }
+        try owner.write("upgraded.txt", "written by the session that upgrades")
+        try owner.sync(remote)
+        let file = try #require(try Kept.chunkFiles(owner, "x.bin")[1])
+        let name = try owner.vault.state.withLock { try $0.name(file) }
+        let path = try #require(remote.servedFolder) + "/" + name
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[Format.fileSize / 2] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        let newcomer = try SyncDevice("desktop")
+        defer { newcomer.finish() }
+        #expect(throws: SyncRefusal.damagedRemote("file \(FileRef(raw: file)) does not open under its key")) { try newcomer.sync(remote) }
+        #expect(try Kept.contents(owner, "x.bin") == x)
+        #expect(try owner.vault.check().isClean)
+    }
 }
