@@ -64,12 +64,26 @@ import VaultFormat
         return (owner, keeper, x, try Kept.chunkFiles(owner, "x.bin"), try member(owner, "s.txt"))
     }
 
-    /// The remote's copy of the pack that held `s` holds other bytes there now, or the owner
-    /// holds that pack free (its lowest free files wait for pages: reused at a later commit).
-    static func expectReusable(_ remote: TestRemote, _ owner: SyncDevice, _ s: ItemRecord.Member, _ before: [UInt8]) throws {
-        let now = try remoteBytes(remote, owner, s.fileNumber, offset: Int(s.offset), count: Int(s.sealedLength))
+    /// The owner makes `change` (x's and s's files no longer its) and syncs, then writes y.bin
+    /// into its free files up to x's kept files and s's pack, and t.txt, and syncs again.
+    /// Returns y's and t's bytes. The test's own precondition: the remote's copies of the kept
+    /// chunks' files hold other bytes now (one at least: the owner keeps its lowest free files
+    /// for pages, written at a later commit), and of s's pack too, or the owner holds it free.
+    static func reuse(_ remote: TestRemote, _ owner: SyncDevice, _ keptFiles: [Int: UInt64], _ s: ItemRecord.Member, seed: UInt8,
+                      change: () throws -> Void) throws -> (y: [UInt8], t: [UInt8]) {
+        func sBytes() throws -> [UInt8] { try remoteBytes(remote, owner, s.fileNumber, offset: Int(s.offset), count: Int(s.sealedLength)) }
+        let before = try keptFiles.values.map { try remoteBytes(remote, owner, $0) }, sBefore = try sBytes()
+        try change()
+        try owner.sync(remote)
+        let y = try Kept.writeOverFreeFiles(owner, seed: seed, reaching: Set(keptFiles.values).union([s.fileNumber]))
+        let t = Array(String(repeating: "t", count: 900).utf8)
+        try owner.write("t.txt", String(decoding: t, as: UTF8.self))
+        try owner.sync(remote)
+        let after = try keptFiles.values.map { try remoteBytes(remote, owner, $0) }
+        #expect(zip(before, after).contains { $0 != $1 }, "y or a page reuses a file the kept x's chunks point at: \(keptFiles)")
         let free = owner.vault.state.withLock { $0.writer.allocator.freeNumbers.contains(s.fileNumber) }
-        #expect(now != before || free, "s's pack is reused, or free to be")
+        #expect(try sBytes() != sBefore || free, "s's pack is reused, or free to be")
+        return (y, t)
     }
 
     static func expectSmall(_ device: SyncDevice, _ path: String, mode: UInt32, t: [UInt8], _ comment: String) throws {
@@ -112,23 +126,11 @@ import VaultFormat
         let keptFiles = try Kept.chunkFiles(keeper, kept.path).filter { xFiles[$0.key] == $0.value }
         #expect(keptFiles.count == (edit == .content ? 2 : 3), "the kept x still points at the owner's files: \(keptFiles)")
         #expect(try Self.member(keeper, keptSmall.path) == s, "the kept s is still the owner's format-1 member")
-        let before = try keptFiles.values.map { try Self.remoteBytes(remote, owner, $0) }
-        let sBefore = try Self.remoteBytes(remote, owner, s.fileNumber, offset: Int(s.offset), count: Int(s.sealedLength))
-
-        try owner.vault.remove(Array("x.bin".utf8), from: Vault.rootID)
-        try owner.vault.remove(Array("s.txt".utf8), from: Vault.rootID)
-        try owner.vault.commit()
-        try owner.sync(remote)
-        let y = try Kept.writeOverFreeFiles(owner, seed: 0x57, reaching: Set(keptFiles.values).union([s.fileNumber]))
-        let t = Array(String(repeating: "t", count: 900).utf8)
-        try owner.write("t.txt", String(decoding: t, as: UTF8.self))
-        try owner.sync(remote)
-        // The test's own precondition: the remote's copies of the kept chunks' files (one at
-        // least: the owner keeps its lowest free files for pages, which may not be written yet)
-        // and of s's pack hold other bytes now.
-        let after = try keptFiles.values.map { try Self.remoteBytes(remote, owner, $0) }
-        #expect(zip(before, after).contains { $0 != $1 }, "y or a page reuses a file the kept x's chunks point at: \(keptFiles)")
-        try Self.expectReusable(remote, owner, s, sBefore)
+        let (y, t) = try Self.reuse(remote, owner, keptFiles, s, seed: 0x57) {
+            try owner.vault.remove(Array("x.bin".utf8), from: Vault.rootID)
+            try owner.vault.remove(Array("s.txt".utf8), from: Vault.rootID)
+            try owner.vault.commit()
+        }
 
         let names: Set<String> = ["upgraded.bin", kept.path, keptSmall.path, "t.txt", "y.bin"]
         func expectIntact(_ device: SyncDevice, _ comment: String) throws {
@@ -137,16 +139,7 @@ import VaultFormat
         }
         let merge = try keeper.sync(remote, mounted: mounted)
         #expect(merge.actions.contains { if case .keptEditOverDelete = $0 { true } else { false } }, "\(merge.actions)")
-        try expectIntact(keeper, "after the keeper's merge:")
-        try owner.sync(remote)
-        try expectIntact(owner, "after the owner's next sync:")
-        try keeper.sync(remote, mounted: mounted)
-        try expectIntact(keeper, "after the keeper's next sync:")
-
-        let third = try SyncDevice("third")
-        defer { third.finish() }
-        try third.sync(remote)
-        try expectIntact(third, "a device new to the vault:")
+        try Kept.expectIntactEverywhere(remote, owner, keeper, mounted: mounted, expectIntact)
     }
 
     /// The keeper edits x's middle chunk and s's mode; the owner rewrites both wholly, and writes
@@ -167,20 +160,11 @@ import VaultFormat
         try keeper.vault.commit()
         let keptFiles = try Kept.chunkFiles(keeper, "x.bin").filter { xFiles[$0.key] == $0.value }
         #expect(Set(keptFiles.keys) == [0, 2], "the edited x's other chunks still point at the owner's files: \(keptFiles)")
-        let before = try keptFiles.values.map { try Self.remoteBytes(remote, owner, $0) }
-        let sBefore = try Self.remoteBytes(remote, owner, s.fileNumber, offset: Int(s.offset), count: Int(s.sealedLength))
-
         let rewritten = Kept.bytes(0x45, chunks: 3), smallRewrite = String(repeating: "r", count: 900)
-        try owner.write("x.bin", bytes: rewritten)
-        try owner.write("s.txt", smallRewrite)
-        try owner.sync(remote)
-        let y = try Kept.writeOverFreeFiles(owner, seed: 0x67, reaching: Set(keptFiles.values).union([s.fileNumber]))
-        let t = Array(String(repeating: "t", count: 900).utf8)
-        try owner.write("t.txt", String(decoding: t, as: UTF8.self))
-        try owner.sync(remote)
-        let after = try keptFiles.values.map { try Self.remoteBytes(remote, owner, $0) }
-        #expect(zip(before, after).contains { $0 != $1 }, "y or a page reuses a file the copy's chunks point at: \(keptFiles)")
-        try Self.expectReusable(remote, owner, s, sBefore)
+        let (y, t) = try Self.reuse(remote, owner, keptFiles, s, seed: 0x67) {
+            try owner.write("x.bin", bytes: rewritten)
+            try owner.write("s.txt", smallRewrite)
+        }
 
         let merge = try keeper.sync(remote, mounted: mounted)
         #expect(merge.actions.filter { if case .keptBothVersions = $0 { true } else { false } }.count == 2, "\(merge.actions)")
@@ -194,16 +178,7 @@ import VaultFormat
             #expect(try Kept.contents(device, "x.bin") == rewritten && device.read("s.txt") == smallRewrite,
                     "\(comment) \(device.name): x and s hold the owner's rewrites")
         }
-        try expectIntact(keeper, "after the keeper's merge:")
-        try owner.sync(remote)
-        try expectIntact(owner, "after the owner's next sync:")
-        try keeper.sync(remote, mounted: mounted)
-        try expectIntact(keeper, "after the keeper's next sync:")
-
-        let third = try SyncDevice("third")
-        defer { third.finish() }
-        try third.sync(remote)
-        try expectIntact(third, "a device new to the vault:")
+        try Kept.expectIntactEverywhere(remote, owner, keeper, mounted: mounted, expectIntact)
     }
 
     /// The identities of format 1's seals are computed alike on every side: devices of an
