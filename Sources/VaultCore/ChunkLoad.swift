@@ -22,6 +22,8 @@ struct ChunkLoad: Sendable {
     let name: String
     let opener: Opener
     let pool: PlaintextPool
+    /// A format-1 chunk of an item that a merge gave a new ID: the ID its seal is bound to.
+    var sealedAs: UInt64?
     /// A sequential reader's chunk: its file is read past the kernel's page cache
     /// (`StorageFolder.readStreaming`).
     var streaming = false
@@ -40,7 +42,7 @@ struct ChunkLoad: Sendable {
         let body = PlaintextBuffer(pool: pool, capacity: ChunkOffsets.chunkSize)
         guard let chunkKey else {
             try Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, with: recorded!,
-                                    seal: .chunk(item: key.item, index: key.index), into: body)
+                                    seal: .chunk(item: sealedAs ?? key.item, index: key.index), into: body)
             return body
         }
         guard file.count == Format.fileSize else { throw CryptoError.authenticationFailed }
@@ -112,8 +114,9 @@ extension VaultState {
         return load
     }
 
-    /// A load of a stored chunk; nil for a hole.
-    mutating func makeLoad(_ key: ChunkCache.Key) throws -> ChunkLoad? {
+    /// A load of a stored chunk; nil for a hole. `sealedAs`: the ID format 1 bound it to, when
+    /// the item has another now (`takeInKeptFiles`).
+    mutating func makeLoad(_ key: ChunkCache.Key, sealedAs: UInt64? = nil) throws -> ChunkLoad? {
         guard let item = tree.items[key.item], let ref = item.chunks[key.index] else { return nil }
         let opener: ChunkLoad.Opener
         if let slot = ref.key {
@@ -125,7 +128,7 @@ extension VaultState {
             opener = .formatOne(try Sealer.OneTimeKey(.arena(slot, session.arena), nonce: ref.nonce))
         }
         statistics.chunkDecrypts += 1
-        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), opener: opener, pool: chunks.cache.pool)
+        return ChunkLoad(key: key, ref: ref, name: try name(ref.fileNumber), opener: opener, pool: chunks.cache.pool, sealedAs: sealedAs)
     }
 
     /// Where a read of `offset..<offset + count` ends (at the file's end at most), whether it

@@ -76,7 +76,8 @@ extension VaultState {
     }
 
     /// Brings a chunk into the cache (empty for a hole), unless its newest bytes are in memory.
-    mutating func cacheChunk(_ id: UInt64, _ index: Int) throws {
+    /// `sealedAs`: the ID format 1 bound the item's seals to, when it has another now.
+    mutating func cacheChunk(_ id: UInt64, _ index: Int, sealedAs: UInt64? = nil) throws {
         let key = ChunkCache.Key(item: id, index: index)
         guard chunks.cached(key, in: 0..<0) == nil else { return }
         let item = tree.items[id]!
@@ -84,9 +85,9 @@ extension VaultState {
         do {
             switch item.record.layout {
             case .chunked:
-                if let load = try makeLoad(key) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
+                if let load = try makeLoad(key, sealedAs: sealedAs) { return chunks.put(key, buffer: try load.run(storage), dirty: false) }
             case .packed(let member) where index == 0:
-                return chunks.put(key, buffer: try openMember(id, item, member, try sealedMember(member), in: chunks.cache.pool),
+                return chunks.put(key, buffer: try openMember(sealedAs ?? id, item, member, try sealedMember(member), in: chunks.cache.pool),
                                   dirty: false)
             default:
                 break

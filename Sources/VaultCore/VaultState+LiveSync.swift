@@ -140,11 +140,6 @@ extension VaultState {
             // Held: read here under this key at this name, and not a fill of this sync (§13.11).
             if try !present.contains(use) || self.name(use.file) != name || !holds(name) { wanted.insert(name) }
         }
-        let presentFormatOne = formatOneChunkFiles()
-        for file in formatOneChunkFiles(items: contents.items) where !isOwn(file, joining: remote.joins) {
-            let name = try names.fileName(file)
-            if try !presentFormatOne.contains(file) || self.name(file) != name || !holds(name) { wanted.insert(name) }
-        }
         return wanted.union(try missingGrants(remote)).sorted()
     }
 
@@ -184,9 +179,8 @@ extension VaultState {
             for entry in merged {
                 sources[entry.id] = entry.source == .remote ? contents.items[entry.sourceID] : tree.items[entry.sourceID]
             }
-            for file in referencedFiles(pages: [], items: sources).map(\.file) + formatOneChunkFiles(items: sources)
-            where !isOwn(file, joining: remote.joins) {
-                guard try holds(try naming.fileName(file)) else { throw SyncRefusal.raced }
+            for use in referencedFiles(pages: [], items: sources) where !isOwn(use.file, joining: remote.joins) {
+                guard try holds(try naming.fileName(use.file)) else { throw SyncRefusal.raced }
             }
             let wanted = try applyMerge(remote, merged: merged, nextItemID: decided.nextItemID, deviceName: Array(deviceName.utf8.prefix(64)))
             try completeOtherGroups(remote)

@@ -42,37 +42,53 @@ extension VaultState {
     }
 
     /// Every file the committed state references under a key: pages, chunks, pack members (raw
-    /// FileRef and `SHA-256(key)[0..16]`, and a member's offset, §13.11).
+    /// FileRef and `SHA-256(key)[0..16]`, and a member's offset, §13.11), format 1's seals of
+    /// upgraded items included (`fileUse(_:of:)`).
     func referencedFiles(pages: [StoredRef]? = nil, items: [UInt64: Item]? = nil) -> Set<FileUse> {
         var uses = Set<FileUse>()
-        func add(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) {
-            if let use = fileUse(file, slot, offset: offset) { uses.insert(use) }
+        for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs {
+            if let use = fileUse(ref.fileNumber, ref.key) { uses.insert(use) }
         }
-        for ref in pages ?? committer.pageTable.pages.compactMap(\.ref) + committer.pageTable.parentRefs { add(ref.fileNumber, ref.key) }
         for item in (items ?? tree.allItems).values {
-            for ref in item.chunks.values { add(ref.fileNumber, ref.key) }
-            if let member = item.packedMember { add(member.fileNumber, item.memberKey, offset: member.offset) }
+            for ref in item.chunks.values { if let use = fileUse(ref, of: item) { uses.insert(use) } }
+            if let member = item.packedMember, let use = fileUse(member: member, of: item) { uses.insert(use) }
         }
         return uses
     }
 
-    /// The files of the format-1 chunks `items` read (an upgraded vault's, §13.7 scheme 1): no
-    /// key of their own, so `referencedFiles` leaves them out, but a device that lacks them
-    /// must fetch them as it fetches the rest (a join's come with the pages' groups only when
-    /// they lie in those groups).
-    func formatOneChunkFiles(items: [UInt64: Item]? = nil) -> Set<UInt64> {
-        var files = Set<UInt64>()
-        for item in (items ?? tree.allItems).values { for ref in item.chunks.values where ref.key == nil { files.insert(ref.fileNumber) } }
-        return files
-    }
-
-    /// A file read under the key in `slot` (nil: a format-1 reference, under no key of its own).
+    /// A file read under the key in `slot`.
     func fileUse(_ file: UInt64, _ slot: SecretArena.Slot?, offset: UInt32 = 0) -> FileUse? {
         guard let slot else { return nil }
         var key = session.arena.bytes(slot)
         defer { Sealer.wipe(&key) }
-        return FileUse(file: file, keyHash: Array(SHA256.hash(key).prefix(SyncBase.hashSize)), offset: offset)
+        return FileUse(file: file, keyHash: Self.keyHash(key), offset: offset)
     }
+
+    /// Where chunk `ref` of `item` lies: under its own key, or (scheme 1) format 1's seal.
+    func fileUse(_ ref: StoredRef, of item: Item) -> FileUse? {
+        ref.key == nil ? formatOneUse(ref.fileNumber, item, nonce: ref.nonce) : fileUse(ref.fileNumber, ref.key)
+    }
+
+    /// Where `member` of `item` lies: under its own key, or (layout 3) format 1's seal.
+    func fileUse(member: ItemRecord.Member, of item: Item) -> FileUse? {
+        member.key.isEmpty ? formatOneUse(member.fileNumber, item, nonce: member.nonce, offset: member.offset)
+            : fileUse(member.fileNumber, item.memberKey, offset: member.offset)
+    }
+
+    /// A seal of format 1 that an upgraded item keeps (FORMAT.md §13.9) has no key of its own:
+    /// the item key ITK and the seal's recorded nonce N open it. Its identity is
+    /// `SHA-256(SHA-256(ITK) || N)[0..16]`, which every device computes alike from the records:
+    /// the nonce is random for every seal, so two seals never share one (two members of a
+    /// format-1 pack differ in it and in their offsets), and no key's digest (over 32 bytes,
+    /// not 56) is one. Kept in memory only, like the key digests: nothing of it is stored.
+    private func formatOneUse(_ file: UInt64, _ item: Item, nonce: [UInt8], offset: UInt32 = 0) -> FileUse? {
+        guard let slot = item.key, nonce.count == Format.sealNonceSize else { return nil }
+        var key = session.arena.bytes(slot)
+        defer { Sealer.wipe(&key) }
+        return FileUse(file: file, keyHash: Array(SHA256.hash(SHA256.hash(key) + nonce).prefix(SyncBase.hashSize)), offset: offset)
+    }
+
+    static func keyHash(_ key: [UInt8]) -> [UInt8] { Array(SHA256.hash(key).prefix(SyncBase.hashSize)) }
 
     /// The base items of the state as it is (after a commit: with its versions counted).
     var currentBaseItems: [SyncBase.Item] {

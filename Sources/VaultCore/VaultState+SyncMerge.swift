@@ -14,11 +14,10 @@ extension VaultState {
             throw SyncRefusal.damagedRemote("its root was not read")
         }
         let oldItems = tree.allItems, oldUses = referencedFiles(), joining = remote.joins
-        let oldFormatOne = formatOneChunkFiles(items: oldItems)
         // A file is held only at the name the last commit read it at (FORMAT.md §13.11): a
         // move gives another device's files new names, where a killed sync may have filled.
         var oldNames: [UInt64: String] = [:]
-        for file in oldUses.map(\.file) + oldFormatOne where !isOwn(file, joining: joining) { oldNames[file] = try name(file) }
+        for use in oldUses where !isOwn(use.file, joining: joining) { oldNames[use.file] = try name(use.file) }
         let oldDigests = oldItems.keys.map { ($0, Self.syncDigest($0, oldItems[$0]!, session.arena)) }
         let oldDevices = old.devices
         if joining {
@@ -53,21 +52,20 @@ extension VaultState {
         buildTree(merged, remote: remoteContents.items, local: oldItems, nextItemID: joining ? tree.nextItemID : max(nextItemID, tree.nextItemID))
         for item in oldItems.values { if let member = item.packedMember { packs.reserve(member) } }
         remote.pulled = pulledChanges(from: oldItems, digests: Dictionary(uniqueKeysWithValues: oldDigests))
-        if !joining { try takeInKeptFiles(published: remote.uses) }
-        let newUses = referencedFiles()
-        let newFiles = Set(newUses.map(\.file))
         if !joining {
-            for use in oldUses where writer.allocator.isOwnDevice(use.file) && !newFiles.contains(use.file) { writer.release(use.file) }
+            let mergedFiles = Set(referencedFiles().map(\.file))
+            for use in oldUses where writer.allocator.isOwnDevice(use.file) && !mergedFiles.contains(use.file) { writer.release(use.file) }
+            // After those releases: a kept file sealed again releases its own files itself.
+            var renumbered: [UInt64: UInt64] = [:]
+            for entry in merged where entry.source == .local && entry.sourceID != entry.id { renumbered[entry.id] = entry.sourceID }
+            try takeInKeptFiles(published: remote.uses, renumbered: renumbered)
         }
+        let newUses = referencedFiles()
         remote.oldDevices = oldDevices
         var wanted = Set<String>()
         for use in newUses where !isOwn(use.file, joining: false) {
             let name = try self.name(use.file)
             if try !oldUses.contains(use) || oldNames[use.file] != name || !holds(name) { wanted.insert(name) }
-        }
-        for file in formatOneChunkFiles() where !isOwn(file, joining: false) {
-            let name = try self.name(file)
-            if try !oldFormatOne.contains(file) || oldNames[file] != name || !holds(name) { wanted.insert(name) }
         }
         // The remote's grants name the keys a withdrawal here retires: none comes down then.
         if !remote.movesRemote {
@@ -215,10 +213,8 @@ extension VaultState {
         func read(_ name: String) -> String { redirects[name] ?? name }
         for (id, item) in items {
             for (index, ref) in item.chunks {
-                guard let key = ref.key, names.contains(try name(ref.fileNumber)) else { continue }
-                guard let file = try storage.read(read(try name(ref.fileNumber))),
-                      let body = try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
-                                                          key: .arena(key, session.arena), seal: .chunkV2(index: index)) else {
+                guard names.contains(try name(ref.fileNumber)) else { continue }
+                guard let file = try storage.read(read(try name(ref.fileNumber))), let body = openChunk(file, ref, index, of: id, item) else {
                     throw SyncRefusal.damagedRemote("file \(FileRef(raw: ref.fileNumber)) does not open under its key")
                 }
                 body.wipeStorage()
@@ -231,6 +227,18 @@ extension VaultState {
                 plain.wipeStorage()
             }
         }
+    }
+
+    /// The plaintext of chunk `index` of `item` in `file`: under its own key, or (scheme 1, an
+    /// upgraded item's) under the item key with the recorded nonce, bound to the item's ID.
+    private func openChunk(_ file: [UInt8], _ ref: StoredRef, _ index: Int, of id: UInt64, _ item: Item) -> [UInt8]? {
+        if let key = ref.key {
+            return try? Sealer.openEnvelope(file, expectedNonce: nil, kind: .chunk, version: StorageFormat.two.envelopeVersion,
+                                            key: .arena(key, session.arena), seal: .chunkV2(index: index))
+        }
+        guard let itemKey = item.key else { return nil }
+        return try? Sealer.openEnvelope(file, expectedNonce: ref.nonce, kind: .chunk, key: .arena(itemKey, session.arena),
+                                        seal: .chunk(item: id, index: index))
     }
 
     /// Every other device's groups made whole with random files; the files of groups it no

@@ -195,7 +195,7 @@ extension VaultState {
             for ref in refs {
                 let name = try names.fileName(ref.file.raw)
                 if !isOwn(ref.file.raw, joining: remote.joins) && !fetched.contains(name) {
-                    let use = FileUse(file: ref.file.raw, keyHash: Array(SHA256.hash(ref.pageKey).prefix(SyncBase.hashSize)))
+                    let use = FileUse(file: ref.file.raw, keyHash: Self.keyHash(ref.pageKey))
                     // Held: read here under this key at this name, and not a fill of this sync (§13.11).
                     guard present.contains(use), try self.name(ref.file.raw) == name, try holds(name) else { wanted.append(name); continue }
                 }

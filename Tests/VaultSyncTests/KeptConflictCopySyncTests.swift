@@ -56,15 +56,6 @@ import VaultFormat
             try Kept.expectIntact(device, all, x: kept, y: y, comment)
             #expect(try Kept.contents(device, "x.bin") == rewritten, "\(comment) \(device.name): x holds the owner's rewrite")
         }
-        try expectIntact(keeper, "after the keeper's merge:")
-        try owner.sync(remote)
-        try expectIntact(owner, "after the owner's next sync:")
-        try keeper.sync(remote, mounted: mounted)
-        try expectIntact(keeper, "after the keeper's next sync:")
-
-        let third = try SyncDevice("third")
-        defer { third.finish() }
-        try third.sync(remote)
-        try expectIntact(third, "a device new to the vault:")
+        try Kept.expectIntactEverywhere(remote, owner, keeper, mounted: mounted, expectIntact)
     }
 }

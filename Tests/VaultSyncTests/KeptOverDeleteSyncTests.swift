@@ -90,6 +90,21 @@ import VaultFormat
         #expect(report.isClean, "\(comment) \(device.name): \(report.damagedItems) \(report.storageProblems)")
     }
 
+    /// After the keeper's merge: the keeper, the owner after its next sync, the keeper after
+    /// its next, and a device new to the vault pass `expectIntact`.
+    static func expectIntactEverywhere(_ remote: TestRemote, _ owner: SyncDevice, _ keeper: SyncDevice, mounted: Bool,
+                                       _ expectIntact: (SyncDevice, String) throws -> Void) throws {
+        try expectIntact(keeper, "after the keeper's merge:")
+        try owner.sync(remote)
+        try expectIntact(owner, "after the owner's next sync:")
+        try keeper.sync(remote, mounted: mounted)
+        try expectIntact(keeper, "after the keeper's next sync:")
+        let third = try SyncDevice("third")
+        defer { third.finish() }
+        try third.sync(remote)
+        try expectIntact(third, "a device new to the vault:")
+    }
+
     /// The owner (device 0) wrote x.bin and deleted it after both devices had it; once that
     /// delete is up it writes y.bin into x's files. The keeper changed x meanwhile and syncs
     /// only then. `mounted`: the keeper's syncs are a mount's rounds. A rename and a chmod, which

@@ -148,9 +148,14 @@ extension SyncDevice {
     /// A device whose storage holds a vault of format 1 (an older release's) with these files
     /// at its root, opened again for writing: its first commit upgrades it (FORMAT.md §13.9).
     static func formatOne(_ name: String, seed: UInt8 = SyncDevice.seed, files: [String: String]) throws -> SyncDevice {
+        try formatOne(name, seed: seed, contents: files.mapValues { Array($0.utf8) })
+    }
+
+    /// The same with each file's bytes.
+    static func formatOne(_ name: String, seed: UInt8 = SyncDevice.seed, contents files: [String: [UInt8]]) throws -> SyncDevice {
         let device = try SyncDevice(name, seed: seed)
         try device.vault.lock()  // new: nothing was written
-        try writeFormatOne(device.folder, secrets: try secrets(seed), files: files.mapValues { Array($0.utf8) })
+        try writeFormatOne(device.folder, secrets: try secrets(seed), files: files)
         try device.reopen()
         try #require(device.vault.formatVersion == 1)
         return device
