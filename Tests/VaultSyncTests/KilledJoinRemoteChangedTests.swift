@@ -25,7 +25,7 @@ import VaultStore
         let owner = try SyncedPatternChangeTests.syncedLaptop(remote)
         let joiner = try SyncDevice("desktop")
         defer { owner.finish(); joiner.finish() }
-        let failures = try Self.killWriteAndJoin(joiner, owner: owner, remote) { owner in
+        let (failures, committed) = try Self.killWriteAndJoin(joiner, owner: owner, remote) { owner in
             try owner.vault.remove(Array("file-1.txt".utf8), from: Vault.rootID)
             try owner.vault.remove(Array("note-3.txt".utf8), from: try owner.id("notes"))
             try owner.reopen()
@@ -36,6 +36,7 @@ import VaultStore
             try owner.sync(remote)
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+        Self.knownAfterCommit(committed)
     }
 
     @Test func aGranteesKilledJoinAfterTheOwnerWritesResumesOnlyWithTheOption() throws {
@@ -45,7 +46,7 @@ import VaultStore
         defer { shared.finish() }
         let sharedB = try SyncDevice("bob", sharedWith: shared.bob, by: shared.codeA)
         // Bob's own vault, in the same storage, opens writable and checks clean.
-        let failures = try Self.killWriteAndJoin(sharedB, owner: shared.alice, remote, check: { place, _ in
+        let (failures, committed) = try Self.killWriteAndJoin(sharedB, owner: shared.alice, remote, check: { place, _ in
             try shared.bob.reopen()
             try shared.bob.write("mine.txt", place)
             try shared.bob.reopen()
@@ -62,6 +63,7 @@ import VaultStore
             try alice.sync(remote)
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+        Self.knownAfterCommit(committed)
         try sharedB.vault.lock()
     }
 
@@ -139,13 +141,23 @@ import VaultStore
 
     static func order(_ a: Data, _ b: Data) -> Bool { a.lexicographicallyPrecedes(b) }
 
+    /// Known: a join killed after its local commit, before it sent anything, whose remote
+    /// another device changed since, is refused at every sync (its device is in no remote
+    /// root: `the remote's vault does not list this device`), with the option too (README).
+    static func knownAfterCommit(_ failures: [String]) {
+        withKnownIssue("a join killed after its local commit, then the owner writes: refused for good") {
+            #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
+        }
+    }
+
     /// `joiner`'s join, cut in the middle of its placements and before the last mutation of its
     /// commit, each from the same start; after each cut `owner` writes (`ownerWrites`, which
     /// syncs), then the join runs without the option, then with it. `check` looks at the
-    /// joiner's storage after that (told the tree it must read). Returns what went wrong.
+    /// joiner's storage after that (told the tree it must read). Returns what went wrong, and
+    /// apart what went wrong for a cut after the join's local commit (before its upload).
     static func killWriteAndJoin(_ joiner: SyncDevice, owner: SyncDevice, _ remote: TestRemote,
                                  check: (_ place: String, _ tree: [String: String]) throws -> [String] = { _, _ in [] },
-                                 ownerWrites: (SyncDevice) throws -> Void) throws -> [String] {
+                                 ownerWrites: (SyncDevice) throws -> Void) throws -> (failures: [String], afterCommit: [String]) {
         let served = try #require(remote.servedFolder)
         let joinerStart = try joiner.snapshot(), ownerStart = try owner.snapshot()
         let remoteStart = try WithdrawnKilledJoinTests.copy(remote, "start")
@@ -158,10 +170,14 @@ import VaultStore
         // Between the join's placements (its pages, then its chunk files), after the last, and
         // in its commit before its last rename (the record's: until then its pattern opens nothing).
         let commitPoint = try #require(counting.done[..<commitEnd].lastIndex(of: "rename"))
-        let cuts = [placements[1], placements.last! + 1, commitPoint]
+        let cuts = [placements[1], placements.last! + 1, commitPoint, commitEnd - 1]
 
-        var failures: [String] = []
+        var failures: [String] = [], afterCommit: [String] = []
         for cut in cuts {
+            // A cut after the commit records its failures apart (`knownAfterCommit`).
+            let committed = cut == commitEnd - 1, saved = failures
+            if committed { failures = [] }
+            defer { if committed { afterCommit = failures; failures = saved } }
             let place = "cut before mutation \(cut) (\(counting.done[cut]), after \(counting.done[cut - 1]))"
             try owner.restore(from: ownerStart)
             try SyncDevice.copyFiles(from: remoteStart, to: remote.path)
@@ -169,7 +185,7 @@ import VaultStore
             let storage = CutStorageFolder(try Storage.open(at: joiner.folder), cutAt: cut)
             do { try joiner.sync(remote, storage: storage, seeing: true) { _ in } } catch {}
             if !joiner.seenAfterCut.isEmpty { failures.append("\(place), read-only: \(joiner.seenAfterCut)") }
-            if !joiner.vault.isNew { failures.append("\(place): the join had committed") }
+            if joiner.vault.isNew == committed { failures.append("\(place): committed \(!joiner.vault.isNew)") }
             let left = try Files.files(joiner.folder), remoteThen = try Files.files(served)
 
             try ownerWrites(owner)
@@ -217,6 +233,6 @@ import VaultStore
             try owner.sync(remote)
             if try owner.read("from-joiner.txt") != place { failures.append("\(place): the owner does not read the joiner's write") }
         }
-        return failures
+        return (failures, afterCommit)
     }
 }
