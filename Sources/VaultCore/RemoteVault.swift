@@ -46,6 +46,12 @@ public final class RemoteVault: @unchecked Sendable {
     var joinHeld: Set<String>?
     /// A join's stand-ins for its slots and record (`JoinStandIns`), set with `joinHeld`.
     var joinStandIns: JoinStandIns?
+    /// The user says no other state of this vault is in this storage (`sync
+    /// --replace-partial-join`, FORMAT.md §13.12 "Replacing a partial join"): a join's download
+    /// goes over a file at its name whose bytes differ from the remote's (what a join killed
+    /// before the remote changed placed) in place of refusing. Slots and released numbers still
+    /// refuse. Set before the remote root is read.
+    public var replacesPartialJoin = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -131,7 +137,8 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// bytes differ: its storage holds this vault under another pattern (the pattern was changed
     /// on another device since), whose root and files the join would write over (FORMAT.md
     /// §13.12, "with sync"); or what a join killed before its commit placed, at names whose
-    /// bytes the remote changed since. `mount --sync` is refused for it.
+    /// bytes the remote changed since, which `RemoteVault.replacesPartialJoin` replaces.
+    /// `mount --sync` is refused for it.
     case heldUnderOtherPattern
     /// The remote's root slots hold something that does not open.
     case damagedRemote(String)
@@ -171,7 +178,9 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .heldUnderOtherPattern:
             "this storage holds this vault under another pattern (it was changed on another device), or what a killed first sync "
                 + "of this pattern left: nothing was changed; the storage still opens with the other pattern and keeps its changes "
-                + "since its last sync; to go on, sync with this pattern into an empty storage folder"
+                + "since its last sync; to go on, sync with this pattern into an empty storage folder, or, if no other pattern's "
+                + "state of this vault is in this storage (a first sync cut short here), run dotsafe sync with --replace-partial-join, "
+                + "which replaces what is there (and destroys another pattern's state of this vault, if there is one)"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "

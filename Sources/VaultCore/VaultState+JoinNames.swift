@@ -92,10 +92,21 @@ extension VaultState {
     /// is that, and each slot is renamed back to its stand-in (the count does not move). A slot
     /// beside anything else (another pattern's state) stays, and refuses the join.
     /// A commit that names its record first never leaves a slot without it: nothing to undo.
+    /// Told that no other state is here (`replacesPartialJoin`), a record there that this
+    /// pattern opens as a former one of this vault (the remote's keys changed since, §14.8) names
+    /// the slots to take back by its own RL.
     private func undoKilledJoinCommit(_ remote: RemoteVault, present: Set<String>) throws -> Bool {
         guard let standIns = remote.joinStandIns, !standIns.recordNamedFirst else { return false }
-        let slots = try (0..<UInt8(Format.indexSlotCount)).map { try FormatTwoKeys.slotName(rootLocator: remote.rootLocator, slot: $0) }
-        guard slots.contains(where: present.contains), try killedJoinRecord(at: standIns.record, remote: remote) else { return false }
+        func slotNames(_ locator: SecretBytes) throws -> [String] {
+            try (0..<UInt8(Format.indexSlotCount)).map { try FormatTwoKeys.slotName(rootLocator: locator, slot: $0) }
+        }
+        var slots = try slotNames(remote.rootLocator)
+        if try !slots.contains(where: present.contains) || !killedJoinRecord(at: standIns.record, remote: remote) {
+            guard remote.replacesPartialJoin, let former = formerJoinLocator(at: standIns.record, remote: remote) else { return false }
+            defer { former.wipe() }
+            slots = try slotNames(former)
+            guard slots.contains(where: present.contains) else { return false }
+        }
         for (slot, standIn) in zip(slots, standIns.slots) where present.contains(slot) {
             guard !present.contains(standIn) else { throw SyncRefusal.heldUnderOtherPattern }
             try storage.rename(slot, to: standIn)
@@ -120,12 +131,35 @@ extension VaultState {
         return ConstantTime.equals(record.vaultKey, vaultKey) && record.ownFile == remote.record?.ownFile
     }
 
+    /// The RL of the record at `name` when this pattern opens it as one of this vault's, keys
+    /// aside: an owner record of the remote record's number, or a grant from the grant's sender.
+    private func formerJoinLocator(at name: String, remote: RemoteVault) -> SecretBytes? {
+        guard let file = try? storage.read(name) else { return nil }
+        let record: UnlockRecord
+        if remote.grantFile != nil {
+            guard let received = sharing.received,
+                  let grant = try? GrantSeal.open(file, recipient: received.recipient, sender: received.sender) else { return nil }
+            record = grant
+        } else {
+            guard let owner = try? FormatTwoVault.openUnlock(file, patternSecrets: session.patternSecrets) else { return nil }
+            record = owner
+        }
+        defer {
+            record.vaultKey.wipeStorage()
+            record.rootLocator.wipeStorage()
+            record.identityKey.wipeStorage()
+        }
+        guard remote.grantFile != nil || record.ownFile == remote.record?.ownFile else { return nil }
+        return try? SecretBytes(copying: record.rootLocator)
+    }
+
     /// A join places a download over a file here only when the bytes are the same: a file a
     /// killed join of this vault placed. Different bytes are a state of this vault under another
     /// pattern (or one the remote changed since that join): refused before this placement, and
     /// what this join placed goes (`removeJoinLeftovers`). The join's own fills are not compared.
+    /// Told that no other state is here (`replacesPartialJoin`), the download replaces the file.
     func refuseDifferingDownloads(_ replacing: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
-        guard remote.joins else { return }
+        guard remote.joins, !remote.replacesPartialJoin else { return }
         for name in replacing where !staging.filled.contains(name) {
             guard let here = try storage.read(name) else { continue }
             guard try here == downloads.read(name) else { throw SyncRefusal.heldUnderOtherPattern }

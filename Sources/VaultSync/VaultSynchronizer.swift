@@ -30,6 +30,10 @@ public struct VaultSynchronizer {
     /// meanwhile (its re-creation overlaps them). Not called when the sync must still commit
     /// here (a pattern change's former record, a withdrawal's retired slots).
     public var localDone: (() -> Void)?
+    /// The user says this storage holds no other state of this vault (`--replace-partial-join`):
+    /// a join replaces what a join of it cut short left where the remote changed it since
+    /// (`RemoteVault.replacesPartialJoin`, FORMAT.md §13.12).
+    public var replacesPartialJoin = false
 
     static let steps = 6
     /// Called before each change to the remote and before the last local commit; a test throws
@@ -57,6 +61,7 @@ public struct VaultSynchronizer {
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        remoteVault.replacesPartialJoin = replacesPartialJoin
         // After a pattern change here the remote still holds the former pattern's record, or
         // (after a move of an upgraded vault's names) its names (FORMAT.md §13.12).
         let change = try PendingPatternChange(vault, listed: remoteNames)

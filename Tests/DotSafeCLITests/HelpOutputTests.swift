@@ -137,6 +137,23 @@ import Testing
         #expect(CLIRun(arguments) == CLIRun(status: 0, standardOutput: Self.fsckHelp))
     }
 
+    /// `sync --help` gives the way out of a first sync cut short and refused since (README,
+    /// FORMAT.md §13.12, "Replacing a partial join"), with its warning.
+    @Test func syncHelpNamesTheWayOutOfAPartialJoin() {
+        let help = CLIRun(["sync", "--help"])
+        #expect(help.status == 0 && help.standardError.isEmpty)
+        #expect(help.standardOutput.contains("""
+            With --replace-partial-join you say that no other pattern's state of this
+            vault is in STORAGE: those files are replaced by the remote's. If there is
+            one, it is destroyed.
+            """), "\(help.standardOutput)")
+        #expect(help.standardOutput.contains("""
+              --replace-partial-join
+                                    Replace what a cut-short first sync left where the
+                                    remote changed it since.
+            """), "\(help.standardOutput)")
+    }
+
     @Test func everyLineFitsEightyColumns() {
         let pages = [Self.programHelp] + DotSafeCLI.commands.map { $0.help } + [ProbeCommand.help]
         for line in pages.joined().split(separator: "\n") {

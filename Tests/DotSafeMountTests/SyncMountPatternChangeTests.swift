@@ -132,7 +132,9 @@ import Testing
         #expect(refused.error == "dotsafe: the first sync failed, so nothing was mounted: this storage holds this vault under another "
                 + "pattern (it was changed on another device), or what a killed first sync of this pattern left: nothing was changed; "
                 + "the storage still opens with the other pattern and keeps its changes since its last sync; to go on, sync with this "
-                + "pattern into an empty storage folder\n", "\(refused)")
+                + "pattern into an empty storage folder, or, if no other pattern's state of this vault is in this storage (a first "
+                + "sync cut short here), run dotsafe sync with --replace-partial-join, which replaces what is there (and destroys "
+                + "another pattern's state of this vault, if there is one)\n", "\(refused)")
         #expect(!MountHarness.isMounted(point))
         #expect(try Self.snapshot(desktop) == storageBefore, "no file of the storage changed")
         #expect(try Self.snapshot(remote) == remoteBefore, "nor of the remote")

@@ -126,6 +126,7 @@ final class SyncDevice {
         if let storage { try open(over: storage) }
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.beforeChange = beforeChange
+        synchronizer.replacesPartialJoin = replacesPartialJoin
         try dying(seeing: seeing) { _ = try synchronizer.run() }
     }
 
@@ -377,9 +378,15 @@ final class SyncDevice {
         try mounted ? mountRound(remote) : sync(remote)
     }
 
+    /// `dotsafe sync --replace-partial-join`: this device's syncs that build a `VaultSynchronizer`
+    /// say so while it is set.
+    var replacesPartialJoin = false
+
     @discardableResult
     func sync(_ remote: TestRemote) throws -> SyncSummary {
-        let summary = try VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name).run()
+        var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
+        synchronizer.replacesPartialJoin = replacesPartialJoin
+        let summary = try synchronizer.run()
         try reopen()
         return summary
     }

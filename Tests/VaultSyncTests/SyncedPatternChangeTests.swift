@@ -88,7 +88,11 @@ import VaultFormat
 
         try second.usePattern(8)
         #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
-        #expect(SyncRefusal.heldUnderOtherPattern.description.hasSuffix("sync with this pattern into an empty storage folder"))
+        #expect(SyncRefusal.heldUnderOtherPattern.description.contains("sync with this pattern into an empty storage folder"))
+        // With `--replace-partial-join` too: a slot of the remote's RL is here (§13.12).
+        second.replacesPartialJoin = true
+        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote) }
+        second.replacesPartialJoin = false
         #expect(try RemoteRollbackTests.contents(second.folder) == contents, "no file of the storage changed")
         try second.usePattern(SyncDevice.seed)
         #expect(try second.tree() == tree)
@@ -106,22 +110,8 @@ import VaultFormat
     func aWithdrawalThenAPatternChangeSyncedIntoTheOldPatternsStorageChangesNothing(mounted: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        let (first, second) = try SyncedPatternChangeTests.withdrawnThenChanged(remote)
         defer { first.finish(); second.finish() }
-        let carol = try SyncDevice("carol", seed: 0xC3)
-        defer { carol.finish() }
-        let code = try carol.vault.contactCode().code
-        try first.vault.share(with: code)
-        try first.reopen()
-        try first.sync(remote)
-        try second.sync(remote)
-        try second.write("offline.txt", "not synced yet")
-        try first.vault.unshare(with: code)
-        try first.reopen()
-        try first.write("after.txt", "after the withdrawal")
-        try first.sync(remote)
-        try first.changePattern(to: 8)
-        try first.sync(remote)
         let tree = try second.tree()
         let contents = try RemoteRollbackTests.contents(second.folder)
         let remoteContents = try RemoteRollbackTests.contents(try #require(remote.servedFolder))
@@ -140,6 +130,27 @@ import VaultFormat
         defer { again.finish() }
         try again.sync(remote)
         #expect(try again.read("after.txt") == "after the withdrawal")
+    }
+
+    /// Two devices of a vault shared with a third person: the second writes offline, the first
+    /// withdraws the grant (`unshare`), writes, syncs, changes the pattern (to seed 8) and syncs.
+    static func withdrawnThenChanged(_ remote: TestRemote) throws -> (first: SyncDevice, second: SyncDevice) {
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        let carol = try SyncDevice("carol", seed: 0xC3)
+        defer { carol.finish() }
+        let code = try carol.vault.contactCode().code
+        try first.vault.share(with: code)
+        try first.reopen()
+        try first.sync(remote)
+        try second.sync(remote)
+        try second.write("offline.txt", "not synced yet")
+        try first.vault.unshare(with: code)
+        try first.reopen()
+        try first.write("after.txt", "after the withdrawal")
+        try first.sync(remote)
+        try first.changePattern(to: 8)
+        try first.sync(remote)
+        return (first, second)
     }
 
     /// The first device, whose vault a join downloads in several batches: six files of a

@@ -34,12 +34,21 @@ struct SyncCommand: Command {
         With --shared CODE, the vault that the holder of CODE shared with the vault
         the pattern opens (dotsafe share): its first sync brings it into STORAGE,
         beside your own vault, and 'dotsafe mount --shared CODE' then opens it.
+
+        A first sync cut short (killed, a power cut) leaves the files it brought,
+        and the next one goes on over them; if the remote changed them since, it is
+        refused, as it cannot tell them from this vault under another pattern.
+        With --replace-partial-join you say that no other pattern's state of this
+        vault is in STORAGE: those files are replaced by the remote's. If there is
+        one, it is destroyed.
         """
     static let storage = PositionalSpec("STORAGE", help: "The local storage folder (made when missing or empty).")
     static let remote = PositionalSpec("REMOTE", help: "An rclone remote path, such as mine:vault or a folder.")
     static let device = OptionSpec.value("device", placeholder: "NAME", help: "This device's name in conflict names (default: the host name).")
     static let rcloneConfig = OptionSpec.value("rclone-config", placeholder: "FILE", help: "The rclone config file for a named remote.")
-    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, device, rcloneConfig],
+    static let replacePartialJoin = OptionSpec.flag("replace-partial-join",
+                                                    help: "Replace what a cut-short first sync left where the remote changed it since.")
+    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, device, rcloneConfig, replacePartialJoin],
                                             positionals: [storage, remote])
 
     let storagePath: String
@@ -48,6 +57,7 @@ struct SyncCommand: Command {
     let configFile: String?
     let patternReader: PatternReader
     let sharedBy: String?
+    let replacesPartialJoin: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         storagePath = try arguments.required(Self.storage)
@@ -55,6 +65,7 @@ struct SyncCommand: Command {
         patternReader = try PatternReader(parsing: arguments)
         configFile = arguments.value(Self.rcloneConfig)
         sharedBy = arguments.value(ShareCommand.sharedBy)
+        replacesPartialJoin = arguments.flag(Self.replacePartialJoin)
         let name = arguments.value(Self.device) ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name.utf8.count <= 64 else {
             throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
@@ -136,6 +147,7 @@ struct SyncCommand: Command {
         }
         var synchronizer = VaultSynchronizer(vault: vault, remote: remote, storageFolder: storagePath, deviceName: deviceName)
         synchronizer.listing = listing
+        synchronizer.replacesPartialJoin = replacesPartialJoin
         let progress = SyncProgressLine(to: context.standardError)
         synchronizer.progress = {
             reached.step = $0
