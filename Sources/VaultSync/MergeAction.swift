@@ -4,7 +4,9 @@ public enum MergeAction: Equatable, Sendable {
     public enum Side: Sendable { case local, remote }
 
     /// An item made here had an ID that an item made elsewhere has too: the local one now has
-    /// a new ID (nothing sealed depends on an item ID: only its records change).
+    /// a new ID (made since format 2, it is sealed under keys of its own, not bound to its ID:
+    /// only its records change; format 1's seals are bound to the ID, and a conflict copy that
+    /// holds them is sealed again, `takeInKeptFiles`).
     case reassignedID(from: UInt64, to: UInt64)
     /// Changed on both sides: the remote's version keeps the item; this device's version is
     /// the new item `copy`, under a conflict name beside it.
