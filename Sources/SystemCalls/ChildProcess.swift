@@ -83,9 +83,11 @@ public enum ChildProcess {
     /// (`lifeline`), deaf to the stop signals (a stop's SIGKILL, or the one that follows the
     /// program's exit, ends it) and holding none of the program's streams, which would keep
     /// `exchange` waiting; then the program in the shell's place, as the group's leader,
-    /// without descriptor 3.
+    /// without descriptor 3. The watcher is started from a subshell that exits at once, so
+    /// that it is not the program's child: a wrapper that waits for any child of its own
+    /// (Python's `os.wait()`) would wait for it for ever.
     private static let groupGuard = """
-        { trap '' HUP INT TERM; read -r line <&3; kill -KILL 0; } </dev/null >/dev/null 2>&1 &
+        ( { trap '' HUP INT TERM; read -r line <&3; kill -KILL 0; } </dev/null >/dev/null 2>&1 & )
         exec "$0" "$@" 3<&-
         """
 
