@@ -28,19 +28,22 @@ public enum ChildProcess {
     /// `whenQuiet.seconds` pass with no line taken, whether the child should go on; a no ends
     /// it (SIGTERM): for a program whose silence may mean it is stuck retrying. Either of these
     /// stops is followed by SIGKILL `stopGraceSeconds` later while an output stays open. A stop
-    /// (`StopSignals`) ends it too, SIGKILL left to the user's second signal. Each of these signals its whole process group
-    /// (`RunningChildren`). It runs in a session of its own, without the terminal
+    /// (`StopSignals`) ends it too, with SIGKILL as long after. Each of these signals its whole
+    /// process group (`RunningChildren`). It runs in a session of its own, without the terminal
     /// (`SpawnAttributes`); once it has exited and both outputs are closed, whatever it left
-    /// running in its group gets SIGKILL: nothing of it outlives its command.
+    /// running in its group gets SIGKILL: nothing of it outlives its command. Nor this process,
+    /// however that ends (`lifeline`).
     public static func run(_ path: String, _ arguments: [String], environment: [String],
                            input: [UInt8] = [], stopOnErrorOutput: Bool = false,
                            takingErrorLines: ((String) -> Bool)? = nil,
                            whenQuiet: (seconds: Int, goOn: () -> Bool)? = nil) throws(SystemError) -> Result {
         ignoreBrokenPipes
+        let lifeline = try Self.lifeline.get()
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         let pid: pid_t
         do {
-            pid = try spawn(path, arguments, environment, streams: [stdin.read, stdout.write, stderr.write])
+            pid = try spawn("/bin/sh", ["-c", groupGuard, path] + arguments, environment,
+                            streams: [stdin.read, stdout.write, stderr.write, lifeline.read])
         } catch {
             for descriptor in [stdin.read, stdin.write, stdout.read, stdout.write, stderr.read, stderr.write] {
                 SystemCall.close(descriptor)
@@ -64,6 +67,30 @@ public enum ChildProcess {
         return Result(status: exit, output: output, errorOutput: errorOutput)
     }
 
+    /// What ends a child's group when this process ends without a word, killed with SIGKILL
+    /// (nothing runs in it then): the read end of a pipe whose write end only this process
+    /// holds (close-on-exec), at end of file once this process is gone. Each child gets it as
+    /// descriptor 3, and `groupGuard` runs in its group a watcher of it that sends SIGKILL to
+    /// the group at that end of file. Weighed against the others: PR_SET_PDEATHSIG, set in the
+    /// child (or by `setpriv --pdeathsig`), reaches the child alone, not what a wrapper forked,
+    /// and fires when the thread that spawned it ends; rclone's standard input does not end
+    /// it, as rclone does not watch it; a record of the group in the runtime folder for the
+    /// next dotsafe to sweep leaves rclone writing to the remote or the storage until that
+    /// next start, and by then the group's number may be another's.
+    private static let lifeline = Swift.Result { () throws(SystemError) in try makePipe() }
+
+    /// The shell line the program starts behind: in the background, a watcher of descriptor 3
+    /// (`lifeline`), deaf to the stop signals (a stop's SIGKILL, or the one that follows the
+    /// program's exit, ends it) and holding none of the program's streams, which would keep
+    /// `exchange` waiting; then the program in the shell's place, as the group's leader,
+    /// without descriptor 3. The watcher is started from a subshell that exits at once, so
+    /// that it is not the program's child: a wrapper that waits for any child of its own
+    /// (Python's `os.wait()`) would wait for it for ever.
+    private static let groupGuard = """
+        ( { trap '' HUP INT TERM; read -r line <&3; kill -KILL 0; } </dev/null >/dev/null 2>&1 & )
+        exec "$0" "$@" 3<&-
+        """
+
     /// A child that stops reading its input must not end this process with SIGPIPE: the write
     /// fails with EPIPE instead, and the child's exit status says what went wrong.
     private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
@@ -79,7 +106,7 @@ public enum ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 onto 0, 1 and 2 clears close-on-exec there; every other pipe end closes at exec.
+        // dup2 onto 0 to 3 clears close-on-exec there; every other pipe end closes at exec.
         for (target, descriptor) in streams.enumerated() {
             posix_spawn_file_actions_adddup2(&actions, descriptor, Int32(target))
         }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -14,6 +15,9 @@ public enum RunningChildren {
     private struct State {
         var running: Set<pid_t> = []
         var stopping: Int32?
+        /// Counts the stops that are over, so that a SIGKILL one of them scheduled never
+        /// reaches the children of a later one (commands run one after another in a process).
+        var stopsOver = 0
     }
 
     private static let state = Mutex(State())
@@ -42,12 +46,34 @@ public enum RunningChildren {
         }
     }
 
+    /// Sends SIGTERM to every child running now and to each one started from now on, then
+    /// SIGKILL to those still running `graceSeconds` later if this stop is not over by then: a
+    /// member of a child's group that ignores SIGTERM (a wrapper's `trap '' TERM`) and holds
+    /// its outputs would otherwise hold its command, and the process, until a second signal.
+    public static func stop(killingAfter graceSeconds: Int) {
+        let stop = state.withLock { state in
+            state.stopping = SIGTERM
+            for pid in state.running { Self.signal(pid, SIGTERM) }
+            return state.stopsOver
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(graceSeconds)) {
+            state.withLock { state in
+                guard state.stopsOver == stop, state.stopping == SIGTERM else { return }
+                state.stopping = SIGKILL
+                for pid in state.running { Self.signal(pid, SIGKILL) }
+            }
+        }
+    }
+
     /// Sends `signal` to the process group that `child` leads: the child and whatever it
     /// started that stayed in its group.
     static func signal(_ child: pid_t, _ signal: Int32) { kill(-child, signal) }
 
     /// The stop is over (its command ended): children run as before.
     static func resume() {
-        state.withLock { $0.stopping = nil }
+        state.withLock { state in
+            state.stopping = nil
+            state.stopsOver += 1
+        }
     }
 }

@@ -6,11 +6,13 @@ import Synchronization
 /// SIGINT, SIGTERM and SIGHUP as a request to stop at the next safe point (`dotsafe sync`),
 /// instead of the default action that ends the process wherever it is. While `watching` runs:
 /// the first of them is remembered (`caught`) and every helper program running or started
-/// afterwards gets SIGTERM (`RunningChildren`); the caller notices at its next step and winds
-/// down. A second one means "now": the children get SIGKILL and the process exits at once
-/// with 128 + the signal, as a kill would have ended it (the crash-safe path). The children
-/// run in sessions of their own, so a terminal's Ctrl-C or hangup reaches this process alone:
-/// these signals to them, to each one's whole process group, are how it reaches them.
+/// afterwards gets SIGTERM, and SIGKILL `ChildProcess.stopGraceSeconds` later if it is still
+/// running (`RunningChildren`); the caller notices at its next step and winds down, at most
+/// that grace after the signal when a child holds it. A second one means "now": the children
+/// get SIGKILL and the process exits at once with 128 + the signal, as a kill would have ended
+/// it (the crash-safe path). The children run in sessions of their own, so a terminal's Ctrl-C
+/// or hangup reaches this process alone: these signals to them, to each one's whole process
+/// group, are how it reaches them.
 ///
 /// The handler only sets an atomic and writes one byte into a pipe (both async-signal-safe); a
 /// thread blocked reading the pipe does the rest outside signal context. Not a dispatch read
@@ -158,7 +160,7 @@ public enum StopSignals {
         /// Outside signal context: the first signal stops the children, a second ends the process.
         static func received(_ number: Int32) {
             if seen.add(1, ordering: .relaxed).newValue == 1 {
-                RunningChildren.stop(with: SIGTERM)
+                RunningChildren.stop(killingAfter: ChildProcess.stopGraceSeconds)
             } else {
                 RunningChildren.stop(with: SIGKILL)
                 _exit(128 + number)

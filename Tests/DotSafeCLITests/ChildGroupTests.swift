@@ -30,6 +30,15 @@ import Testing
         #expect(child.status != 0 && String(decoding: child.errorOutput, as: UTF8.self).contains("/dev/tty"), "\(child)")
     }
 
+    /// What runs in the child's group to end it if this process is killed (`ChildProcess`'s
+    /// lifeline watcher) is not the child's own child: a wrapper that waits for any child it
+    /// has (Python's `os.wait()`, a C `wait(NULL)`) waited for it for ever.
+    @Test func aChildHasNoChildItDidNotStart() throws {
+        let script = "import os\ntry:\n    print(os.waitpid(-1, os.WNOHANG))\nexcept ChildProcessError:\n    print('none')"
+        let child = try ChildProcess.run("/usr/bin/python3", ["-c", script], environment: [])
+        #expect(child.status == 0 && String(decoding: child.output, as: UTF8.self) == "none\n", "\(child)")
+    }
+
     enum OwnStop: String, CaseIterable, CustomTestStringConvertible {
         /// `stopOnErrorOutput`: rclone's first error line decides the outcome.
         case firstErrorLine

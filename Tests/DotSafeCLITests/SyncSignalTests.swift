@@ -180,7 +180,8 @@ import VaultStore
 
     /// A second Ctrl-C while the sync waits for its rclone to stop ends it at once (exit 130,
     /// nothing more said), as a kill would, and everything its rclone started with it: the next
-    /// sync completes all the same.
+    /// sync completes all the same. It comes milliseconds after the first, well within the
+    /// `ChildProcess.stopGraceSeconds` after which the stop's own SIGKILL would end the wrapper.
     @Test func aSecondCtrlCEndsTheSyncAtOnce() throws {
         let (base, environment, first, both) = try Self.laptopWithChangesToSend()
         defer { try? FileManager.default.removeItem(atPath: base) }

@@ -17,12 +17,13 @@ import VaultStore
     }
 
     /// The sync state `dotsafe status --json` gives for one mount point, the last outcome: a
-    /// round running ("syncing since TIME") is waited out, 30 s at most.
+    /// round running ("syncing since TIME", or "last sync failed at TIME: WHY; retrying" after
+    /// a failure) is waited out, 30 s at most.
     static func syncState(_ h: MountHarness, _ point: String) -> String? {
         var state: String?
         _ = waitFor(seconds: 30) {
             state = currentSyncState(h, point)
-            return state?.hasPrefix("syncing since ") != true
+            return !(state.map { $0.hasPrefix("syncing since ") || $0.hasPrefix("last sync failed at ") } ?? false)
         }
         return state
     }

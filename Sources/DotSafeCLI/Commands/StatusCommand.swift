@@ -20,9 +20,9 @@ struct StatusCommand: Command {
         var pending: Bool?
         /// Seconds until the idle timer locks the vault; nil without `--idle`.
         var idle: Double?
-        /// `mount --sync`: "syncing since TIME" while a round runs, else "synced at TIME",
-        /// "failed at TIME: WHY", "not yet synced"; "off" without it; nil when the daemon did
-        /// not answer.
+        /// `mount --sync`: "syncing since TIME" while a round runs ("last sync failed at TIME:
+        /// WHY; retrying" when the one before failed), else "synced at TIME", "failed at TIME:
+        /// WHY", "not yet synced"; "off" without it; nil when the daemon did not answer.
         var sync: String?
 
         enum CodingKeys: String, CodingKey { case mountpoint, storage, since, pending, idle, sync }
@@ -96,13 +96,15 @@ struct StatusCommand: Command {
     }
 
     /// The sync state without the failure's reason (`--json` has it): `off`, `syncing 14:02:09`,
-    /// `synced 14:02:11`, `failed 14:03:40`, `not yet`.
+    /// `synced 14:02:11`, `failed 14:03:40`, `failed 14:03:40, retrying`, `not yet`.
     static func syncColumn(_ text: String) -> String {
         let local = DateFormatter()
         local.dateFormat = "HH:mm:ss"
-        for (prefix, word) in [("syncing since ", "syncing"), ("synced at ", "synced"), ("failed at ", "failed")] where text.hasPrefix(prefix) {
+        let states = [("syncing since ", "syncing", ""), ("synced at ", "synced", ""), ("failed at ", "failed", ""),
+                      ("last sync failed at ", "failed", ", retrying")]
+        for (prefix, word, after) in states where text.hasPrefix(prefix) {
             let time = text.dropFirst(prefix.count).prefix(20)
-            return word + " " + (ISO8601DateFormatter().date(from: String(time)).map(local.string) ?? "")
+            return word + " " + (ISO8601DateFormatter().date(from: String(time)).map(local.string) ?? "") + after
         }
         return text == "not yet synced" ? "not yet" : text
     }

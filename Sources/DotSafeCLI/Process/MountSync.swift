@@ -202,11 +202,17 @@ final class MountSync: Sendable {
     }
 
     /// For `dotsafe status`: the round running now, or the last success, or the failure since,
-    /// or that none ran yet.
+    /// or that none ran yet. A round that runs after a failure says that failure: against a
+    /// remote that keeps failing, rounds follow one another, and "syncing" would hide why.
     var status: String {
         state.withLock { state in
             let iso = ISO8601DateFormatter()
-            if let started = state.roundStarted { return "syncing since \(iso.string(from: started))" }
+            if let started = state.roundStarted {
+                if state.failing, let failure = state.lastFailure {
+                    return "last sync failed at \(iso.string(from: failure.time)): \(failure.message); retrying"
+                }
+                return "syncing since \(iso.string(from: started))"
+            }
             if let failure = state.lastFailure, state.lastSuccess.map({ $0 <= failure.time }) ?? true {
                 return "failed at \(iso.string(from: failure.time)): \(failure.message)"
             }
