@@ -52,6 +52,10 @@ public final class RemoteVault: @unchecked Sendable {
     /// before the remote changed placed) in place of refusing. Slots and released numbers still
     /// refuse. Set before the remote root is read.
     public var replacesPartialJoin = false
+    /// This device's join committed here and never went up, and the remote root, written since
+    /// by another device, lists the devices before it and not it: the merge adds its entry
+    /// (`VaultState.takesInUnpublishedDevice`, FORMAT.md §13.12 "A join committed, never published").
+    var takesInDevice = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
