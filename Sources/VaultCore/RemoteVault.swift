@@ -183,8 +183,9 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
             "this storage holds this vault under another pattern (it was changed on another device), or what a killed first sync "
                 + "of this pattern left: nothing was changed; the storage still opens with the other pattern and keeps its changes "
                 + "since its last sync; to go on, sync with this pattern into an empty storage folder, or, if no other pattern's "
-                + "state of this vault is in this storage (a first sync cut short here), run dotsafe sync with --replace-partial-join, "
-                + "which replaces what is there (and destroys another pattern's state of this vault, if there is one)"
+                + "state of this vault is in this storage (a first sync cut short here), sync again with --replace-partial-join "
+                + "(dotsafe sync or mount --sync), which replaces what is there (and destroys another pattern's state of this "
+                + "vault, if there is one)"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "
