@@ -52,6 +52,10 @@ public final class RemoteVault: @unchecked Sendable {
     /// before the remote changed placed) in place of refusing. Slots and released numbers still
     /// refuse. Set before the remote root is read.
     public var replacesPartialJoin = false
+    /// This device's join committed here and never went up, and the remote root, written since
+    /// by another device, lists the devices before it and not it: the merge adds its entry
+    /// (`VaultState.takesInUnpublishedDevice`, FORMAT.md §13.12 "A join committed, never published").
+    var takesInDevice = false
     /// The newest remote root that opens (nil: none yet) and its records, read into the arena.
     var root: IndexRootV2?
     var contents: IndexContents?
@@ -179,8 +183,9 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
             "this storage holds this vault under another pattern (it was changed on another device), or what a killed first sync "
                 + "of this pattern left: nothing was changed; the storage still opens with the other pattern and keeps its changes "
                 + "since its last sync; to go on, sync with this pattern into an empty storage folder, or, if no other pattern's "
-                + "state of this vault is in this storage (a first sync cut short here), run dotsafe sync with --replace-partial-join, "
-                + "which replaces what is there (and destroys another pattern's state of this vault, if there is one)"
+                + "state of this vault is in this storage (a first sync cut short here), sync again with --replace-partial-join "
+                + "(dotsafe sync or mount --sync), which replaces what is there (and destroys another pattern's state of this "
+                + "vault, if there is one)"
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "

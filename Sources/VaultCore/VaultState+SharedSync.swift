@@ -86,8 +86,7 @@ extension VaultState {
     func checkGrantListed(_ remote: RemoteVault) throws {
         if sharing.received == nil && (remote.follows || remote.withdrawnTwice) {
             // The owner's other device withdrew a grant: the vault's if its root lists this device.
-            guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
-                  root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SyncRefusal.otherLineage }
+            guard remoteListsThisDevice(remote) else { throw SyncRefusal.otherLineage }
             // Withdrawn here too: the two do not merge (FORMAT.md §14.8), and nothing is written.
             if remote.withdrawnTwice { throw SyncRefusal.withdrawnOnTwoDevices }
             return
@@ -104,8 +103,7 @@ extension VaultState {
         guard sharing.received != nil, let record = remote.record else { return }
         if remote.rotated {
             // New keys are this vault's only if their root lists this device as it knows itself.
-            guard let root = remote.root, let own = committer.formatTwo, Int(own.localDevice) < root.devices.count,
-                  root.devices[Int(own.localDevice)].deviceID == own.deviceID else { throw SharingError.otherSharedVault }
+            guard remoteListsThisDevice(remote) else { throw SharingError.otherSharedVault }
         }
         guard let root = remote.root else { throw SharingError.sharedVaultNotOnRemote }
         guard root.specialFiles.contains(where: { $0.role == .grant && $0.file == record.ownFile }) else {

@@ -24,7 +24,7 @@ extension VaultState {
             try join(remote, root, deviceName: deviceName)
         } else {
             let local = old.localDevice
-            guard Int(local) < root.devices.count, root.devices[Int(local)].deviceID == old.deviceID else { throw SyncRefusal.unknownDevice }
+            guard remoteListsThisDevice(remote) else { throw SyncRefusal.unknownDevice }
             // A grantee's device following a withdrawal takes the new keys (§14.8).
             let moved = remote.follows ? try followRotation(remote) : nil
             for (index, device) in root.devices.enumerated() where index != Int(local) {
@@ -32,6 +32,8 @@ extension VaultState {
             }
             var formatTwo = moved?.formatTwo ?? old
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
+            // A join never published comes in at the end of the remote's table (§13.12).
+            if remote.takesInDevice { formatTwo.devices.append(old.devices[Int(local)]) }
             // Special files merge as the device table does: each device's from the side that is
             // that device (a grant another device wrote comes from the remote).
             // After a withdrawal on another device of the owner, all of them are the remote's;

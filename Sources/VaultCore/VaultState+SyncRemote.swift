@@ -104,13 +104,14 @@ extension VaultState {
         let (root, moved) = try Self.newestRemoteRoot(remote, files: files, readsIndexThree: readsIndexThree)
         remote.root = root
         remote.readMoved = moved
+        remote.takesInDevice = try takesInUnpublishedDevice(remote)
         try checkGrantListed(remote)
         try refuseJoinOverHeldFiles(remote)
         // This storage names this device's files from its own NKd, which a move of an upgraded
         // vault's names (§13.12) changed since the remote root was written: its pages of this
         // device are read here at those names.
-        if let formatTwo = committer.formatTwo, !remote.joins, !isNew, let root = remote.root,
-           Int(formatTwo.localDevice) < root.devices.count, root.devices[Int(formatTwo.localDevice)].deviceID == formatTwo.deviceID {
+        if let formatTwo = committer.formatTwo, let root = remote.root, !remote.joins, !isNew, !remote.takesInDevice,
+           remoteListsThisDevice(remote) {
             let local = Int(formatTwo.localDevice)
             root.devices[local].namesKey.wipeStorage()
             remote.root?.devices[local].namesKey = secrets.namesKey.copyBytes()

@@ -29,6 +29,9 @@ public struct MountedSynchronizer: Sendable {
     /// Tests only: run in a merge's commit, under the vault's lock, so that a lock meets a round
     /// still committing (`MountSync` sets it from DOTSAFE_TEST_MERGE_SECONDS).
     public var whileMerging: (@Sendable () -> Void)?
+    /// `mount --sync --replace-partial-join`: as `VaultSynchronizer.replacesPartialJoin` (a
+    /// join's only, so a round after it is as any other).
+    public var replacesPartialJoin = false
 
     public init(vault: Vault, remote: RemoteStorage, storageFolder: String, deviceName: String) {
         self.vault = vault
@@ -69,6 +72,7 @@ public struct MountedSynchronizer: Sendable {
         // A new, empty vault and nothing on the remote: nothing to do until the first change.
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        remoteVault.replacesPartialJoin = replacesPartialJoin
         // A pattern change made here goes to the remote as `dotsafe sync` takes it (FORMAT.md
         // §13.12); one made on another device is refused before anything changes here.
         let change = try PendingPatternChange(vault, listed: remoteNames)

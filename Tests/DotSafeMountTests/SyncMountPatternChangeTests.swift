@@ -133,7 +133,7 @@ import Testing
                 + "pattern (it was changed on another device), or what a killed first sync of this pattern left: nothing was changed; "
                 + "the storage still opens with the other pattern and keeps its changes since its last sync; to go on, sync with this "
                 + "pattern into an empty storage folder, or, if no other pattern's state of this vault is in this storage (a first "
-                + "sync cut short here), run dotsafe sync with --replace-partial-join, which replaces what is there (and destroys "
+                + "sync cut short here), sync again with --replace-partial-join (dotsafe sync or mount --sync), which replaces what is there (and destroys "
                 + "another pattern's state of this vault, if there is one)\n", "\(refused)")
         #expect(!MountHarness.isMounted(point))
         #expect(try Self.snapshot(desktop) == storageBefore, "no file of the storage changed")

@@ -293,7 +293,8 @@ import VaultStore
              "dotsafe: --sync-interval needs a time of 1s or more such as 90s or 5m, not '0s'"),
             (["-o", "sync=\(h.base)/remote,sync_interval=soon"], 64,
              "dotsafe: --sync-interval needs a time of 1s or more such as 90s or 5m, not 'soon'"),
-            (["--sync-interval", "5m"], 64, "dotsafe: --sync-interval, --device and --rclone-config go with --sync REMOTE"),
+            (["--sync-interval", "5m"], 64, "dotsafe: --sync-interval, --device, --rclone-config and --replace-partial-join go with --sync REMOTE"),
+            (["--replace-partial-join"], 64, "dotsafe: --sync-interval, --device, --rclone-config and --replace-partial-join go with --sync REMOTE"),
             (["--sync", h.base + "/remote", "--read-only"], 64, "dotsafe: --sync cannot go with a read-only mount (a sync writes the vault)"),
         ]
         for (options, status, message) in cases {

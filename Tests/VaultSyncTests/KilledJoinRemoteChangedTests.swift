@@ -13,7 +13,9 @@ import VaultStore
 /// state of this vault under another pattern: refused, every time, in the line that names
 /// `--replace-partial-join`, nothing changed. With it (the user says no other state is here)
 /// the join replaces those files by the remote's, keeps whole groups at every mutation, and
-/// reads every byte, clean (§13.12, "Replacing a partial join"). (a) the owner's own new
+/// reads every byte, clean (§13.12, "Replacing a partial join"). A join killed after its local
+/// commit, before its root went up, needs no option: its next sync takes its device in and
+/// merges (§13.12, "A join committed, never published"). (a) the owner's own new
 /// device; (b) a grantee (`sync --shared`), whose storage holds their own vault, so that an
 /// empty folder is no way out. Real vaults on disk, a real rclone, a local remote.
 @Suite(.serialized) struct KilledJoinRemoteChangedTests {
@@ -25,12 +27,11 @@ import VaultStore
         let owner = try SyncedPatternChangeTests.syncedLaptop(remote)
         let joiner = try SyncDevice("desktop")
         defer { owner.finish(); joiner.finish() }
-        let (failures, committed) = try Self.killWriteAndJoin(joiner, owner: owner, remote) { owner in
+        let failures = try Self.killWriteAndJoin(joiner, owner: owner, remote) { owner in
             try Self.freeAndTakeAgain(owner, remote, removing: ["file-1.txt", "notes/note-3.txt"],
                                       writing: ["file-6.txt": String(repeating: "6", count: 300_000), "notes/note-40.txt": "note 40"])
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        Self.knownAfterCommit(committed)
     }
 
     /// The same after a withdrawal too (`unshare`, §14.8: new VK and RL): a join killed in its
@@ -46,13 +47,12 @@ import VaultStore
         try shared.bob.vault.lock()
         let joiner = try SyncDevice("alice-desktop", seed: 0xA1)
         defer { joiner.finish() }
-        let (failures, committed) = try Self.killWriteAndJoin(joiner, owner: shared.alice, remote) { alice in
+        let failures = try Self.killWriteAndJoin(joiner, owner: shared.alice, remote) { alice in
             try alice.vault.unshare(with: codeB)
             try alice.reopen()
             try Self.freeAndTakeAgain(alice, remote, removing: ["big.txt"], writing: ["big-2.txt": String(repeating: "t", count: 70_000)])
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        Self.knownAfterCommit(committed)
     }
 
     @Test func aGranteesKilledJoinAfterTheOwnerWritesResumesOnlyWithTheOption() throws {
@@ -62,7 +62,7 @@ import VaultStore
         defer { shared.finish() }
         let sharedB = try SyncDevice("bob", sharedWith: shared.bob, by: shared.codeA)
         // Bob's own vault, in the same storage, opens writable and checks clean.
-        let (failures, committed) = try Self.killWriteAndJoin(sharedB, owner: shared.alice, remote, check: { place, _ in
+        let failures = try Self.killWriteAndJoin(sharedB, owner: shared.alice, remote, check: { place, _ in
             try shared.bob.reopen()
             try shared.bob.write("mine.txt", place)
             try shared.bob.reopen()
@@ -74,7 +74,6 @@ import VaultStore
                                       writing: ["big-2.txt": String(repeating: "t", count: 70_000), "hello.txt": "hello again"])
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        Self.knownAfterCommit(committed)
         try sharedB.vault.lock()
     }
 
@@ -130,24 +129,14 @@ import VaultStore
         try owner.sync(remote)
     }
 
-    /// Known: a join killed after its local commit, before it sent anything, whose remote
-    /// another device changed since, is refused at every sync (its device is in no remote
-    /// root: `the remote's vault does not list this device`; after a withdrawal, another vault
-    /// made with this pattern), with the option too (README).
-    static func knownAfterCommit(_ failures: [String]) {
-        withKnownIssue("a join killed after its local commit, then the owner writes: refused for good") {
-            #expect(failures.isEmpty, "\(failures.joined(separator: "; "))")
-        }
-    }
-
     /// `joiner`'s join, cut in the middle of its placements and before the last mutation of its
-    /// commit, each from the same start; after each cut `owner` writes (`ownerWrites`, which
-    /// syncs), then the join runs without the option, then with it. `check` looks at the
-    /// joiner's storage after that (told the tree it must read). Returns what went wrong, and
-    /// apart what went wrong for a cut after the join's local commit (before its upload).
+    /// commit, each from the same start, and after that commit (before its upload); after each
+    /// cut `owner` writes (`ownerWrites`, which syncs), then the join runs without the option,
+    /// then with it; after the commit, one sync without it merges. `check` looks at the
+    /// joiner's storage after that (told the tree it must read). Returns what went wrong.
     static func killWriteAndJoin(_ joiner: SyncDevice, owner: SyncDevice, _ remote: TestRemote,
                                  check: (_ place: String, _ tree: [String: String]) throws -> [String] = { _, _ in [] },
-                                 ownerWrites: (SyncDevice) throws -> Void) throws -> (failures: [String], afterCommit: [String]) {
+                                 ownerWrites: (SyncDevice) throws -> Void) throws -> [String] {
         let served = try #require(remote.servedFolder)
         let joinerStart = try joiner.snapshot(), ownerStart = try owner.snapshot()
         let remoteStart = try WithdrawnKilledJoinTests.copy(remote, "start")
@@ -162,12 +151,9 @@ import VaultStore
         let commitPoint = try #require(counting.done[..<commitEnd].lastIndex(of: "rename"))
         let cuts = [placements[1], placements.last! + 1, commitPoint, commitEnd - 1]
 
-        var failures: [String] = [], afterCommit: [String] = []
+        var failures: [String] = []
         for cut in cuts {
-            // A cut after the commit records its failures apart (`knownAfterCommit`).
-            let committed = cut == commitEnd - 1, saved = failures
-            if committed { failures = [] }
-            defer { if committed { afterCommit = failures; failures = saved } }
+            let committed = cut == commitEnd - 1
             let place = "cut before mutation \(cut) (\(counting.done[cut]), after \(counting.done[cut - 1]))"
             try owner.restore(from: ownerStart)
             try SyncDevice.copyFiles(from: remoteStart, to: remote.path)
@@ -185,8 +171,9 @@ import VaultStore
             let rewritten = left.keys.filter { left[$0] == remoteThen[$0] && remoteNow[$0] != nil && remoteNow[$0] != left[$0] }
             if rewritten.isEmpty { failures.append("\(place): no file the join placed was rewritten on the remote") }
 
-            // Without the option: the one line, naming it; nothing changed on either side.
-            for attempt in 1...2 {
+            // Without the option: the one line, naming it; nothing changed on either side. A join
+            // committed before the cut is no partial one: its sync merges without it (§13.12).
+            for attempt in 1...2 where !committed {
                 let line = Files.refusal { try joiner.sync(remote) }
                 joiner.reopenAfterCrash()
                 if line != SyncRefusal.heldUnderOtherPattern.description || !line.contains("--replace-partial-join") {
@@ -199,12 +186,13 @@ import VaultStore
                 }
             }
 
-            // With it: whole groups at every mutation, the owner's vault as it is now, clean.
-            joiner.replacesPartialJoin = true
+            // With it (after the commit, without): whole groups at every mutation, the owner's
+            // vault as it is now, clean.
+            joiner.replacesPartialJoin = !committed
             defer { joiner.replacesPartialJoin = false }
             let joined: CutStorageFolder
             do { joined = try StorageCount.countedSync(joiner, remote) } catch {
-                failures.append("\(place), with the option: \(error)")
+                failures.append("\(place), with the option \(!committed): \(error)")
                 continue
             }
             if !StorageCount.uneven(joined).isEmpty { failures.append("\(place): files before mutation \(StorageCount.uneven(joined))") }
@@ -223,6 +211,6 @@ import VaultStore
             try owner.sync(remote)
             if try owner.read("from-joiner.txt") != place { failures.append("\(place): the owner does not read the joiner's write") }
         }
-        return (failures, afterCommit)
+        return failures
     }
 }

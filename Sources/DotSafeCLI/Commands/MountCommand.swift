@@ -36,7 +36,9 @@ struct MountCommand: Command {
         that cannot be reached never stops a mount or a lock, and no change is lost:
         the mount says so on standard error, later failures go to the system log,
         'dotsafe status' shows the sync running or the last one, and the next sync
-        sends what is missing.
+        sends what is missing. --replace-partial-join goes with --sync as with
+        'dotsafe sync': a first sync cut short here is resumed over what it left,
+        which is replaced where the remote changed it since (see 'dotsafe sync').
         """
     static let storage = PositionalSpec("STORAGE", help: "The storage folder (made by 'dotsafe init').")
     static let mountPoint = PositionalSpec("MOUNTPOINT", help: "An empty folder to mount the vault on.")
@@ -57,7 +59,8 @@ struct MountCommand: Command {
     static let syncInterval = OptionSpec.value("sync-interval", placeholder: "TIME", help: "Time between syncs with --sync: 90s, 5m (default 60s, at most \(DurationText.maximumText)).")
     static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, foreground, readOnly, idle, cacheSize, indexCache, recreateBudget,
                                                                               lockOnSuspend, sync, syncInterval, SyncCommand.device,
-                                                                              SyncCommand.rcloneConfig, fuseOptions, quiet],
+                                                                              SyncCommand.rcloneConfig, SyncCommand.replacePartialJoin,
+                                                                              fuseOptions, quiet],
                                             positionals: [storage, mountPoint])
 
     let options: MountOptions
@@ -115,8 +118,9 @@ struct MountCommand: Command {
     static func syncSettings(_ arguments: ParsedArguments, _ list: MountOptionList, readOnly: Bool) throws -> MountOptions.Sync? {
         let intervalText = arguments.value(syncInterval) ?? list.syncInterval
         guard let remote = arguments.value(sync) ?? list.sync else {
-            if intervalText != nil || arguments.value(SyncCommand.device) != nil || arguments.value(SyncCommand.rcloneConfig) != nil {
-                throw CLIError.usage("--sync-interval, --device and --rclone-config go with --sync REMOTE")
+            if intervalText != nil || arguments.value(SyncCommand.device) != nil || arguments.value(SyncCommand.rcloneConfig) != nil
+                || arguments.flag(SyncCommand.replacePartialJoin) {
+                throw CLIError.usage("--sync-interval, --device, --rclone-config and --replace-partial-join go with --sync REMOTE")
             }
             return nil
         }
@@ -131,6 +135,7 @@ struct MountCommand: Command {
             throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
         }
         settings.configFile = arguments.value(SyncCommand.rcloneConfig)
+        settings.replacesPartialJoin = arguments.flag(SyncCommand.replacePartialJoin)
         return settings
     }
 
@@ -199,6 +204,8 @@ struct MountOptions: Sendable {
         var device: String
         var interval = 60.0
         var configFile: String?
+        /// `--replace-partial-join` (`dotsafe sync`'s).
+        var replacesPartialJoin = false
     }
 
     /// An existing, empty folder that is not mounted on already. The mount a killed daemon of
@@ -240,6 +247,7 @@ struct MountOptions: Sendable {
         if let sync {
             arguments += ["--sync", sync.remote, "--sync-interval", String(sync.interval), "--device", sync.device]
             if let configFile = sync.configFile { arguments += ["--rclone-config", configFile] }
+            if sync.replacesPartialJoin { arguments.append("--replace-partial-join") }
         }
         return arguments
     }

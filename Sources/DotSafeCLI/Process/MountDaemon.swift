@@ -81,7 +81,7 @@ struct MountDaemon {
         let sync: MountSync?, syncWarning: String?
         do {
             sync = try options.sync.map { try MountSync(remote: $0.remote, configFile: $0.configFile, device: $0.device, interval: $0.interval,
-                                                        vault: vault, storage: options.storage, environment: context.environment, log: log) }
+                                                        replacesPartialJoin: $0.replacesPartialJoin, vault: vault, storage: options.storage, environment: context.environment, log: log) }
             let line = showingProgress && !detached ? SyncProgressLine(to: context.standardError) : nil
             defer { line?.finish() }
             var filesMoved: ((SyncProgress) -> Void)?

@@ -52,7 +52,7 @@ final class MountSync: Sendable {
         var abandoned = false
     }
 
-    init(remote: String, configFile: String?, device: String, interval: Double, vault: Vault, storage: String,
+    init(remote: String, configFile: String?, device: String, interval: Double, replacesPartialJoin: Bool = false, vault: Vault, storage: String,
          environment: [String: String], log: SystemLog) throws {
         let location: RemoteLocation, rclone: Rclone
         do {
@@ -62,6 +62,7 @@ final class MountSync: Sendable {
         remoteName = location.description
         var synchronizer = MountedSynchronizer(vault: vault, remote: RemoteStorage(location, rclone: rclone), storageFolder: storage,
                                                deviceName: device)
+        synchronizer.replacesPartialJoin = replacesPartialJoin
         // For tests only (SyncMountCommitLockTests): a merge's commit made that many seconds
         // slower, its thread named meanwhile, for the test to see in /proc.
         if let seconds = environment[Self.mergeDelayVariable].flatMap(Double.init) {
