@@ -73,10 +73,16 @@ struct PackStore {
 
     /// Right after a sync's commit, the files of the remote root it will publish (the state
     /// just committed): their members there end at each pack's reserved end. Until that root is
-    /// up the ends of the one before hold too.
-    mutating func pin(_ numbers: Set<UInt64>) {
+    /// up the ends of the one before hold too. `read`: the own files of the remote root the sync
+    /// read, which stay pinned after (a racing root may come from it): their ends as pinned now
+    /// (that root references own members only as this device's published roots did), or the
+    /// whole pack when none is known.
+    mutating func pin(_ numbers: Set<UInt64>, keeping read: Set<UInt64> = []) {
         publishingEnds = [:]
         for number in numbers { if let info = packs[number] { publishingEnds[number] = info.reservedEnd } }
+        for number in read where packs[number] != nil || pinnedEnds[number] != nil {
+            publishingEnds[number] = max(publishingEnds[number] ?? 0, pinnedEnds[number] ?? Format.fileSize)
+        }
         pinnedEnds.merge(publishingEnds) { max($0, $1) }
     }
 

@@ -108,6 +108,10 @@ extension VaultState {
     /// state becomes the base only once its root is up (`confirmSyncBase`): a sync cut before
     /// that, or a root another device's replaced, leaves a base every later remote root
     /// descends from, so the next merge sees this device's changes as changes.
+    /// The own files of the root read stay pinned after that too, until the next sync's commit:
+    /// a device that read the same root may still write its root over this one's once it was
+    /// read back (rclone has no compare-and-swap); that root comes from the one read and may
+    /// reference those files under its keys (SYNC-DESIGN §3.4 step 7).
     mutating func commitSyncBase(_ remote: RemoteVault) throws {
         let read = remote.generation
         let remoteFiles = Set(remote.uses.map(\.file).filter { writer.allocator.isOwnDevice($0) })
@@ -116,8 +120,9 @@ extension VaultState {
                                        localGeneration: nil)
         committer.formatTwo?.rootDue = true
         try commit()
-        packs.pin(ownReferencedFiles)
-        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: read + 1, published: read + 1,
+        packs.pin(ownReferencedFiles, keeping: remoteFiles)
+        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles.union(remoteFiles), read: read + 1,
+                                            published: read + 1,
                                       localGeneration: committer.generation)
     }
 
