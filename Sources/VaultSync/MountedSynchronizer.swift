@@ -90,6 +90,10 @@ public struct MountedSynchronizer: Sendable {
                                                 remote: remoteVault) {
             throw refusal
         }
+        // Another device's root replaced this one's after its read-back: merged without a base.
+        let baseless = recorded.map {
+            RemoteRollback.replacedOwnRoot(header: $0.header, localDevice: $0.localDevice, remote: remoteVault)
+        } ?? false
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         var remoteEntries: [SyncEntry] = []
@@ -113,7 +117,7 @@ public struct MountedSynchronizer: Sendable {
                 throw error
             }
         }
-        var actions: [MergeAction] = []
+        var outcome = MergeOutcome()
         // A root slot or the record torn on the remote goes up again, as in `VaultSynchronizer`.
         let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
         let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
@@ -122,13 +126,15 @@ public struct MountedSynchronizer: Sendable {
         let planned = try vault.removingJoinLeftovers(remoteVault) {
             try holdingRequests {
                 try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
-                    try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, &actions)
+                    try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, baseless: baseless,
+                             &outcome)
                 }
             }
         }
         if let committed = planned {
-            summary.actions = actions
-            summary.conflicts = actions.filter {
+            summary.actions = outcome.actions
+            summary.warnings = outcome.warnings
+            summary.conflicts = outcome.actions.filter {
                 switch $0 {
                 case .keptBothVersions, .renamed: true
                 default: false
@@ -141,6 +147,12 @@ public struct MountedSynchronizer: Sendable {
         // After a pattern change, once the new record is up (read, or written above).
         try change.finish(vault, remoteVault, published: planned?.publishes == true, on: remote, beforeChange: beforeChange, summary: &summary)
         return summary
+    }
+
+    /// What a round's merge decided, and the lines it says (`SyncSummary`).
+    private struct MergeOutcome {
+        var actions: [MergeAction] = []
+        var warnings: [String] = []
     }
 
     /// What a round knows of the remote when its commit goes up.
@@ -212,7 +224,7 @@ public struct MountedSynchronizer: Sendable {
     /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8). After a pattern
     /// change made here (`forced`) the round publishes, as `dotsafe sync` does (§13.12).
     private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool, forced: Bool,
-                      withdrawn: Set<UInt16>, _ actions: inout [MergeAction]) throws -> LiveSyncPlan? {
+                      withdrawn: Set<UInt16>, baseless: Bool, _ outcome: inout MergeOutcome) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
@@ -226,8 +238,9 @@ public struct MountedSynchronizer: Sendable {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)
-        let result = trees.merge(base: view.base, withdrawn: withdrawn, context: context)
-        actions = result.actions
+        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn, context: context)
+        outcome.actions = result.actions
+        if baseless { outcome.warnings = [RemoteRollback.replacedRootWarning] }
         return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 

@@ -7,8 +7,6 @@ import VaultFormat
 /// there, so `dotsafe sync` and a mount's round refuse before anything changes on either side.
 /// What a device can tell from its sync base and the remote root (FORMAT.md §13.4, §13.11):
 /// - the remote's generation is below the one the base was read at;
-/// - the base is this device's own root, known to be up, and the remote holds that generation
-///   written by another device;
 /// - an item of the base has an ID that its maker's entry in the remote's device table had not
 ///   handed out yet: only a device raises its own counter, and every root copies the entries of
 ///   the root it came from, so along the remote's history each counter only grows.
@@ -16,6 +14,23 @@ import VaultFormat
 /// nothing was made between the copy and this device's last sync (only changed, moved or
 /// deleted); the format holds nothing else that tells (SYNC-DESIGN §3.4 says what would).
 enum RemoteRollback {
+    /// Said once by a sync or a mount's round that merges without a base for `replacedOwnRoot`.
+    static let replacedRootWarning = "another device's sync replaced this device's last root at the same moment: merged without a "
+        + "common state, so files deleted since may come back and files changed on one side appear as conflict copies"
+
+    /// The base is this device's own root, known to be up, and the remote holds that generation
+    /// written by another device: a device that read the same root raced this one's publish
+    /// (rclone has no compare-and-swap) and its slower writes landed after this one's read-back
+    /// (SYNC-DESIGN §3.4 step 7). Its root comes from the tree this device read, not from the
+    /// base, so a merge against the base would take this device's changes as deleted there: the
+    /// sync merges without a base (nothing is taken as deleted). A put-back remote that shows
+    /// the same signature merges so too, and loses nothing either.
+    static func replacedOwnRoot(header: SyncBase.Header?, localDevice: UInt16, remote: RemoteVault) -> Bool {
+        guard let header, remote.generation > 0 else { return false }
+        return header.publishedGeneration == header.readGeneration && remote.generation == header.readGeneration
+            && remote.writerDevice != localDevice
+    }
+
     static func refusal(header: SyncBase.Header?, base: SyncBase?, localDevice: UInt16, remote: RemoteVault) -> SyncRefusal? {
         guard let header else { return nil }
         let generation = remote.generation
@@ -23,11 +38,9 @@ enum RemoteRollback {
         if generation < header.readGeneration {
             return .rolledBack("it holds generation \(generation), older than generation \(header.readGeneration) this device synced with")
         }
-        if generation > 0, header.publishedGeneration == header.readGeneration, generation == header.readGeneration,
-           remote.writerDevice != localDevice {
-            return .rolledBack("it holds generation \(generation) written by another device, not the generation \(generation) this "
-                               + "device wrote and synced with")
-        }
+        // The item check below would count this device's items made since the tree the racing
+        // root comes from: that merge takes none of them as deleted.
+        if replacedOwnRoot(header: header, localDevice: localDevice, remote: remote) { return nil }
         guard let base, generation > 0 else { return nil }
         let counters = Dictionary(remote.itemCounters.map { ($0.prefix, $0.next) }, uniquingKeysWith: max)
         let unmade = base.items.contains { item in

@@ -76,6 +76,8 @@ public struct VaultSynchronizer {
         if let refusal = RemoteRollback.refusal(header: view.header, base: view.base, localDevice: view.localDevice, remote: remoteVault) {
             throw refusal
         }
+        // Another device's root replaced this one's after its read-back: merged without a base.
+        let baseless = RemoteRollback.replacedOwnRoot(header: view.header, localDevice: view.localDevice, remote: remoteVault)
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
@@ -93,7 +95,7 @@ public struct VaultSynchronizer {
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
         if decision.merges || remoteVault.follows {
-            try vault.removingJoinLeftovers(remoteVault) { try merge(view, remoteEntries, remoteVault, &summary) }
+            try vault.removingJoinLeftovers(remoteVault) { try merge(view, remoteEntries, remoteVault, baseless: baseless, &summary) }
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
@@ -183,12 +185,14 @@ public struct VaultSynchronizer {
         return summary
     }
 
-    /// Steps 3–4 of §3.4: the three-way merge, the other devices' files it needs, checked.
-    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault,
+    /// Steps 3–4 of §3.4: the three-way merge, the other devices' files it needs, checked;
+    /// `baseless`: without the base (`RemoteRollback.replacedOwnRoot`).
+    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, baseless: Bool,
                        _ summary: inout SyncSummary) throws {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
-        let result = trees.merge(base: view.base, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
+        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
+        if baseless { summary.warnings.append(RemoteRollback.replacedRootWarning) }
         summary.actions = result.actions
         summary.conflicts = result.actions.filter {
             switch $0 {
@@ -228,6 +232,8 @@ public struct SyncSummary: Equatable, Sendable {
     public var groupFilesUp = 0
     /// What the merge decided beyond taking each side's change (conflicts among them).
     public var actions: [MergeAction] = []
+    /// Lines for the user beside the summary (standard error, a mount's log).
+    public var warnings: [String] = []
 
     public init() {}
 

@@ -97,6 +97,7 @@ struct SyncCommand: Command {
         let reached = StepReached()
         do {
             let summary = try sync(remote: remote, listing: listing, salt: salt, sharedBy: sharedBy, reached: reached, context: context)
+            for warning in summary.warnings { context.standardError.writeLine("\(DotSafeCLI.name): warning: \(warning)") }
             context.standardOutput.writeLine(summary.line)
             return 0
         } catch {

@@ -235,12 +235,13 @@ final class MountSync: Sendable {
             // Waited for behind a round the lock stopped (the last one, or an interval's).
             if abandoned { return RemoteError.interrupted(signal: SIGTERM) }
             do {
-                _ = try synchronizer.run(holdingRequests: { body in
+                let summary = try synchronizer.run(holdingRequests: { body in
                     guard let fileSystem else { return try committing(body) }
                     return try fileSystem.holdingRequests { try committing(body) }
                 }, pulled: { changes in
                     mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
                 }, filesMoved: filesMoved)
+                for warning in summary.warnings { log.write(.warning, warning) }
                 state.withLock { state in
                     state.roundStarted = nil
                     state.lastSuccess = Date()
