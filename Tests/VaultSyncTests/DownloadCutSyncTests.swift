@@ -27,6 +27,7 @@ import VaultStore
         try first.sync(remote)
         try second.write("big.bin", Self.text("b", 600_000))
         try second.sync(remote)
+        try KeptOverDeleteSyncTests.releaseReadRootPins(second, remote)
         try second.write("big.bin", Self.text("c", 600_000))
         try second.write("small.txt", Self.text("t", 700))
         try second.write("notes.txt", "notes v2 from the second")
@@ -107,6 +108,7 @@ import VaultStore
         try first.sync(remote)
         try second.write("big.bin", Self.text("b", 600_000))
         try second.sync(remote)
+        try KeptOverDeleteSyncTests.releaseReadRootPins(second, remote)
         // Version a's files are free now: the new pack takes the lowest of them.
         try second.vault.remove(Array("big.bin".utf8), from: Vault.rootID)
         let small = (1...3).map { ("small-\($0).txt", String(repeating: Character(UnicodeScalar(UInt8(100 + $0))), count: 900 + $0)) }

@@ -35,6 +35,7 @@ import VaultFormat
         let rewrittenFiles = Set(try Kept.chunkFiles(owner, "x.bin").values)
         #expect(rewrittenFiles.isDisjoint(with: xFiles.values), "the rewrite seals every chunk into a new file")
         try owner.sync(remote)
+        try Kept.releaseReadRootPins(owner, remote)
         let y = try Kept.writeOverFreeFiles(owner, seed: 0x65, reaching: Set(keptFiles.values))
         let yFiles = Set(try Kept.chunkFiles(owner, "y.bin").values)
         #expect(Set(keptFiles.values).isSubset(of: yFiles), "y reuses the files the copy's chunks point at: \(keptFiles) \(yFiles.sorted())")

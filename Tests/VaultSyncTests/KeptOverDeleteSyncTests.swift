@@ -64,6 +64,15 @@ import VaultFormat
         return y
     }
 
+    /// After a sync that published, the own files of the remote root it read stay pinned until
+    /// the next sync's commit (a racing root may come from that root: docs/SYNC-DESIGN.md §3.4
+    /// step 7). `path` written again with its own bytes (new keys: a change to publish) and a
+    /// sync free them, so that the device reuses them.
+    static func releaseReadRootPins(_ device: SyncDevice, _ remote: TestRemote, rewriting path: String = "notes.txt") throws {
+        try device.write(path, try device.read(path))
+        try device.sync(remote)
+    }
+
     /// Two devices (`VaultSyncTests.twoDevices`) that both hold x.bin, 3 chunks of `seed` the
     /// owner (device 0) wrote; the keeper's sync is a mount's round when `mounted`. Returns x's
     /// bytes and the owner's files of its chunks.
@@ -136,6 +145,7 @@ import VaultFormat
         try owner.vault.remove(Array("x.bin".utf8), from: Vault.rootID)
         try owner.vault.commit()
         try owner.sync(remote)
+        try Self.releaseReadRootPins(owner, remote)
         let y = try Self.writeOverFreeFiles(owner, seed: 0x55, reaching: Set(keptFiles.values))
         let yFiles = Set(try Self.chunkFiles(owner, "y.bin").values)
         #expect(!Set(keptFiles.values).isDisjoint(with: yFiles), "y reuses files x's kept chunks point at: \(keptFiles) \(yFiles.sorted())")
@@ -189,6 +199,10 @@ import VaultFormat
         try laptop.vault.remove(Array("s.txt".utf8), from: Vault.rootID)
         try laptop.vault.commit()
         try laptop.sync(remote)
+        // A folder (no file, no pack member: s's place stays the end) is the change whose sync
+        // frees the files the root read still pinned (`releaseReadRootPins`).
+        try laptop.makeFolder("later")
+        try laptop.sync(remote)
         let y = try Self.writeOverFreeFiles(laptop, seed: 0x65, reaching: xFiles)
         try laptop.write("t.txt", small.t)
         #expect(try Self.memberPlace(laptop, "t.txt") == sPlace, "t takes s's place in the laptop's pack")
@@ -197,7 +211,7 @@ import VaultFormat
         try laptop.sync(remote)
 
         try a.sync(remote, mounted: mounted)
-        let names: Set<String> = ["keep.txt", "s.txt", "t.txt", "x.bin", "y.bin"]
+        let names: Set<String> = ["keep.txt", "later/", "s.txt", "t.txt", "x.bin", "y.bin"]
         let kept = (path: "x.bin", bytes: x, mode: UInt32(0o644))
         try Self.expectIntact(a, names, x: kept, y: y, "after the owner's sync:")
         try expectSmallFiles(a)
