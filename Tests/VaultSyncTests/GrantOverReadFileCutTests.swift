@@ -42,6 +42,7 @@ import VaultStore
             try a.vault.remove(Array("gone.bin".utf8), from: Vault.rootID)
             try a.vault.commit()
             try a.sync(remote)
+            try KeptOverDeleteSyncTests.releaseReadRootPins(a, remote, rewriting: "hello.txt")
             try a.vault.share(with: codeB)
             try a.reopen()
             try a.sync(remote)

@@ -69,7 +69,9 @@ import VaultFormat
     /// step 7). `path` written again with its own bytes (new keys: a change to publish) and a
     /// sync free them, so that the device reuses them.
     static func releaseReadRootPins(_ device: SyncDevice, _ remote: TestRemote, rewriting path: String = "notes.txt") throws {
-        try device.write(path, try device.read(path))
+        let id = try device.id(path), bytes = try contents(device, path)
+        try device.vault.truncate(id, size: 0)
+        try device.write(path, bytes: bytes)
         try device.sync(remote)
     }
 

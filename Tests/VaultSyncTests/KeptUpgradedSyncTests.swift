@@ -75,6 +75,7 @@ import VaultFormat
         let before = try keptFiles.values.map { try remoteBytes(remote, owner, $0) }, sBefore = try sBytes()
         try change()
         try owner.sync(remote)
+        try Kept.releaseReadRootPins(owner, remote, rewriting: "upgraded.bin")
         let y = try Kept.writeOverFreeFiles(owner, seed: seed, reaching: Set(keptFiles.values).union([s.fileNumber]))
         let t = Array(String(repeating: "t", count: 900).utf8)
         try owner.write("t.txt", String(decoding: t, as: UTF8.self))
