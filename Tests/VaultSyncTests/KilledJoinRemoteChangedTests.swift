@@ -124,6 +124,10 @@ import VaultStore
         }
         try owner.reopen()
         try owner.sync(remote)
+        // The root that sync read still pins the removed files until the next sync's commit (a
+        // racing root may come from it, SYNC-DESIGN §3.4 step 7): a change synced frees them.
+        try owner.makeFolder("after-removal")
+        try owner.sync(remote)
         for (path, text) in written.sorted(by: { $0.key < $1.key }) { try owner.write(path, text) }
         try owner.reopen()
         try owner.sync(remote)
