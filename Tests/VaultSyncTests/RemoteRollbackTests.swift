@@ -114,6 +114,21 @@ import VaultCore
         #expect(try device.sync(remote, mounted: mounted).filesUp > 0)
     }
 
+    /// `first` adds important.txt and syncs (a mount's round when `mounted`); the remote is put
+    /// back to its copy from before; `second`, which never saw that file, adds desktop-N.txt and
+    /// syncs with the old copy, `rounds` times.
+    static func putBackThenSyncedElsewhere(_ remote: TestRemote, _ first: SyncDevice, _ second: SyncDevice, mounted: Bool,
+                                           rounds: Int) throws {
+        let putBack = try Self.copy(of: remote)
+        try first.write("important.txt", "written after the copy")
+        try first.sync(remote, mounted: mounted)
+        try putBack()
+        for round in 0..<rounds {
+            try second.write("desktop-\(round).txt", "from the desktop")
+            try second.sync(remote)
+        }
+    }
+
     /// The laptop adds a file and syncs; the remote is put back; the desktop, which never saw
     /// that file, changes something and syncs with the old copy twice: the remote is beyond the
     /// laptop's generation. Taking the remote as it is would delete the laptop's file, which the
@@ -124,15 +139,7 @@ import VaultCore
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
-        let putBack = try Self.copy(of: remote)
-
-        try first.write("important.txt", "written after the copy")
-        try first.sync(remote, mounted: mounted)
-        try putBack()
-        for round in 0..<2 {
-            try second.write("desktop-\(round).txt", "from the desktop")
-            try second.sync(remote)
-        }
+        try Self.putBackThenSyncedElsewhere(remote, first, second, mounted: mounted, rounds: 2)
         try Self.expectRefused(first, remote, mounted: mounted, reason: "it lacks items this device synced with at generation ")
         #expect(try first.read("important.txt") == "written after the copy")
     }
@@ -147,13 +154,7 @@ import VaultCore
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
-        let putBack = try Self.copy(of: remote)
-
-        try first.write("important.txt", "written after the copy")
-        try first.sync(remote, mounted: mounted)
-        try putBack()
-        try second.write("desktop-0.txt", "from the desktop")
-        try second.sync(remote)
+        try Self.putBackThenSyncedElsewhere(remote, first, second, mounted: mounted, rounds: 1)
         let merge = try first.sync(remote, mounted: mounted)
         #expect(merge.warnings == [RemoteRollback.replacedRootWarning], "\(merge)")
         #expect(try first.read("important.txt") == "written after the copy")
