@@ -78,7 +78,7 @@ struct MountDaemon {
         // keeps their pages between what stays (docs/PERFORMANCE.md, "Memory after mount").
         ProcessCalls.trimMalloc()
         let log = SystemLog(environment: context.environment, mountPoint: options.mountPoint)
-        let sync: MountSync?, syncWarning: String?
+        let sync: MountSync?, syncWarnings: [String]
         do {
             sync = try options.sync.map { try MountSync(remote: $0.remote, configFile: $0.configFile, device: $0.device, interval: $0.interval,
                                                         replacesPartialJoin: $0.replacesPartialJoin, vault: vault, storage: options.storage, environment: context.environment, log: log) }
@@ -88,8 +88,8 @@ struct MountDaemon {
             if let line { filesMoved = { line.moved($0) } } else if showingProgress { filesMoved = { Self.reportProgress($0) } }
             // A foreground mount's Ctrl-C reaches this process alone (rclone runs in a session of
             // its own): before the mount, it stops the first round's rclone and the mount.
-            syncWarning = try StopSignals.watching { () throws -> String? in
-                let outcome = Result { try sync?.first(filesMoved: filesMoved) }
+            syncWarnings = try StopSignals.watching { () throws -> [String] in
+                let outcome = Result { try sync?.first(filesMoved: filesMoved) ?? [] }
                 if let signal = StopSignals.caught {
                     throw CLIError.failure("the first sync was interrupted by \(StopSignals.name(signal)): nothing was mounted")
                 }
@@ -132,7 +132,7 @@ struct MountDaemon {
         let warning = vault.rollbackWarning ?? (vault.openedThroughFormerPattern ? PatternChangeError.formerPattern.description
                                                 + " (this pattern opens it for this session only)" : nil)
         if vault.rollbackWarning != nil { log.rootFallback() }
-        let warnings = [warning, syncWarning].compactMap { $0 }
+        let warnings = [warning].compactMap { $0 } + syncWarnings
         if detached {
             Self.reportReady(failure: nil, notes: notes, warnings: warnings)
             ProcessCalls.detachStandardStreams()

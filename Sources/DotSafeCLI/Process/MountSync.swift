@@ -82,10 +82,17 @@ final class MountSync: Sendable {
     /// REMOTE, no rclone), for a storage that holds the vault under another pattern and for one
     /// that holds no copy of it yet: the mount is refused, nothing written; any other failure
     /// is returned as a warning
-    /// for standard error, and the mount goes on with the vault as it is here. `filesMoved`
-    /// hears its batches of files move (the terminal of `mount` shows them).
-    func first(filesMoved: ((SyncProgress) -> Void)? = nil) throws -> String? {
-        guard let failure = round(fileSystem: nil, mount: nil, filesMoved: filesMoved) else { return nil }
+    /// for standard error, and the mount goes on with the vault as it is here. So are the
+    /// round's own warnings (a merge without a common state), which every round also logs: the
+    /// user who mounts sees them where they look. `filesMoved` hears its batches of files move
+    /// (the terminal of `mount` shows them).
+    func first(filesMoved: ((SyncProgress) -> Void)? = nil) throws -> [String] {
+        let outcome = round(fileSystem: nil, mount: nil, filesMoved: filesMoved)
+        guard let failure = outcome.failure else { return outcome.warnings }
+        return [try warning(failing: failure)]
+    }
+
+    private func warning(failing failure: any Error) throws -> String {
         switch failure {
         case RemoteError.unparseable, RemoteError.rcloneMissing: throw CLIError.failure(Self.describe(failure))
         case SyncRefusal.patternChanged:
@@ -141,7 +148,7 @@ final class MountSync: Sendable {
         state.withLock { $0.stopped = true }
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
-            let failed = round(fileSystem: nil, mount: nil, logging: false) != nil
+            let failed = round(fileSystem: nil, mount: nil, logging: false).failure != nil
             state.withLock { $0.lastRoundFailed = failed }
             done.signal()
         }
@@ -221,11 +228,11 @@ final class MountSync: Sendable {
         }
     }
 
-    /// One round; its failure, if any.
+    /// One round: its failure, if any, else its summary's warnings (logged here).
     @discardableResult
     private func round(fileSystem: FileSystem?, mount: FUSEMount?, logging: Bool = true,
-                       filesMoved: ((SyncProgress) -> Void)? = nil) -> (any Error)? {
-        rounds.withLock { _ -> (any Error)? in
+                       filesMoved: ((SyncProgress) -> Void)? = nil) -> (failure: (any Error)?, warnings: [String]) {
+        rounds.withLock { _ -> (failure: (any Error)?, warnings: [String]) in
             let abandoned = state.withLock { state in
                 state.commitRoundAt = nil
                 state.nextRoundAt = Self.uptime + interval
@@ -233,7 +240,7 @@ final class MountSync: Sendable {
                 return state.abandoned
             }
             // Waited for behind a round the lock stopped (the last one, or an interval's).
-            if abandoned { return RemoteError.interrupted(signal: SIGTERM) }
+            if abandoned { return (RemoteError.interrupted(signal: SIGTERM), []) }
             do {
                 let summary = try synchronizer.run(holdingRequests: { body in
                     guard let fileSystem else { return try committing(body) }
@@ -247,7 +254,7 @@ final class MountSync: Sendable {
                     state.lastSuccess = Date()
                     state.failing = false
                 }
-                return nil
+                return (nil, summary.warnings)
             } catch {
                 let first = state.withLock { state in
                     defer {
@@ -260,7 +267,7 @@ final class MountSync: Sendable {
                 if first && logging && fileSystem != nil {
                     log.write(.warning, "a sync with the remote failed: changes are kept here and sent at a later sync")
                 }
-                return error
+                return (error, [])
             }
         }
     }
