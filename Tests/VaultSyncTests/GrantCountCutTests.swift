@@ -64,13 +64,9 @@ import VaultStore
     @Test func aGranteesSyncTakesAnotherGrantDownInWholeGroups() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
-        let a = try SyncDevice("alice", seed: 0xA1), b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
-        defer { a.finish(); b.finish(); c.finish() }
-        let codeB = try b.vault.contactCode().code, codeC = try c.vault.contactCode().code
-        try b.reopen()
-        try c.reopen()
-        try a.write("hello.txt", "hello from alice")
-        let codeA = try a.vault.contactCode().code
+        let trio = try SharingTrio()
+        defer { trio.finish() }
+        let (a, b, codeA, codeB, codeC) = (trio.a, trio.b, trio.codeA, trio.codeB, trio.codeC)
         try a.vault.share(with: codeB)
         try a.reopen()
         try a.sync(remote)

@@ -20,13 +20,9 @@ import VaultFormat
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let served = try #require(remote.servedFolder)
-        let a = try SyncDevice("alice", seed: 0xA1), b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
-        defer { a.finish(); b.finish(); c.finish() }
-        let codeB = try b.vault.contactCode().code, codeC = try c.vault.contactCode().code
-        try b.reopen()
-        try c.reopen()
-        try a.write("hello.txt", "hello from alice")
-        let codeA = try a.vault.contactCode().code
+        let trio = try SharingTrio()
+        defer { trio.finish() }
+        let (a, b, c, codeA, codeB, codeC) = (trio.a, trio.b, trio.c, trio.codeA, trio.codeB, trio.codeC)
         let namesBefore = a.storageNames
         try a.vault.share(with: codeB)
         let grantB = try #require(a.storageNames.subtracting(namesBefore).first, "B's grant is a new name in A's storage")

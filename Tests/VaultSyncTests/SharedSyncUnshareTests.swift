@@ -17,12 +17,8 @@ import VaultFormat
     /// A's device, when the test made it (else a new vault).
     static func sharedWithTwo(_ remote: TestRemote, owner: SyncDevice? = nil)
         throws -> (a: SyncDevice, b: SyncDevice, c: SyncDevice, sharedB: SyncDevice, sharedC: SyncDevice, codeA: ContactCode, codeB: ContactCode) {
-        let a = try owner ?? SyncDevice("alice", seed: 0xA1), b = try SyncDevice("bob", seed: 0xB2), c = try SyncDevice("carol", seed: 0xC3)
-        let codeB = try b.vault.contactCode().code, codeC = try c.vault.contactCode().code
-        try b.reopen()
-        try c.reopen()
-        try a.write("hello.txt", "hello from alice")
-        let codeA = try a.vault.contactCode().code
+        let trio = try SharingTrio(owner: owner)
+        let (a, b, c, codeA, codeB, codeC) = (trio.a, trio.b, trio.c, trio.codeA, trio.codeB, trio.codeC)
         try a.vault.share(with: codeB)
         try a.vault.share(with: codeC)
         try a.reopen()
