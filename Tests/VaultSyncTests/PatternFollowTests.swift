@@ -166,6 +166,29 @@ import VaultStore
         #expect(try Self.view(second.folder, seed: SyncDevice.seed) != nil, "the old pattern still opens it")
     }
 
+    /// A share made on the second device since its last sync: its grant's recipient is in its
+    /// old record only, which the new pattern cannot read, and not in the remote's record that
+    /// the new record would take its tags from.
+    @Test func aShareMadeHereSinceTheLastSyncIsStillRefused() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        try first.sync(remote)
+        let carol = try SyncDevice("carol", seed: 0xC3)
+        defer { carol.finish() }
+        try second.vault.share(with: try carol.vault.contactCode().code)
+        try second.reopen()
+        try first.changePattern(to: 8)
+        try first.sync(remote)
+        let tree = try second.tree()
+        try second.usePattern(8)
+        let contents = try RemoteRollbackTests.contents(second.folder)
+        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote) }
+        #expect(try RemoteRollbackTests.contents(second.folder) == contents, "no file of the storage changed")
+        #expect(try Self.view(second.folder, seed: SyncDevice.seed) == tree, "the old pattern still opens it")
+    }
+
     @Test func aChangeWhoseSyncIsHalfDoneOnTheRemoteIsStillRefused() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }

@@ -71,8 +71,9 @@ import VaultFormat
     /// The other device, told to go on with the new pattern, syncs it into its own storage after
     /// a withdrawal (`unshare`) and then the pattern change on the first device (without the
     /// withdrawal it follows the change: `PatternFollowTests`): the withdrawal gave the vault a
-    /// new RL, so no local slot of the remote's RL is in the other device's storage to follow, but the devices' names keys stayed, and the join would write that
-    /// device's former files (and the first device's, which it holds) over the old state's.
+    /// new RL, so no local slot of the remote's RL is in the other device's storage to follow,
+    /// but the devices' names keys stayed, and the join would write that device's former files
+    /// (and the first device's, which it holds) over the old state's.
     /// Refused in one line before anything comes down: every byte of the storage stays, the old
     /// pattern opens the change made offline, fsck is clean.
     @Test(arguments: [false, true])
