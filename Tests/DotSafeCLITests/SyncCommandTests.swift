@@ -84,9 +84,11 @@ import VaultStore
         #expect(try FileManager.default.contentsOfDirectory(atPath: base + "/desktop").sorted() == before)
         let phone = Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern)
         #expect(phone.status == 0, "\(phone)")
-        let secrets = try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: try #require(try Keyring(option: nil, environment: environment).patternSalt()))
+        // A lock erases the secrets it opened with: each open gets its own.
+        let salt = try #require(try Keyring(option: nil, environment: environment).patternSalt())
+        func secrets() throws -> VaultSecrets { try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: salt) }
         do {
-            let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets, options: .likeDotsafe())
+            let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets(), options: .likeDotsafe())
             defer { try? copy.lock() }
             #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
         }
@@ -97,7 +99,7 @@ import VaultStore
         #expect(followed.status == 0 && followed.standardOutput.hasPrefix("synced: "), "\(followed)")
         #expect(Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern).status == 0)
         for device in ["desktop", "phone"] {
-            let copy = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: secrets, options: .likeDotsafe())
+            let copy = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: secrets(), options: .likeDotsafe())
             defer { try? copy.lock() }
             #expect(try copy.read(try copy.lookup(Vault.rootID, Array("offline.txt".utf8)), offset: 0, count: 100)
                     == Array("written offline".utf8), "\(device)")

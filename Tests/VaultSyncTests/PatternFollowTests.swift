@@ -88,12 +88,7 @@ import VaultStore
         let summary = try second.sync(remote)
         #expect(summary.conflicts == 1, "\(summary.actions)")
         try first.sync(remote)
-        for device in [first, second] {
-            let tree = try device.tree()
-            #expect(tree["notes.txt"] == "the first's version", "the remote's version keeps the name")
-            let copies = tree.filter { $0.key.hasPrefix("notes.conflict-desktop-") && $0.key.hasSuffix(".txt") }
-            #expect(copies.count == 1 && copies.first?.value == "the second's version", "\(tree.keys.sorted())")
-        }
+        try VaultSyncTests.expectBothVersionsKept(first, second)
         #expect(try first.tree() == second.tree())
     }
 
