@@ -117,10 +117,10 @@ extension VaultState {
     /// finish): the new record (location "local", the remote record's keys and tags) at device
     /// 0's name of its number, then a root listing it with role 1 and the old record with role 3.
     private mutating func followChange(_ record: UnlockRecord, oldOwner: IndexRootV2.SpecialFile, step: (String) throws -> Void) throws {
-        guard var root = committer.formatTwo else { return }
         // The commit below needs the whole index and the base's pins, as an open's finish does.
         try loadWholeIndex()
         try readPinsIfUnread()
+        guard var root = committer.formatTwo else { return }
         let own = UnlockRecord(vaultKey: committer.vaultKey.copyBytes(), rootLocator: secrets.locator.copyBytes(), ownFile: record.ownFile,
                                identityKey: Self.fresh(record.identityKey), optional: record.optional)
         let name = try self.name(record.ownFile.raw)
@@ -142,8 +142,8 @@ extension VaultState {
 
     private static func fresh(_ bytes: [UInt8]) -> [UInt8] { bytes.withUnsafeBufferPointer { Array($0) } }
 
-    /// The empty state this one was, replaced by the followed one: erased but for the pattern's
-    /// secrets, which the followed state keeps.
+    /// A state dropped for another that shares its pattern's secrets (the empty one a follow
+    /// replaces, the follow's read-only look first): erased but for those secrets.
     mutating func wipeReplaced() {
         chunks.removeAll()
         packs.wipe()
