@@ -131,7 +131,7 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// committed locally, and the next sync merges them.
     case raced
     /// The remote's root slots are this vault's, but its unlock record is not this pattern's:
-    /// another device changed the pattern (FORMAT.md §13.12).
+    /// another device changed the pattern (FORMAT.md §13.12); the new pattern's sync here follows it.
     case patternChanged
     /// The remote's unlock record is not the one its root lists: another device's sync of a
     /// pattern change is under way or was cut short (its next sync finishes it).
@@ -139,8 +139,8 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// A device that would join holds files at names the join writes whatever is there (the
     /// vault's local root slots, grants, released files), or a file the join downloads whose
     /// bytes differ: its storage holds this vault under another pattern (the pattern was changed
-    /// on another device since), whose root and files the join would write over (FORMAT.md
-    /// §13.12, "with sync"); or what a join killed before its commit placed, at names whose
+    /// on another device since, and this storage cannot follow the change: FORMAT.md §13.12,
+    /// "Another device follows the change"), whose root and files the join would write over; or what a join killed before its commit placed, at names whose
     /// bytes the remote changed since, which `RemoteVault.replacesPartialJoin` replaces.
     /// `mount --sync` is refused for it.
     case heldUnderOtherPattern
@@ -176,7 +176,7 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .hardLinks: "the vault holds files with several names (hard links): sync does not handle them yet"
         case .raced: "another device synced to the remote meanwhile: this device's changes are kept here; sync again to merge them"
         case .patternChanged:
-            "the vault's pattern was changed on another device: nothing was changed; this storage still opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty storage folder"
+            "the vault's pattern was changed on another device: nothing was changed; this storage still opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern: this storage follows the change and sends its changes"
         case .patternChanging:
             "the vault's pattern is being changed on another device, whose next sync finishes the change: sync again then; nothing was changed"
         case .heldUnderOtherPattern:

@@ -13,6 +13,33 @@ extension Vault {
     /// vault's). Throws `SyncRefusal.otherLineage` for a vault of this pattern that is not this one.
     public func openRemote(unlockFile: [UInt8]?) throws -> RemoteVault { try syncLocked { try $0.openRemote(unlockFile: unlockFile) } }
 
+    /// Another device changed the pattern and synced (FORMAT.md §13.12, "Another device follows
+    /// the change"): this vault, new, the new pattern's, takes this storage's state under the
+    /// remote record's keys (`unlockFile`) and follows the change in it; false, and nothing
+    /// changed, when this storage holds no state to follow (the join goes on, and refuses as
+    /// before). `remoteSlots` reads the remote's files at the names given. `step` is a test's
+    /// crash injection.
+    public func followPatternChange(unlockFile: [UInt8], remoteSlots: ([String]) throws -> [[UInt8]?],
+                                    step: (String) throws -> Void = { _ in }) throws -> Bool {
+        try state.withLock { state in
+            guard !state.isLocked else { throw VaultError.locked }
+            do {
+                guard let followed = try state.followedPatternChange(unlockFile: unlockFile, remoteSlots: remoteSlots, step: step) else {
+                    return false
+                }
+                state.wipeReplaced()
+                state = followed
+                return true
+            } catch {
+                // The remote's failures and a test's stop pass as they are.
+                switch error {
+                case is StoreError, is CryptoError, is FormatError: throw VaultError.wrap(error)
+                default: throw error
+                }
+            }
+        }
+    }
+
     /// A sync that follows a withdrawal (FORMAT.md §14.8, "The file count of a follow"), before
     /// anything comes down: the two free files its new slots take; with fewer than two, a group
     /// is made and committed first, under the old keys.

@@ -108,7 +108,8 @@ extension VaultState {
                     try storage.write(deviceName, offset: 0, bytes: try session.random.bytes(Format.fileSize))
                     try storage.sync([deviceName])
                 }
-                writer.release(former.file.number)
+                // Device 0's file: another device that followed the change has no number to free.
+                if former.file.device == root.localDevice { writer.release(former.file.number) }
             }
         }
         progress(2)

@@ -69,6 +69,9 @@ public struct MountedSynchronizer: Sendable {
         let remoteNames = Set(listing.storageFiles)
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
+        // The pattern was changed on another device: this storage's state follows it first (the
+        // first round, before the mount is ready; later rounds find the vault no longer new).
+        try PendingPatternChange.follow(vault, unlockFile: unlockFile, on: remote, listed: remoteNames, step: beforeChange)
         // A new, empty vault and nothing on the remote: nothing to do until the first change.
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)

@@ -21,6 +21,18 @@ struct PendingPatternChange {
         formerFiles = try vault.formerRemoteFiles(listed: listed)
     }
 
+    /// The new pattern synced into the storage of a device that had the old one, after device 0
+    /// changed it and synced (FORMAT.md §13.12, "Another device follows the change"): before the
+    /// sync looks at the local state, that state is taken under the new pattern, and the sync
+    /// then merges and publishes it as any other. Anything else that is not a state to follow
+    /// goes on as a join, which refuses it as before. `step` is the synchronizers' crash injection.
+    static func follow(_ vault: Vault, unlockFile: [UInt8]?, on remote: RemoteStorage, listed: Set<String>,
+                       step: ((String) throws -> Void)?) throws {
+        guard let unlockFile, vault.isNew, !vault.isShared else { return }
+        _ = try vault.followPatternChange(unlockFile: unlockFile, remoteSlots: { try remote.read($0, listed: listed) },
+                                          step: { try step?("follow \($0)") })
+    }
+
     /// Refuses a sync that finds the vault on the remote under another pattern: no record of
     /// this pattern nor a former one, but the vault's slots, or (after a move of its names) this
     /// device's own files. Own files of a device that never saw the vault there (`sawRemote`

@@ -55,10 +55,12 @@ public struct VaultSynchronizer {
         step(1)
         let listing = try self.listing?() ?? remote.list()
         var remoteNames = Set(listing.storageFiles)
-        let view = try vault.localSyncView(deviceName: deviceName)
-        try vault.beginDownloads()
         let unlockName = try vault.remoteUnlockName()
         let unlockFile = try remoteNames.contains(unlockName) ? remote.read(unlockName) : nil
+        // The pattern was changed on another device: this storage's state follows it first.
+        try PendingPatternChange.follow(vault, unlockFile: unlockFile, on: remote, listed: remoteNames, step: beforeChange)
+        let view = try vault.localSyncView(deviceName: deviceName)
+        try vault.beginDownloads()
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
         remoteVault.replacesPartialJoin = replacesPartialJoin

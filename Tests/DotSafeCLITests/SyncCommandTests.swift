@@ -60,6 +60,13 @@ import VaultStore
         let remote = base + "/remote"
         #expect(Self.sync(base + "/laptop", remote, environment, device: "laptop").status == 0)
         #expect(Self.sync(base + "/desktop", remote, environment, device: "desktop").status == 0)
+        // The desktop writes offline, under the old pattern.
+        do {
+            let desktop = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment), options: .likeDotsafe())
+            let id = try desktop.create(.file, in: Vault.rootID, named: Array("offline.txt".utf8), mode: 0o644)
+            try desktop.write(id, offset: 0, bytes: Array("written offline".utf8))
+            try desktop.lock()
+        }
 
         let changed = CLIRun(["repattern", base + "/laptop", "--pattern-stdin"], environment: environment, input: [Self.pattern, newPattern])
         #expect(changed.status == 0 && changed.standardError.isEmpty, "\(changed)")
@@ -72,15 +79,35 @@ import VaultStore
         let old = Self.sync(base + "/desktop", remote, environment, device: "desktop")
         #expect(old.status == 1 && old.standardOutput.isEmpty, "\(old)")
         #expect(old.standardError == "dotsafe: the vault's pattern was changed on another device: nothing was changed; this storage still "
-                + "opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern into an empty "
-                + "storage folder\n", "\(old)")
+                + "opens with this pattern and keeps its changes since its last sync; to go on, sync with the new pattern: this storage "
+                + "follows the change and sends its changes\n", "\(old)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: base + "/desktop").sorted() == before)
         let phone = Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern)
         #expect(phone.status == 0, "\(phone)")
-        let secrets = try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: try #require(try Keyring(option: nil, environment: environment).patternSalt()))
-        let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets, options: .likeDotsafe())
-        defer { try? copy.lock() }
-        #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
+        // A lock erases the secrets it opened with: each open gets its own.
+        let salt = try #require(try Keyring(option: nil, environment: environment).patternSalt())
+        func secrets() throws -> VaultSecrets { try VaultSecrets(pattern: Pattern(parsing: newPattern), salt: salt) }
+        do {
+            let copy = try Vault.open(storage: try Storage.open(at: base + "/phone"), secrets: secrets(), options: .likeDotsafe())
+            defer { try? copy.lock() }
+            #expect(try copy.read(try copy.lookup(Vault.rootID, Array("hello.txt".utf8)), offset: 0, count: 100) == Array("hello".utf8))
+        }
+
+        // The desktop syncs the new pattern into its own storage: it follows the change, and its
+        // offline change goes up (FORMAT.md §13.12, "Another device follows the change").
+        let followed = Self.sync(base + "/desktop", remote, environment, device: "desktop", pattern: newPattern)
+        #expect(followed.status == 0 && followed.standardOutput.hasPrefix("synced: "), "\(followed)")
+        #expect(Self.sync(base + "/phone", remote, environment, device: "phone", pattern: newPattern).status == 0)
+        for device in ["desktop", "phone"] {
+            let copy = try Vault.open(storage: try Storage.open(at: base + "/" + device), secrets: secrets(), options: .likeDotsafe())
+            defer { try? copy.lock() }
+            #expect(try copy.read(try copy.lookup(Vault.rootID, Array("offline.txt".utf8)), offset: 0, count: 100)
+                    == Array("written offline".utf8), "\(device)")
+        }
+        let former = try Vault.open(storage: try Storage.open(at: base + "/desktop"), secrets: try Self.secrets(environment),
+                                    options: .likeDotsafe(readOnly: true))
+        defer { try? former.lock() }
+        #expect(former.isNew, "the old pattern opens nothing in the desktop's storage")
     }
 
     /// Two lineages: a storage made apart (its own `init`, the same keyring and pattern, so a

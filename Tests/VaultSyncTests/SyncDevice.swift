@@ -438,15 +438,18 @@ final class SyncDevice {
     }
 
     /// Every file by path with its text, folders with a trailing slash.
-    func tree(_ folderID: UInt64 = Vault.rootID, prefix: String = "") throws -> [String: String] {
+    func tree() throws -> [String: String] { try Self.tree(of: vault) }
+
+    /// The same of `vault` (one a test opened apart, read-only say).
+    static func tree(of vault: Vault, _ folderID: UInt64 = Vault.rootID, prefix: String = "") throws -> [String: String] {
         var result: [String: String] = [:]
         for (name, id) in try vault.contents(ofFolder: folderID) {
             let path = prefix + String(decoding: name, as: UTF8.self)
             if try vault.attributes(id).type == .folder {
                 result[path + "/"] = ""
-                result.merge(try tree(id, prefix: path + "/")) { a, _ in a }
+                result.merge(try tree(of: vault, id, prefix: path + "/")) { a, _ in a }
             } else {
-                result[path] = try read(path)
+                result[path] = String(decoding: try vault.read(id, offset: 0, count: Int(try vault.attributes(id).size)), as: UTF8.self)
             }
         }
         return result

@@ -68,42 +68,12 @@ import VaultFormat
         #expect(try Self.remoteNames(remote).contains(oldRemoteName) == false)
     }
 
-    /// The other device, told to go on with the new pattern, syncs it into its own storage,
-    /// which holds the vault under the old pattern with a change not synced: the join would write
-    /// the vault's root slots and that device's former files over the old state's. Refused in
-    /// one line before anything comes down; the storage's bytes stay, the old pattern still
-    /// opens it with the change.
-    @Test(arguments: [false, true])
-    func theNewPatternSyncedIntoTheOldPatternsStorageChangesNothing(mounted: Bool) throws {
-        let remote = try TestRemote(.webdav)
-        defer { remote.finish() }
-        let (first, second) = try VaultSyncTests.twoDevices(remote)
-        defer { first.finish(); second.finish() }
-        try first.sync(remote)
-        try second.write("offline.txt", "not synced yet")
-        try first.changePattern(to: 8)
-        try first.sync(remote)
-        let tree = try second.tree()
-        let contents = try RemoteRollbackTests.contents(second.folder)
-
-        try second.usePattern(8)
-        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote, mounted: mounted) }
-        #expect(SyncRefusal.heldUnderOtherPattern.description.contains("sync with this pattern into an empty storage folder"))
-        // With `--replace-partial-join` too: a slot of the remote's RL is here (§13.12).
-        second.replacesPartialJoin = true
-        #expect(throws: SyncRefusal.heldUnderOtherPattern) { try second.sync(remote) }
-        second.replacesPartialJoin = false
-        #expect(try RemoteRollbackTests.contents(second.folder) == contents, "no file of the storage changed")
-        try second.usePattern(SyncDevice.seed)
-        #expect(try second.tree() == tree)
-        #expect(try second.read("offline.txt") == "not synced yet")
-        #expect(try second.vault.check().isClean)
-    }
-
-    /// As above, after a withdrawal (`unshare`) and then the pattern change on the first device:
-    /// the withdrawal gave the vault a new RL, so no local slot of the remote's RL is in the
-    /// other device's storage, but the devices' names keys stayed, and the join would write that
-    /// device's former files (and the first device's, which it holds) over the old state's.
+    /// The other device, told to go on with the new pattern, syncs it into its own storage after
+    /// a withdrawal (`unshare`) and then the pattern change on the first device (without the
+    /// withdrawal it follows the change: `PatternFollowTests`): the withdrawal gave the vault a
+    /// new RL, so no local slot of the remote's RL is in the other device's storage to follow,
+    /// but the devices' names keys stayed, and the join would write that device's former files
+    /// (and the first device's, which it holds) over the old state's.
     /// Refused in one line before anything comes down: every byte of the storage stays, the old
     /// pattern opens the change made offline, fsck is clean.
     @Test(arguments: [false, true])

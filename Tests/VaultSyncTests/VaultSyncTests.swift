@@ -73,11 +73,19 @@ import VaultFormat
         let summary = try second.sync(remote)
         #expect(summary.conflicts == 1, "\(summary.actions)")
         try first.sync(remote)
+        try Self.expectBothVersionsKept(first, second)
+    }
+
+    /// After both synced: "notes.txt" holds the first device's version on each, and one conflict
+    /// copy the second's ("desktop" in its name).
+    static func expectBothVersionsKept(_ first: SyncDevice, _ second: SyncDevice,
+                                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         for device in [first, second] {
             let tree = try device.tree()
-            #expect(tree["notes.txt"] == "the first's version", "the remote's version keeps the name")
+            #expect(tree["notes.txt"] == "the first's version", "the remote's version keeps the name", sourceLocation: sourceLocation)
             let copies = tree.filter { $0.key.hasPrefix("notes.conflict-desktop-") && $0.key.hasSuffix(".txt") }
-            #expect(copies.count == 1 && copies.first?.value == "the second's version", "\(tree.keys.sorted())")
+            #expect(copies.count == 1 && copies.first?.value == "the second's version", "\(tree.keys.sorted())",
+                    sourceLocation: sourceLocation)
         }
     }
 

@@ -98,7 +98,7 @@ final class MountSync: Sendable {
         case SyncRefusal.patternChanged:
             // No later round can send what this storage holds: the remote is at the new pattern.
             return "the first sync failed (\(Self.describe(failure))): the vault is mounted as it is here, and no sync of this "
-                + "mount sends its changes; lock it, then mount with the new pattern and --sync on an empty storage folder"
+                + "mount sends its changes; lock it, then mount it with the new pattern and --sync: this storage follows the change"
         case SyncRefusal.heldUnderOtherPattern:
             // This pattern opens nothing here: a new, empty vault mounted would take writes that
             // no round can sync (each is refused so), beside the vault's files under the other pattern.
