@@ -52,6 +52,10 @@ public final class RemoteVault: @unchecked Sendable {
     /// before the remote changed placed) in place of refusing. Slots and released numbers still
     /// refuse. Set before the remote root is read.
     public var replacesPartialJoin = false
+    /// The user says this remote replaces the one the vault synced with (`sync --new-remote`,
+    /// docs/SYNC-DESIGN.md §3.4 "Moving to a new remote"): what the remote lacks of every
+    /// device's groups and grants goes up, not only this device's (the old remote had the rest).
+    public var replacesRemote = false
     /// This device's join committed here and never went up, and the remote root, written since
     /// by another device, lists the devices before it and not it: the merge adds its entry
     /// (`VaultState.takesInUnpublishedDevice`, FORMAT.md §13.12 "A join committed, never published").
@@ -150,12 +154,14 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// copy, maybe synced since by a device that never saw what went (SYNC-DESIGN §3.4 step 3).
     /// A merge would take everything written since as deleted there. The way out (SYNC-DESIGN
     /// §3.4 step 3): the newer copy put back, or a join from the remote as it is in an empty
-    /// folder, which takes this storage's changes by hand (no merge of the two takes them as deleted).
+    /// folder, which takes this storage's changes by hand (no merge of the two takes them as deleted);
+    /// or `sync --new-remote`, a merge without a base (SYNC-DESIGN §3.4 "Moving to a new remote").
     case rolledBack(String)
     /// The remote holds no index of this vault, but this device synced it before: a second
     /// remote, or one emptied. Not a put-back copy, but the sync base is one per vault (FORMAT.md
     /// §13.11): after a sync here, the next merge with the other remote would take what changed
-    /// between the two syncs as changed back there (SYNC-DESIGN §3.4, "Several remotes").
+    /// between the two syncs as changed back there (SYNC-DESIGN §3.4, "Several remotes"). The way
+    /// on when it replaces the old one: `sync --new-remote` ("Moving to a new remote").
     case otherRemote
     /// This device withdrew a grant, and another device of the owner withdrew one too and
     /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
@@ -189,11 +195,13 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
         case .damagedRemote(let why): "the vault on the remote is damaged: \(why); nothing was changed"
         case .otherRemote:
             "this remote holds no index of this vault, but this device synced the vault before, with this remote or another: a "
-                + "vault syncs with one remote for now (its sync state is kept once per vault); nothing was changed"
+                + "vault syncs with one remote for now (its sync state is kept once per vault); nothing was changed; if this remote "
+                + "replaces the one the vault synced with (emptied, or a move), 'dotsafe sync --new-remote' puts the vault there"
         case .rolledBack(let why):
             "the vault on the remote is damaged: \(why) (restored or rolled back?); nothing was changed, and this storage keeps its "
                 + "state: put the remote's newer copy back if there is one, or go on from the remote as it is: sync into an empty "
-                + "storage folder, then copy into that vault what this storage changed since its last sync"
+                + "storage folder, then copy into that vault what this storage changed since its last sync; or, if this remote "
+                + "replaces the one the vault synced with, 'dotsafe sync --new-remote' merges the two without a common state"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "

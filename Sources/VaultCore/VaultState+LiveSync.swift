@@ -68,7 +68,8 @@ extension VaultState {
             for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
             where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
                 let name = try self.name(raw)
-                if !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
+                // With no remote root every file goes, a torn one that a killed upload left included.
+                if remote.root == nil || !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
             }
         }
         // Own grants go up at their names (every storage of the vault holds them, §14.9),
@@ -82,7 +83,7 @@ extension VaultState {
         let moves = movesRemote(remote) || namesMoveToSync
         for special in formatTwo.specialFiles where special.isGrantFile && (moves || writer.allocator.isOwnDevice(special.file.raw)) {
             let name = FileName.encode(special.name)
-            if !remoteNames.contains(name) || remote.rotated || moves || (remote.root != nil && remoteRoles[special.name] != special.role) {
+            if remote.root == nil || remoteRoles[special.name] != special.role || !remoteNames.contains(name) || remote.rotated || moves {
                 transfer.grants.append(name)
             }
             guard writer.allocator.isOwnDevice(special.file.raw) else { continue }
@@ -99,6 +100,7 @@ extension VaultState {
         transfer.blocks = Array(Set(blocks)).sorted()
         transfer.groupFiles = others.sorted()
         transfer.pages = Array(Set(pageNames)).sorted()
+        try addOtherDevicesFiles(&transfer, remote, remoteNames: remoteNames)
         if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
             for range in old.devices[Int(local)].ownedGroups {
                 for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {

@@ -32,8 +32,9 @@ extension VaultState {
             }
             var formatTwo = moved?.formatTwo ?? old
             formatTwo.devices = root.devices.map { var entry = $0; entry.namesKey = []; return entry }
-            // A join never published comes in at the end of the remote's table (§13.12).
-            if remote.takesInDevice { formatTwo.devices.append(old.devices[Int(local)]) }
+            // A join never published comes in at the end of the remote's table (§13.12), with
+            // every other device there the remote lacks, on a remote that replaces the old one.
+            if remote.takesInDevice { formatTwo.devices += old.devices[root.devices.count...] }
             // Special files merge as the device table does: each device's from the side that is
             // that device (a grant another device wrote comes from the remote).
             // After a withdrawal on another device of the owner, all of them are the remote's;

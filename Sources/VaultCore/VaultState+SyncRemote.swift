@@ -110,7 +110,7 @@ extension VaultState {
         // This storage names this device's files from its own NKd, which a move of an upgraded
         // vault's names (§13.12) changed since the remote root was written: its pages of this
         // device are read here at those names.
-        if let formatTwo = committer.formatTwo, let root = remote.root, !remote.joins, !isNew, !remote.takesInDevice,
+        if let formatTwo = committer.formatTwo, let root = remote.root, !remote.joins, !isNew, Int(formatTwo.localDevice) < root.devices.count,
            remoteListsThisDevice(remote) {
             let local = Int(formatTwo.localDevice)
             root.devices[local].namesKey.wipeStorage()

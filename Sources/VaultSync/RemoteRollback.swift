@@ -18,6 +18,10 @@ enum RemoteRollback {
     static let replacedRootWarning = "another device's sync replaced this device's last root at the same moment: merged without a "
         + "common state, so files deleted since may come back and files changed on one side appear as conflict copies"
 
+    /// Said by `sync --new-remote` that merges with a remote holding another state of the vault.
+    static let newRemoteWarning = "this remote holds another state of this vault than this device synced with: merged without a "
+        + "common state, so files deleted since may come back and files changed on both sides appear as conflict copies"
+
     /// The base is this device's own root, known to be up, and the remote holds that generation
     /// written by another device: a device that read the same root raced this one's publish
     /// (rclone has no compare-and-swap) and its slower writes landed after this one's read-back

@@ -34,6 +34,12 @@ public struct VaultSynchronizer {
     /// a join replaces what a join of it cut short left where the remote changed it since
     /// (`RemoteVault.replacesPartialJoin`, FORMAT.md §13.12).
     public var replacesPartialJoin = false
+    /// The user says this remote replaces the one the vault synced with (`--new-remote`,
+    /// docs/SYNC-DESIGN.md §3.4 "Moving to a new remote"): where a plain sync is refused as
+    /// another remote or a rolled-back one, this one takes the remote as it is. With no root of
+    /// the vault there, the whole vault goes up; else the two merge without a base (nothing is
+    /// taken as deleted). Elsewhere it changes nothing.
+    public var replacesRemote = false
 
     static let steps = 6
     /// Called before each change to the remote and before the last local commit; a test throws
@@ -62,8 +68,11 @@ public struct VaultSynchronizer {
         let view = try vault.localSyncView(deviceName: deviceName)
         try vault.beginDownloads()
         if view.isNew && unlockFile == nil { throw vault.isShared ? SharingError.noGrantOnRemote : SyncRefusal.noVault }
+        // A grantee cannot write the remote's record: the owner moves the vault, then it merges.
+        if replacesRemote && vault.isShared && unlockFile == nil { throw SharingError.sharedVaultNotOnRemote }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
         remoteVault.replacesPartialJoin = replacesPartialJoin
+        remoteVault.replacesRemote = replacesRemote
         // After a pattern change here the remote still holds the former pattern's record, or
         // (after a move of an upgraded vault's names) its names (FORMAT.md §13.12).
         let change = try PendingPatternChange(vault, listed: remoteNames)
@@ -75,11 +84,15 @@ public struct VaultSynchronizer {
             try vault.readRemoteRoot(remoteVault, slotFiles: slots)
         }
         // A remote put back to an older state: refused before anything changes (`RemoteRollback`).
-        if let refusal = RemoteRollback.refusal(header: view.header, base: view.base, localDevice: view.localDevice, remote: remoteVault) {
-            throw refusal
-        }
-        // Another device's root replaced this one's after its read-back: merged without a base.
-        let baseless = RemoteRollback.replacedOwnRoot(header: view.header, localDevice: view.localDevice, remote: remoteVault)
+        let refusal = RemoteRollback.refusal(header: view.header, base: view.base, localDevice: view.localDevice, remote: remoteVault)
+        if let refusal, !replacesRemote { throw refusal }
+        if refusal != nil && vault.isShared && remoteVault.generation == 0 { throw SharingError.sharedVaultNotOnRemote }
+        // Another device's root replaced this one's after its read-back, or the user took a
+        // remote that holds another state of the vault: merged without a base.
+        let moved = refusal != nil && remoteVault.generation > 0
+        let baseless = moved ? RemoteRollback.newRemoteWarning
+            : RemoteRollback.replacedOwnRoot(header: view.header, localDevice: view.localDevice, remote: remoteVault)
+            ? RemoteRollback.replacedRootWarning : nil
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
@@ -93,7 +106,8 @@ public struct VaultSynchronizer {
             try download(try vault.missingGrants(remoteVault), remoteVault, &summary)
         }
         step(3)
-        let decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
+        var decision = SyncDecision(view: view, remoteGeneration: remoteVault.generation, remoteWriter: remoteVault.writerDevice)
+        if moved { (decision.merges, decision.publishes) = (true, true) }
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
         if decision.merges || remoteVault.follows {
@@ -104,7 +118,11 @@ public struct VaultSynchronizer {
         // publish again, though nothing changed here since; and after a pattern change here.
         // A root slot or the record of this vault torn on the remote (a sync killed while it
         // went up) would stay so with nothing to publish: the root and record go up again.
-        let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
+        // A first publish (or a move's) killed between its root and the copy left one slot: a
+        // count off a multiple of 16 there, which only a root written again puts right.
+        let slots = try remoteVault.rootSlotNames()
+        let torn = remoteVault.generation > 0
+            && (listing.holdsTorn(slots + [unlockName]) || UInt64(slots.count) == Format.indexSlotCount && !slots.allSatisfy(remoteNames.contains))
         let forced = change.forcesPublish(remoteVault) || remoteVault.rotated || torn
         let merged = decision.merges || remoteVault.follows
         // §3.3: nothing goes up when the remote root is the state's already (a commit here that
@@ -188,13 +206,13 @@ public struct VaultSynchronizer {
     }
 
     /// Steps 3–4 of §3.4: the three-way merge, the other devices' files it needs, checked;
-    /// `baseless`: without the base (`RemoteRollback.replacedOwnRoot`).
-    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, baseless: Bool,
+    /// `baseless`: without the base, saying this warning (`RemoteRollback`).
+    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, baseless: String?,
                        _ summary: inout SyncSummary) throws {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
-        if baseless { summary.warnings.append(RemoteRollback.replacedRootWarning) }
+        let result = trees.merge(base: baseless == nil ? view.base : nil, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
+        if let baseless { summary.warnings.append(baseless) }
         summary.actions = result.actions
         summary.conflicts = result.actions.filter {
             switch $0 {

@@ -41,6 +41,17 @@ struct SyncCommand: Command {
         With --replace-partial-join you say that no other pattern's state of this
         vault is in STORAGE: those files are replaced by the remote's. If there is
         one, it is destroyed.
+
+        A remote that holds no index of the vault, or an older state of it, is
+        refused to a device that synced before. With --new-remote you say that
+        REMOTE replaces the one the vault synced with (the provider is gone, the
+        remote was emptied, you move): an empty REMOTE receives the whole vault,
+        every device's files; one that holds the vault (another device moved
+        first) is merged without a common state: nothing is taken as deleted, a
+        file changed on both sides is kept twice, files deleted since may come
+        back (a warning says so). Each device runs it once for its first sync
+        with REMOTE; later syncs are plain ones, and the old remote is refused.
+        Where a plain sync works, the flag changes nothing.
         """
     static let storage = PositionalSpec("STORAGE", help: "The local storage folder (made when missing or empty).")
     static let remote = PositionalSpec("REMOTE", help: "An rclone remote path, such as mine:vault or a folder.")
@@ -48,7 +59,9 @@ struct SyncCommand: Command {
     static let rcloneConfig = OptionSpec.value("rclone-config", placeholder: "FILE", help: "The rclone config file for a named remote.")
     static let replacePartialJoin = OptionSpec.flag("replace-partial-join",
                                                     help: "Replace what a cut-short first sync left where the remote changed it since.")
-    static let signature = CommandSignature(options: PatternReader.options + [ShareCommand.sharedBy, device, rcloneConfig, replacePartialJoin],
+    static let newRemote = OptionSpec.flag("new-remote", help: "REMOTE replaces the one the vault synced with: move the vault there.")
+    static let signature = CommandSignature(options: PatternReader.options
+                                                + [ShareCommand.sharedBy, device, rcloneConfig, replacePartialJoin, newRemote],
                                             positionals: [storage, remote])
 
     let storagePath: String
@@ -58,6 +71,7 @@ struct SyncCommand: Command {
     let patternReader: PatternReader
     let sharedBy: String?
     let replacesPartialJoin: Bool
+    let replacesRemote: Bool
 
     init(parsing arguments: ParsedArguments) throws {
         storagePath = try arguments.required(Self.storage)
@@ -66,6 +80,7 @@ struct SyncCommand: Command {
         configFile = arguments.value(Self.rcloneConfig)
         sharedBy = arguments.value(ShareCommand.sharedBy)
         replacesPartialJoin = arguments.flag(Self.replacePartialJoin)
+        replacesRemote = arguments.flag(Self.newRemote)
         let name = arguments.value(Self.device) ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name.utf8.count <= 64 else {
             throw CLIError.usage("--device takes a name of 1 to 64 bytes without '/'")
@@ -149,6 +164,7 @@ struct SyncCommand: Command {
         var synchronizer = VaultSynchronizer(vault: vault, remote: remote, storageFolder: storagePath, deviceName: deviceName)
         synchronizer.listing = listing
         synchronizer.replacesPartialJoin = replacesPartialJoin
+        synchronizer.replacesRemote = replacesRemote
         let progress = SyncProgressLine(to: context.standardError)
         synchronizer.progress = {
             reached.step = $0
