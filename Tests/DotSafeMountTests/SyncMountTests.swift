@@ -252,7 +252,8 @@ import VaultStore
         let reason = "the vault on the remote is damaged: it holds generation 1, older than generation 2 this device synced with "
             + "(restored or rolled back?); nothing was changed, and this storage keeps its state: put the remote's newer copy back "
             + "if there is one, or go on from the remote as it is: sync into an empty storage folder, then copy into that vault "
-            + "what this storage changed since its last sync"
+            + "what this storage changed since its last sync; or, if this remote replaces the one the vault synced with, 'dotsafe "
+            + "sync --new-remote' merges the two without a common state"
         #expect(refused.status == 1 && refused.error == "dotsafe: \(reason)\n", "\(refused)")
 
         let log = try DatagramListener(name: h.base + "/log")

@@ -32,7 +32,8 @@ import VaultCore
     /// What a refusal as put back says the user can do.
     static let wayOut = "nothing was changed, and this storage keeps its state: put the remote's newer copy back if there is one, "
         + "or go on from the remote as it is: sync into an empty storage folder, then copy into that vault what this storage "
-        + "changed since its last sync"
+        + "changed since its last sync; or, if this remote replaces the one the vault synced with, 'dotsafe sync --new-remote' "
+        + "merges the two without a common state"
 
     /// `device`'s next sync (or round) is refused as a rollback, whose reason starts with
     /// `reason`; neither the remote nor the device's storage changes, and its tree stays.
@@ -106,6 +107,8 @@ import VaultCore
         let error = #expect(throws: SyncRefusal.self) { try device.sync(usb, mounted: mounted) }
         #expect(error == .otherRemote, "\(String(describing: error))")
         #expect(error?.description.hasPrefix("this remote holds no index of this vault") == true)
+        #expect(error?.description.hasSuffix("nothing was changed; if this remote replaces the one the vault synced with (emptied, "
+                                             + "or a move), 'dotsafe sync --new-remote' puts the vault there") == true)
         #expect((FileManager.default.fileExists(atPath: served) ? try Self.contents(served) : [:]) == usbBefore)
         #expect(try Self.contents(device.folder) == local, "nothing changed in the storage")
         try device.reopen()

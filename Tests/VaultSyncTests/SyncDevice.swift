@@ -127,6 +127,7 @@ final class SyncDevice {
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.beforeChange = beforeChange
         synchronizer.replacesPartialJoin = replacesPartialJoin
+        synchronizer.replacesRemote = replacesRemote
         try dying(seeing: seeing) { _ = try synchronizer.run() }
     }
 
@@ -381,11 +382,14 @@ final class SyncDevice {
     /// `dotsafe sync --replace-partial-join`: this device's syncs that build a `VaultSynchronizer`
     /// say so while it is set.
     var replacesPartialJoin = false
+    /// `dotsafe sync --new-remote`: as `replacesPartialJoin`.
+    var replacesRemote = false
 
     @discardableResult
     func sync(_ remote: TestRemote) throws -> SyncSummary {
         var synchronizer = VaultSynchronizer(vault: vault, remote: try Self.remoteStorage(remote), storageFolder: folder, deviceName: name)
         synchronizer.replacesPartialJoin = replacesPartialJoin
+        synchronizer.replacesRemote = replacesRemote
         let summary = try synchronizer.run()
         try reopen()
         return summary
