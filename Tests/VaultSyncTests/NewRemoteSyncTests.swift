@@ -183,13 +183,10 @@ import VaultFormat
     @Test func aSharedVaultMovesAndItsGranteeFollows() throws {
         let old = try TestRemote(.local), remote = try TestRemote(.local)
         defer { old.finish(); remote.finish() }
-        let alice = try SyncDevice("alice", seed: 0xA1), bob = try SyncDevice("bob", seed: 0xB2)
-        defer { alice.finish(); bob.finish() }
-        let codeB = try bob.vault.contactCode().code
-        try bob.reopen()
-        try alice.write("hello.txt", "hello from alice")
-        let codeA = try alice.vault.contactCode().code
-        try alice.vault.share(with: codeB)
+        let trio = try SharingTrio()
+        defer { trio.finish() }
+        let (alice, bob, codeA) = (trio.a, trio.b, trio.codeA)
+        try alice.vault.share(with: trio.codeB)
         try alice.reopen()
         try alice.sync(old)
         let shared = try SyncDevice("bob", sharedWith: bob, by: codeA)
