@@ -167,9 +167,19 @@ extension VaultState {
 
     /// The remote holds the root of this device's last sync, which never learnt it (cut after
     /// the root went up), and nothing changed here since: the state is that root's, the base.
+    /// The pins that sync's commit recorded stay, the own files of the root it read among them,
+    /// as `confirmSyncBase` keeps them: a racing root may come from that root (§3.4 step 7)
+    /// until a later sync reads this one back.
     mutating func confirmLandedSyncBase(generation: UInt64) throws {
-        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: generation, published: generation,
-                                      localGeneration: committer.generation)
+        try readPinsIfUnread()
+        try confirmOwnRoot(generation: generation, pinned: syncBases.recordedPins ?? writer.allocator.pinnedNumbers)
+    }
+
+    /// The state is this device's root of `generation` on the remote: the base, with `pinned`
+    /// beside the state's own files.
+    private mutating func confirmOwnRoot(generation: UInt64, pinned: Set<UInt64>) throws {
+        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles.union(pinned), read: generation,
+                                            published: generation, localGeneration: committer.generation)
         try confirmSyncBase()
     }
 
