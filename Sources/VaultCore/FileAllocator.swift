@@ -59,6 +59,8 @@ struct FileAllocator {
 
     /// What the sync base pins: held by the root though nothing in it references them (§15.4).
     var pinnedNumbers: Set<UInt64> { pinned }
+    /// Released since the last commit, which still references them: free from the next.
+    var releasedNumbers: Set<UInt64> { Set(pendingFree) }
 
     /// The pins of an open that read them only later (index 3, `VaultState.readPinsIfUnread`):
     /// its free files came from the file blocks, which hold the pins, so only a pinned file

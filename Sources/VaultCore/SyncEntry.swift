@@ -84,6 +84,9 @@ public struct LiveSyncPlan: Sendable {
     /// False: nothing goes up; the remote holds the root of this device's last sync, which
     /// never learnt it, and the base moves to it.
     public var publishes: Bool
+    /// With `publishes` false: that root was known to be up, and is read back; the pins kept
+    /// for the root the sync before read go (`VaultState.releaseReadRootPins`).
+    public var releasesReadPins = false
     /// Whether the round stays local when the remote root is the state's already (§3.3);
     /// false when something must go up whatever the state (a pattern change's record, a torn root).
     public var staysLocalWhenHeld: Bool

@@ -182,6 +182,12 @@ extension Vault {
         try syncLocked { try $0.confirmLandedSyncBase(generation: generation) }
     }
 
+    /// A sync with nothing to send read this device's root back from `remote`: the pins kept
+    /// for the root the sync before read go, at one commit, when there are any.
+    public func releaseReadRootPins(_ remote: RemoteVault) throws {
+        try syncLocked { try $0.releaseReadRootPins(remote) }
+    }
+
     /// What goes up (blocks first: chunks and packs, then pages) and what goes from the remote:
     /// own files the committed state references under a key the remote root does not, own
     /// files the remote lacks, and files of own groups the remote root owned and this one does not.

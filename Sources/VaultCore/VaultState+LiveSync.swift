@@ -169,7 +169,7 @@ extension VaultState {
         let view = try localSyncView(deviceName: deviceName, known: known)
         guard let decided = try plan(view) else { return nil }
         guard decided.publishes else {
-            try confirmLandedSyncBase(generation: decided.readGeneration)
+            if decided.releasesReadPins { try releaseReadRootPins(remote) } else { try confirmLandedSyncBase(generation: decided.readGeneration) }
             return nil
         }
         if decided.merged == nil && decided.staysLocalWhenHeld, try remoteHoldsState(remote) { return nil }

@@ -167,9 +167,31 @@ extension VaultState {
 
     /// The remote holds the root of this device's last sync, which never learnt it (cut after
     /// the root went up), and nothing changed here since: the state is that root's, the base.
+    /// The pins that sync's commit recorded stay, the own files of the root it read among them,
+    /// as `confirmSyncBase` keeps them: a racing root may come from that root (§3.4 step 7)
+    /// until a later sync reads this one back.
     mutating func confirmLandedSyncBase(generation: UInt64) throws {
-        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles, read: generation, published: generation,
-                                      localGeneration: committer.generation)
+        try readPinsIfUnread()
+        try confirmOwnRoot(generation: generation, pinned: syncBases.recordedPins ?? writer.allocator.pinnedNumbers)
+    }
+
+    /// A sync with nothing to send read this device's root, known to be up, back from the
+    /// remote: the pins kept for the root the sync before read (`commitSyncBase`) go, at one
+    /// commit; none when only that root's own files and the state's are pinned (SYNC-DESIGN §3.2).
+    mutating func releaseReadRootPins(_ remote: RemoteVault) throws {
+        try readPinsIfUnread()
+        let remoteFiles = Set(remote.uses.map(\.file).filter { writer.allocator.isOwnDevice($0) })
+        let recorded = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
+        guard !recorded.subtracting(remoteFiles).subtracting(ownReferencedFiles).isEmpty else { return }
+        packs.pin(ownReferencedFiles)
+        try confirmOwnRoot(generation: remote.generation, pinned: remoteFiles)
+    }
+
+    /// The state is this device's root of `generation` on the remote: the base, with `pinned`
+    /// beside the state's own files.
+    private mutating func confirmOwnRoot(generation: UInt64, pinned: Set<UInt64>) throws {
+        syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles.union(pinned), read: generation,
+                                            published: generation, localGeneration: committer.generation)
         try confirmSyncBase()
     }
 

@@ -232,7 +232,10 @@ public struct MountedSynchronizer: Sendable {
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
         guard decision.publishes || remoteVault.rotated || forced else {
-            return decision.confirmsLanded ? LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false) : nil
+            guard decision.confirmsLanded || decision.readsOwnRootBack else { return nil }
+            var confirms = LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, publishes: false)
+            confirms.releasesReadPins = decision.readsOwnRootBack
+            return confirms
         }
         guard decision.merges || follows else {
             return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)

@@ -13,6 +13,9 @@ struct SyncDecision: Equatable {
     /// Nothing to send, but the remote holds the root of this device's last sync, which was
     /// cut before it learnt so: the base moves to that root.
     var confirmsLanded: Bool
+    /// Nothing to send, and the remote holds this device's root, known to be up: read back, so
+    /// the pins kept for the root the sync before read may go (`Vault.releaseReadRootPins`).
+    var readsOwnRootBack: Bool
 
     init(view: LocalSyncView, remoteGeneration read: UInt64, remoteWriter: UInt16?) {
         let header = view.header
@@ -23,5 +26,6 @@ struct SyncDecision: Equatable {
         merges = !atBase
         publishes = !(ownRoot && localUnchanged)
         confirmsLanded = ownRoot && localUnchanged && pending
+        readsOwnRootBack = ownRoot && localUnchanged && !pending
     }
 }

@@ -134,6 +134,8 @@ public struct VaultSynchronizer {
             if merged && !forced, try vault.remoteHoldsState(remoteVault) { publishes = false }
         } else if decision.confirmsLanded {
             try vault.confirmLandedSync(generation: read)
+        } else if decision.readsOwnRootBack {
+            try vault.releaseReadRootPins(remoteVault)
         }
         try vault.endDownloads()
         step(5)

@@ -169,8 +169,8 @@ import VaultStore
     }
 
     /// A file the remote root references, removed before the pins are read: the commit reads
-    /// them and keeps the file's numbers (its chunks there, unchanged) until a sync publishes a
-    /// root without them.
+    /// them and keeps the file's numbers (its chunks there, unchanged) until the sync after the
+    /// one that publishes a root without them; where they are at each step, `followRemovedFiles`.
     @Test func aPinnedFileRemovedBeforeThePinsAreReadStaysUntilTheNextSync() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
@@ -199,17 +199,77 @@ import VaultStore
             #expect(FileManager.default.contents(atPath: a.folder + "/" + name) == old, "pinned chunk \(name) unchanged")
         }
         try Self.expectSameAllocation(a, synced: true, "after the remove")
+        #expect(Self.places(a, chunks) == ["held"], "reopened: kept out of the free files by the file blocks, the pins unread")
+        try Self.followRemovedFiles(a, remote, chunks)
+    }
 
+    /// The same in index 2, for comparison: its open reads the pins with the rest.
+    @Test func aPinnedFileRemovedInIndexTwoStaysUntilTheNextSync() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let a = try SyncDevice("i2-pinned")
+        defer { a.finish() }
+        try a.write("keep", "kept")
+        try a.write("big", String(repeating: "b", count: 600_000))
         try a.sync(remote)
-        // The root that sync read still references them: pinned until the next sync's commit (a
-        // racing root may come from it, SYNC-DESIGN §3.4 step 7).
-        try a.makeFolder("after-removal")
-        try a.sync(remote)
-        let free = a.vault.state.withLock { Set($0.writer.allocator.freeNumbers) }
-        let otherID = try a.id("other")
-        let other = Set(try a.vault.state.withLock { state in try state.tree.item(otherID).fileNumbers })
-        #expect(chunks.subtracting(other).isSubset(of: free), "free once no remote root this device read or wrote references them")
-        try IndexThreeSync.expectExact(a, "after the second sync")
+        let big = try a.id("big")
+        let chunks = Set(try a.vault.state.withLock { state in try state.tree.item(big).fileNumbers })
+        try a.vault.remove(Array("big".utf8), from: Vault.rootID)
+        try a.vault.commit()
+        try a.write("other", String(repeating: "o", count: 700_000))
+        try a.reopen()
+        #expect(Self.places(a, chunks) == ["pinned"], "the open read the pins")
+        try Self.followRemovedFiles(a, remote, chunks)
+    }
+
+    /// Where each of `numbers` is in `device`'s allocator: free, pinned, released (freed since
+    /// the last commit, which still counts them: free from the next), referenced by the state,
+    /// or held: none of these, as an open of index 3 keeps them before it reads the pins (the
+    /// file blocks count them used, §15.4).
+    static func places(_ device: SyncDevice, _ numbers: Set<UInt64>) -> Set<String> {
+        device.vault.state.withLock { state in
+            let allocator = state.writer.allocator, free = Set(allocator.freeNumbers)
+            let referenced = Set(state.referencedFiles().map(\.file))
+            return Set(numbers.map { number in
+                free.contains(number) ? "free" : allocator.pinnedNumbers.contains(number) ? "pinned"
+                    : allocator.releasedNumbers.contains(number) ? "released" : referenced.contains(number) ? "referenced" : "held"
+            })
+        }
+    }
+
+    /// `numbers`, the own files of a file removed since the last sync, which its root
+    /// references, through the syncs that follow (docs/SYNC-DESIGN.md §3.2): pinned while a
+    /// remote root this device read or wrote references them (the one the next sync reads may
+    /// be raced, §3.4 step 7), released by the commit of the sync after, and free from the
+    /// commit after that, or at a reopen: never lost. fsck and index 3's records agree at each.
+    static func followRemovedFiles(_ device: SyncDevice, _ remote: TestRemote, _ numbers: Set<UInt64>) throws {
+        func sync() throws {
+            let storage = try SyncDevice.remoteStorage(remote)
+            _ = try VaultSynchronizer(vault: device.vault, remote: storage, storageFolder: device.folder, deviceName: device.name).run()
+        }
+        func expectSound(_ context: String) throws {
+            if device.indexThree { try IndexThreeSync.expectExact(device, context) }
+            let report = try device.vault.check()
+            #expect(report.isClean, "\(context): \(report.storageProblems) \(report.damagedItems)")
+        }
+        try sync()
+        #expect(places(device, numbers) == ["pinned"], "after the sync that published a root without them: the root it read has them")
+        try expectSound("after the first sync")
+        try device.reopen()
+        let unread = device.vault.state.withLock { $0.syncBases.pinsUnread }
+        #expect(unread == device.indexThree, "only index 3's open leaves the pins unread")
+        #expect(places(device, numbers) == [unread ? "held" : "pinned"], "after a reopen")
+        try device.makeFolder("after-removal")
+        #expect(places(device, numbers) == ["pinned"], "after a commit")
+        try expectSound("after the reopen")
+        try sync()
+        #expect(places(device, numbers) == ["released"], "after the next sync's commit, which confirmed a root without them")
+        try device.makeFolder("after-release")
+        let afterCommit = places(device, numbers)
+        #expect(afterCommit.isSubset(of: ["free", "referenced"]) && afterCommit.contains("free"), "after the next commit: \(afterCommit)")
+        try expectSound("after the commit after the second sync")
+        try device.reopen()
+        #expect(places(device, numbers) == afterCommit, "after a reopen")
     }
 
     /// A pack whose last member went after the sync reopens with its end below what the remote

@@ -32,13 +32,22 @@ import VaultFormat
 
     /// The laptop syncs (then does `laptopAfter`); the desktop, which read the same generation,
     /// makes `desktopChanges` and syncs with a copy of the remote as both read it; then the
-    /// desktop's writes land over the laptop's root.
-    static func race(_ remote: TestRemote, laptop: SyncDevice, desktop: SyncDevice, mounted: Bool,
+    /// desktop's writes land over the laptop's root. `cut`: the laptop's sync dies after its
+    /// root went up, before the root's copy, and its next sync, with nothing changed here,
+    /// finds that root there and confirms it (`confirmLandedSyncBase`); the desktop's root
+    /// lands only after that.
+    static func race(_ remote: TestRemote, laptop: SyncDevice, desktop: SyncDevice, mounted: Bool, cut: Bool = false,
                      laptopAfter: () throws -> Void = {}, desktopChanges: () throws -> Void) throws {
         let served = try #require(remote.servedFolder)
         let atRead = try Self.contents(served), readCopy = remote.folder + "/at-read", laptops = remote.folder + "/laptops"
         try SyncDevice.copyFiles(from: served, to: readCopy)
-        try laptop.sync(remote, mounted: mounted)
+        if cut {
+            #expect(throws: SyncDevice.Stop.self) { try laptop.sync(remote, stoppingAt: "root#2", mounted: mounted) }
+            let confirm = try laptop.sync(remote, mounted: mounted)
+            #expect(confirm.filesUp == 0 && confirm.filesDown == 0 && confirm.warnings.isEmpty, "the landed root confirmed: \(confirm)")
+        } else {
+            try laptop.sync(remote, mounted: mounted)
+        }
         try laptopAfter()
         try SyncDevice.copyFiles(from: served, to: laptops)
         try desktopChanges()
@@ -139,9 +148,11 @@ import VaultFormat
     /// free files once its root was read back; the desktop, racing, edited x's middle chunk. The
     /// merge without a base keeps x with two chunks in the laptop's files: they must still hold
     /// x's bytes, on every device (pinned while a racing root may reference them: the root the
-    /// laptop read does; without that pin y.bin went into them).
-    @Test(arguments: [false, true])
-    func anEditOverADeleteInARacingRootKeepsTheDeletersFiles(mounted: Bool) throws {
+    /// laptop read does; without that pin y.bin went into them). `cut`: the laptop's sync is cut
+    /// after its root went up and the next one confirms that root before the racing root lands
+    /// (without the pins kept by that confirmation, y.bin went into them too).
+    @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func anEditOverADeleteInARacingRootKeepsTheDeletersFiles(mounted: Bool, cut: Bool) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (laptop, desktop, x, xFiles) = try KeptOverDeleteSyncTests.bothHoldX(remote, seed: 0x31, mounted: false)
@@ -151,7 +162,7 @@ import VaultFormat
         try laptop.vault.commit()
         var kept = x
         var y: [UInt8] = []
-        try Self.race(remote, laptop: laptop, desktop: desktop, mounted: mounted, laptopAfter: {
+        try Self.race(remote, laptop: laptop, desktop: desktop, mounted: mounted, cut: cut, laptopAfter: {
             y = try KeptOverDeleteSyncTests.writeOverFreeFiles(laptop, seed: 0x65, reaching: Set(xFiles.values))
         }, desktopChanges: {
             let middle = KeptOverDeleteSyncTests.bytes(0x78, chunks: 1)
