@@ -163,6 +163,10 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
     /// between the two syncs as changed back there (SYNC-DESIGN §3.4, "Several remotes"). The way
     /// on when it replaces the old one: `sync --new-remote` ("Moving to a new remote").
     case otherRemote
+    /// `sync --new-remote` found the remote root naming files of this device under keys the
+    /// first mover last saw, whose numbers this device took again since (SYNC-DESIGN §3.4
+    /// "Moving to a new remote", "Limit:"): read here they hold other bytes, so no merge.
+    case ownFilesReused
     /// This device withdrew a grant, and another device of the owner withdrew one too and
     /// synced first (FORMAT.md §14.8): the two withdrawals do not merge.
     case withdrawnOnTwoDevices
@@ -202,6 +206,11 @@ public enum SyncRefusal: Error, Equatable, Sendable, CustomStringConvertible {
                 + "state: put the remote's newer copy back if there is one, or go on from the remote as it is: sync into an empty "
                 + "storage folder, then copy into that vault what this storage changed since its last sync; or, if this remote "
                 + "replaces the one the vault synced with, 'dotsafe sync --new-remote' merges the two without a common state"
+        case .ownFilesReused:
+            "the remote holds files of this device as another device last saw them, before this device used them again (the "
+                + "old remote was gone before that device synced again): merged, one file would hold two contents; nothing was "
+                + "changed; to go on, sync into an empty storage folder from this remote, then copy into that vault what this "
+                + "storage holds that it lacks"
         case .withdrawnOnTwoDevices:
             "this device withdrew a grant (unshare), and so did another device of this vault, which synced first: two withdrawals do "
                 + "not merge, and nothing was changed on either side; to go on, copy out what this storage changed since its last "

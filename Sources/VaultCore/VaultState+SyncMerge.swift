@@ -209,7 +209,7 @@ extension VaultState {
     }
 
     /// Each of `names` that `items` reference opens under the key recorded for it.
-    mutating func checkOpens(_ names: Set<String>, items: [UInt64: Item], naming: VaultSecrets) throws {
+    func checkOpens(_ names: Set<String>, items: [UInt64: Item], naming: VaultSecrets) throws {
         // A file staged for a name the committed root still reads is checked where it lies.
         let redirects = try stagedRedirects()
         func name(_ number: UInt64) throws -> String { try naming.fileName(number) }

@@ -195,10 +195,12 @@ extension VaultState {
             var below: [PageRef] = []
             for ref in refs {
                 let name = try names.fileName(ref.file.raw)
+                let use = FileUse(file: ref.file.raw, keyHash: Self.keyHash(ref.pageKey))
                 if !isOwn(ref.file.raw, joining: remote.joins) && !fetched.contains(name) {
-                    let use = FileUse(file: ref.file.raw, keyHash: Self.keyHash(ref.pageKey))
                     // Held: read here under this key at this name, and not a fill of this sync (§13.11).
                     guard present.contains(use), try self.name(ref.file.raw) == name, try holds(name) else { wanted.append(name); continue }
+                } else if remote.replacesRemote && isOwn(ref.file.raw, joining: remote.joins) && !present.contains(use) {
+                    try refuseReusedOwnPage(ref, level: level, name: name, version: root.envelopeVersion)
                 }
                 if level > 0 { below += try interiorPage(ref, level: level, name: name, version: root.envelopeVersion) }
             }
@@ -211,18 +213,23 @@ extension VaultState {
 
     /// The refs an interior page of the remote's index holds, read from the local storage.
     private func interiorPage(_ ref: PageRef, level: UInt8, name: String, version: UInt8) throws -> [PageRef] {
+        let body = try remotePage(ref, level: level, name: name, version: version)
+        guard case .interior(let children) = try IndexPageV2.decode(body[...], level: level) else {
+            throw SyncRefusal.damagedRemote("index page \(ref.file) is not an interior page")
+        }
+        return children
+    }
+
+    /// A page of the remote's index opened from the local storage under the key its parent gives.
+    func remotePage(_ ref: PageRef, level: UInt8, name: String, version: UInt8) throws -> [UInt8] {
         var key = ref.pageKey
         let slot = try session.arena.allocate(copying: key)
         Sealer.wipe(&key)
         defer { session.arena.free(slot) }
         do {
             guard let file = try storage.read(name) else { throw SyncRefusal.damagedRemote("index page \(ref.file) is missing") }
-            let body = try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: version,
-                                               key: .arena(slot, session.arena), seal: .indexPageV2(level: level))
-            guard case .interior(let children) = try IndexPageV2.decode(body[...], level: level) else {
-                throw SyncRefusal.damagedRemote("index page \(ref.file) is not an interior page")
-            }
-            return children
+            return try Sealer.openEnvelope(file, expectedNonce: nil, kind: .indexPage, version: version,
+                                           key: .arena(slot, session.arena), seal: .indexPageV2(level: level))
         } catch CryptoError.authenticationFailed {
             throw SyncRefusal.damagedRemote("index page \(ref.file) does not open")
         }
@@ -248,6 +255,7 @@ extension VaultState {
         remote.contents = contents
         // Taken now: the merge and the commit free keys that these records share.
         remote.uses = referencedFiles(pages: contents.pages.map { $0.ref } + contents.interiorPages, items: contents.items)
+        if remote.replacesRemote { try refuseReusedOwnFiles(remote, items: contents.items, naming: names) }
         let entries = try Self.entries(contents.items, session.arena)
         remote.baseItems = entries.map {
             SyncBase.Item(id: $0.id, version: $0.version, parent: $0.parent, nameHash: Self.nameHash($0.name), digest: $0.digest)
