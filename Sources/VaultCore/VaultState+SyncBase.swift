@@ -182,7 +182,10 @@ extension VaultState {
         try readPinsIfUnread()
         let remoteFiles = Set(remote.uses.map(\.file).filter { writer.allocator.isOwnDevice($0) })
         let recorded = syncBases.recordedPins ?? writer.allocator.pinnedNumbers
-        guard !recorded.subtracting(remoteFiles).subtracting(ownReferencedFiles).isEmpty else { return }
+        // An idle mount round lands here at every interval: the scan of every reference (a key
+        // hash per chunk) only when something beyond the root read back is pinned at all.
+        let beyondRoot = recorded.subtracting(remoteFiles)
+        guard !beyondRoot.isEmpty, !beyondRoot.subtracting(ownReferencedFiles).isEmpty else { return }
         packs.pin(ownReferencedFiles)
         try confirmOwnRoot(generation: remote.generation, pinned: remoteFiles)
     }
