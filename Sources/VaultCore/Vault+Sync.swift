@@ -226,11 +226,8 @@ extension Vault {
         try syncLocked { state in
             guard let formatTwo = state.committer.formatTwo else { return false }
             let special = Set(formatTwo.specialFiles.map(\.file.raw))
-            for range in state.writer.allocator.ownedGroups {
-                for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !special.contains(raw) && !(formatTwo.localDevice == 0 && raw < Format.indexSlotCount) {
-                    if listed.contains(try state.name(raw)) { return true }
-                }
+            for raw in state.writer.allocator.ownedGroups.fileNumbers(ofDevice: Int(formatTwo.localDevice)) where !special.contains(raw) {
+                if listed.contains(try state.name(raw)) { return true }
             }
             return false
         }

@@ -105,11 +105,8 @@ extension VaultState {
             var formerBytes = former.copyBytes()
             defer { Sealer.wipe(&formerBytes) }
             guard !ConstantTime.equals(formerBytes, root.devices[index].namesKey) else { continue }
-            for range in device.ownedGroups {
-                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !(index == 0 && number < Format.indexSlotCount) {
-                    names.append(try VaultSecrets.deviceFileName(number, namesKey: former))
-                }
+            for number in device.ownedGroups.fileNumbers(ofDevice: index) {
+                names.append(try VaultSecrets.deviceFileName(number, namesKey: former))
             }
         }
         return names

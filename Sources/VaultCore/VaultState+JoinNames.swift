@@ -23,12 +23,11 @@ extension VaultState {
         for slot in 0..<UInt8(Format.indexSlotCount) { try body(try names.indexName(slot: slot), true) }
         for standIn in remote.joinStandIns?.slots ?? [] { try body(standIn, false) }
         for special in root.specialFiles where special.isGrantFile { try body(FileName.encode(special.name), false) }
-        let size = UInt64(Format.groupSize)
         // Made one by one (`fileName` would cache each name): a range may be long.
         for (index, device) in root.devices.enumerated() {
             guard let key = names.namesKey(ofDevice: UInt16(index)) else { continue }
             for number in stride(from: index == 0 ? Format.indexSlotCount : 0, to: device.nextFileNumber, by: 1) {
-                let owned = device.ownedGroups.contains { $0.first * size <= number && number < $0.end * size }
+                let owned = device.ownedGroups.holds(number)
                 try body(try VaultSecrets.deviceFileName(number, namesKey: key), !owned)
             }
         }

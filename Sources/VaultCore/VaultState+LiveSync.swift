@@ -64,13 +64,10 @@ extension VaultState {
         }
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
         var others: [String] = []
-        for range in writer.allocator.ownedGroups {
-            for raw in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-            where !referenced.contains(raw) && !special.contains(raw) && !(local == 0 && raw < Format.indexSlotCount) {
-                let name = try self.name(raw)
-                // With no remote root every file goes, a torn one that a killed upload left included.
-                if remote.root == nil || !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
-            }
+        for raw in writer.allocator.ownedGroups.fileNumbers(ofDevice: Int(local)) where !referenced.contains(raw) && !special.contains(raw) {
+            let name = try self.name(raw)
+            // With no remote root every file goes, a torn one that a killed upload left included.
+            if remote.root == nil || !remoteNames.contains(name), try storage.entryExists(name) { others.append(name) }
         }
         // Own grants go up at their names (every storage of the vault holds them, §14.9),
         // and a file at a grant's number's own name is not the vault's any more. One sealed
@@ -103,7 +100,7 @@ extension VaultState {
         try addOtherDevicesFiles(&transfer, remote, remoteNames: remoteNames)
         if let old = remote.root, Int(local) < old.devices.count, !remote.joins {
             for range in old.devices[Int(local)].ownedGroups {
-                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize) {
+                for number in range.fileNumbers {
                     let raw = FileRef(device: local, number: number).raw
                     guard !writer.allocator.owns(raw) else { continue }
                     let name = try self.name(raw)

@@ -104,8 +104,7 @@ extension VaultState {
         if owner.file == record.ownFile { return retired ? .committed : nil }
         guard !retired, owner.file.device == 0 else { return nil }
         // The new record's number must be in device 0's groups here (`holdsFreeFile` the rest).
-        let size = UInt64(Format.groupSize), number = record.ownFile.number
-        guard local.devices[0].ownedGroups.contains(where: { $0.first * size <= number && number < $0.end * size }) else { return nil }
+        guard local.devices[0].ownedGroups.holds(record.ownFile.number) else { return nil }
         // A grant made here since the last sync names a recipient that the remote's record
         // (whose tags the new record takes) does not list.
         let remoteGrants = Set(remote.specialFiles.filter(\.isGrantFile).map(\.file))

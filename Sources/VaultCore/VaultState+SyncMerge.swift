@@ -254,12 +254,9 @@ extension VaultState {
         let randomHere = Set(formatTwo.specialFiles.filter { $0.role == .ownerUnlock && sharing.received != nil }.map(\.file.raw))
         func numbers(_ device: DeviceEntry, _ index: Int) -> Set<UInt64> {
             var all = Set<UInt64>()
-            for range in device.ownedGroups {
-                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !(index == 0 && number < Format.indexSlotCount) {
-                    let raw = FileRef(device: UInt16(index), number: number).raw
-                    if !special.contains(raw) || randomHere.contains(raw) { all.insert(raw) }
-                }
+            for number in device.ownedGroups.fileNumbers(ofDevice: index) {
+                let raw = FileRef(device: UInt16(index), number: number).raw
+                if !special.contains(raw) || randomHere.contains(raw) { all.insert(raw) }
             }
             return all
         }

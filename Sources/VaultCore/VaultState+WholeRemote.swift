@@ -15,14 +15,11 @@ extension VaultState {
         let special = Set(formatTwo.specialFiles.map(\.file.raw))
         var names: [String] = []
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
-            for range in device.ownedGroups {
-                for number in range.first * UInt64(Format.groupSize)..<range.end * UInt64(Format.groupSize)
-                where !(index == 0 && number < Format.indexSlotCount) {
-                    let raw = FileRef(device: UInt16(index), number: number).raw
-                    guard !special.contains(raw) else { continue }
-                    let name = try self.name(raw)
-                    if wanted(name), try storage.entryExists(name) { names.append(name) }
-                }
+            for number in device.ownedGroups.fileNumbers(ofDevice: index) {
+                let raw = FileRef(device: UInt16(index), number: number).raw
+                guard !special.contains(raw) else { continue }
+                let name = try self.name(raw)
+                if wanted(name), try storage.entryExists(name) { names.append(name) }
             }
         }
         transfer.groupFiles = (transfer.groupFiles + names).sorted()

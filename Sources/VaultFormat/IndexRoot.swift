@@ -16,6 +16,8 @@ public struct GroupRange: Hashable, Sendable {
     public var count: UInt64
     public init(first: UInt64, count: UInt64) { self.first = first; self.count = count }
     public var end: UInt64 { first + count }
+    /// The file numbers these groups hold: group g holds 16g ..< 16g + 16.
+    public var fileNumbers: Range<UInt64> { first * UInt64(Format.groupSize)..<end * UInt64(Format.groupSize) }
 
     /// §5.1's rules for owned groups (format 2's device entries share them): group 0 owned,
     /// sorted, disjoint, not adjacent, all below `nextFileNumber`.
@@ -30,6 +32,16 @@ public struct GroupRange: Hashable, Sendable {
         }
         guard end <= nextFileNumber / UInt64(Format.groupSize) else { throw FormatError.invalid("\(context): groups beyond nextFileNumber") }
     }
+}
+
+extension [GroupRange] {
+    /// Every file number of device `index`'s owned groups but device 0's index slots (numbers
+    /// 0 and 1 of its group 0, FORMAT.md §3), which hold roots, not group files.
+    public func fileNumbers(ofDevice index: Int) -> some Sequence<UInt64> {
+        lazy.flatMap(\.fileNumbers).filter { index != 0 || $0 >= Format.indexSlotCount }
+    }
+
+    public func holds(_ number: UInt64) -> Bool { contains { $0.fileNumbers.contains(number) } }
 }
 
 /// The index root of a vault (docs/FORMAT.md §5.1). It holds the vault key; callers wipe the
