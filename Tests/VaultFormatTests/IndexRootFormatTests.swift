@@ -69,4 +69,15 @@ import VaultFormat
         body.replaceSubrange(groupCountOffset..<groupCountOffset + 4, with: [0xff, 0xff, 0xff, 0xff])
         #expect(throws: FormatError.truncated("index root groups")) { try IndexRoot.decode(body[...]) }
     }
+
+    /// A device's group file numbers (§3): group g is 16g ..< 16g + 16; device 0's index slots
+    /// (0 and 1) are no group file, another device's numbers 0 and 1 are.
+    @Test func groupFileNumbers() {
+        let groups = [GroupRange(first: 0, count: 2), GroupRange(first: 3, count: 1)]
+        #expect(groups[1].fileNumbers == 48..<64)
+        #expect(Array(groups.fileNumbers(ofDevice: 0)) == Array(2..<32) + Array(48..<64))
+        #expect(Array(groups.fileNumbers(ofDevice: 1)) == Array(0..<32) + Array(48..<64))
+        #expect(groups.holds(0) && groups.holds(31) && groups.holds(48) && groups.holds(63))
+        #expect(!groups.holds(32) && !groups.holds(47) && !groups.holds(64))
+    }
 }
