@@ -243,10 +243,7 @@ import VaultStore
     /// be raced, §3.4 step 7), released by the commit of the sync after, and free from the
     /// commit after that, or at a reopen: never lost. fsck and index 3's records agree at each.
     static func followRemovedFiles(_ device: SyncDevice, _ remote: TestRemote, _ numbers: Set<UInt64>) throws {
-        func sync() throws {
-            let storage = try SyncDevice.remoteStorage(remote)
-            _ = try VaultSynchronizer(vault: device.vault, remote: storage, storageFolder: device.folder, deviceName: device.name).run()
-        }
+        func sync() throws { try device.syncKeepingOpen(remote) }
         func expectSound(_ context: String) throws {
             if device.indexThree { try IndexThreeSync.expectExact(device, context) }
             let report = try device.vault.check()

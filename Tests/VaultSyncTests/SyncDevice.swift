@@ -379,6 +379,15 @@ final class SyncDevice {
         try mounted ? mountRound(remote) : sync(remote)
     }
 
+    /// `dotsafe sync`'s sync, or with `mounted` a mount's round, on the vault as it is, not
+    /// opened again after: what a mount, which keeps its vault open between rounds, holds.
+    @discardableResult
+    func syncKeepingOpen(_ remote: TestRemote, mounted: Bool = false) throws -> SyncSummary {
+        let storage = try Self.remoteStorage(remote)
+        if mounted { return try MountedSynchronizer(vault: vault, remote: storage, storageFolder: folder, deviceName: name).run() }
+        return try VaultSynchronizer(vault: vault, remote: storage, storageFolder: folder, deviceName: name).run()
+    }
+
     /// `dotsafe sync --replace-partial-join`: this device's syncs that build a `VaultSynchronizer`
     /// say so while it is set.
     var replacesPartialJoin = false
