@@ -46,6 +46,8 @@ public final class RemoteVault: @unchecked Sendable {
     var joinHeld: Set<String>?
     /// A join's stand-ins for its slots and record (`JoinStandIns`), set with `joinHeld`.
     var joinStandIns: JoinStandIns?
+    /// The covers this join made to keep the count whole (`VaultState.joinCovers`).
+    var joinCovers: [String] = []
     /// The user says no other state of this vault is in this storage (`sync
     /// --replace-partial-join`, FORMAT.md §13.12 "Replacing a partial join"): a join's download
     /// goes over a file at its name whose bytes differ from the remote's (what a join killed

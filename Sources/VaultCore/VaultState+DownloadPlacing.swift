@@ -25,9 +25,12 @@ extension VaultState {
         let groups = fresh.isEmpty ? [] : try downloadedGroups(fresh, remote).map { group in
             DownloadedGroup(downloaded: group.downloaded, fill: try group.missing.map { ($0, try session.random.bytes(Format.fileSize)) })
         }
+        let added = groups.reduce(0) { $0 + $1.downloaded.count + $1.fill.count }
+        let covers = try joinCovers(adding: added, remote)
         // The file at each number's name goes: its time is the session's (FORMAT.md §11.2).
         try storage.willOverwrite(places.values.sorted())
-        try storage.placeDownloads(from: downloads, replacing: replacing + places.values.sorted(), groups: groups)
+        try storage.placeDownloads(from: downloads, replacing: replacing + places.values.sorted(),
+                                   groups: groups + (covers.isEmpty ? [] : [DownloadedGroup(downloaded: [], fill: covers)]))
         for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try storage.rename(place, to: grant) }
         staging.filled.subtract(replacing)
         for group in groups { staging.filled.formUnion(group.fill.map(\.name)) }

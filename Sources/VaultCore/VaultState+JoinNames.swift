@@ -172,7 +172,7 @@ extension VaultState {
     mutating func removeJoinLeftovers(_ remote: RemoteVault) throws {
         guard remote.joins, let held = remote.joinHeld, isNew, let root = remote.root else { return }
         let present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
-        var removed = false
+        var removed = try removeJoinCovers(remote)
         try forEachJoinName(remote, root) { name, _ in
             guard present.contains(name), !held.contains(name) else { return }
             try storage.remove(name)

@@ -278,7 +278,7 @@ extension VaultState {
                 missing[group, default: []].append((standIn.name, try session.random.bytes(Format.fileSize)))
             }
             for group in missing.keys.sorted() {
-                try storage.createGroup(missing[group]!)
+                try storage.createGroup(missing[group]! + joinCovers(adding: missing[group]!.count, remote))
                 changed = true
             }
             // Groups it released go right after the merge's commit (`removeReleasedElsewhere`):

@@ -26,11 +26,18 @@ public enum Storage {
         let first = Format.minimumStorageFiles + (try random.uniform(Format.minimumStorageFiles))
         let count = (first + Format.groupSize - 1) / Format.groupSize * Format.groupSize
         for _ in 0..<count {
-            try folder.create(FileName.encode(try random.bytes(Format.nameBytes)), contents: try random.bytes(Format.fileSize), durable: false)
+            let cover = try Self.cover(random: random)
+            try folder.create(cover.name, contents: cover.contents, durable: false)
         }
         try folder.sync(try folder.listFiles())
         try folder.syncFolder()
         return count
+    }
+
+    /// A cover (§3.1): `random(F)` at a name of the storage's form from random bytes, which no
+    /// key derives.
+    public static func cover(random: any RandomSource) throws -> (name: String, contents: [UInt8]) {
+        (FileName.encode(try random.bytes(Format.nameBytes)), try random.bytes(Format.fileSize))
     }
 
     /// Opens a folder that must be a storage: at least 64 files of the storage's form.
