@@ -7,9 +7,11 @@ extension Vault {
     /// Never committed: a sync may make it join the remote's vault.
     public var isNewVault: Bool { state.withLock { $0.isNew } }
 
-    /// The other devices' files the remote's items may bring in, to download before `commitLive`.
-    public func remoteFilesToFetch(_ remote: RemoteVault) throws -> [String] {
-        try liveLocked { try $0.remoteFilesToFetch(remote) }
+    /// The other devices' files the remote's items may bring in, to download before `commitLive`;
+    /// but for the items `leavingOut`, whose content the merge will not take (FORMAT.md §14.8,
+    /// "What the withdrawn wrote before this sync").
+    public func remoteFilesToFetch(_ remote: RemoteVault, leavingOut: Set<UInt64> = []) throws -> [String] {
+        try liveLocked { try $0.remoteFilesToFetch(remote, leavingOut: leavingOut) }
     }
 
     /// Each fetched file opens under its key in the remote's records (a file a provider

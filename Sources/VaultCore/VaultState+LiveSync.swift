@@ -127,14 +127,16 @@ extension VaultState {
     }
 
     /// The other devices' files that the remote root's items reference under a key the local
-    /// state does not use them with, or that the storage lacks: what a merge may need.
-    func remoteFilesToFetch(_ remote: RemoteVault) throws -> [String] {
+    /// state does not use them with, or that the storage lacks: what a merge may need (not the
+    /// files of the items `leavingOut`, whose content it will not take).
+    func remoteFilesToFetch(_ remote: RemoteVault, leavingOut: Set<UInt64> = []) throws -> [String] {
         guard let root = remote.root, let contents = remote.contents else { return [] }
         let names = try Self.remoteNames(remote, root)
         defer { names.wipe() }
         let present = referencedFiles()
         var wanted = Set<String>()
-        for use in referencedFiles(pages: [], items: contents.items) where !isOwn(use.file, joining: remote.joins) {
+        let items = leavingOut.isEmpty ? contents.items : contents.items.filter { !leavingOut.contains($0.key) }
+        for use in referencedFiles(pages: [], items: items) where !isOwn(use.file, joining: remote.joins) {
             let name = try names.fileName(use.file)
             // Held: read here under this key at this name, and not a fill of this sync (§13.11).
             if try !present.contains(use) || self.name(use.file) != name || !holds(name) { wanted.insert(name) }

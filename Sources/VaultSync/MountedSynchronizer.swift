@@ -99,7 +99,9 @@ public struct MountedSynchronizer: Sendable {
         } ?? false
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
-        var remoteEntries: [SyncEntry] = []
+        // Whose changes since the base the merge leaves out (FORMAT.md §14.8): not fetched.
+        let withdrawn = try vault.withdrawnDevices(remoteVault)
+        var remoteEntries: [SyncEntry] = [], leftOut: Set<UInt64> = []
         if remoteVault.generation > 0 {
             // From here a file the last commit references comes down staged (FORMAT.md §13.11).
             try vault.beginLiveDownloads()
@@ -107,7 +109,8 @@ public struct MountedSynchronizer: Sendable {
                 remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
                     try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved, groupsListed: remoteNames) }
                     let entries = try vault.loadRemoteTree(remoteVault)
-                    let fetched = try vault.remoteFilesToFetch(remoteVault)
+                    leftOut = try self.leftOut(entries, withdrawn: withdrawn, baseless: baseless)
+                    let fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut)
                     try download(fetched, remoteVault, &summary, filesMoved)
                     try vault.checkFetched(remoteVault, names: fetched)
                     return entries
@@ -124,13 +127,11 @@ public struct MountedSynchronizer: Sendable {
         // A root slot or the record torn on the remote goes up again, as in `VaultSynchronizer`.
         let torn = try remoteVault.generation > 0 && listing.holdsTorn(remoteVault.rootSlotNames() + [unlockName])
         let follows = remoteVault.follows, forced = change.forcesPublish(remoteVault) || torn
-        // Asked before the plan, which runs under the vault's lock.
-        let withdrawn = try vault.withdrawnDevices(remoteVault)
         let planned = try vault.removingJoinLeftovers(remoteVault) {
             try holdingRequests {
                 try vault.commitLive(remoteVault, deviceName: deviceName, remoteNames: remoteNames, known: recorded) { view in
-                    try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced, withdrawn: withdrawn, baseless: baseless,
-                             &outcome)
+                    try plan(view, remoteEntries, remoteVault, follows: follows, forced: forced,
+                             withdrawn: (devices: withdrawn, leftOut: leftOut), baseless: baseless, &outcome)
                 }
             }
         }
@@ -227,7 +228,8 @@ public struct MountedSynchronizer: Sendable {
     /// and a grantee (`follows`) merges to take the new keys (FORMAT.md §14.8). After a pattern
     /// change made here (`forced`) the round publishes, as `dotsafe sync` does (§13.12).
     private func plan(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, follows: Bool, forced: Bool,
-                      withdrawn: Set<UInt16>, baseless: Bool, _ outcome: inout MergeOutcome) throws -> LiveSyncPlan? {
+                      withdrawn: (devices: Set<UInt16>, leftOut: Set<UInt64>), baseless: Bool,
+                      _ outcome: inout MergeOutcome) throws -> LiveSyncPlan? {
         let read = remoteVault.generation
         if view.isNew && read == 0 { throw SyncRefusal.noVault }
         let decision = SyncDecision(view: view, remoteGeneration: read, remoteWriter: remoteVault.writerDevice)
@@ -244,10 +246,24 @@ public struct MountedSynchronizer: Sendable {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn, context: context)
+        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn.devices, context: context)
+        let merged = trees.mergedItems(result.tree)
+        // The local tree changed since the fetch so that the merge takes an item it left out:
+        // its files are not here; `run` goes again, deciding on the tree as it is then.
+        if merged.contains(where: { $0.source == .remote && withdrawn.leftOut.contains($0.sourceID) }) { throw SyncRefusal.raced }
         outcome.actions = result.actions
         if baseless { outcome.warnings = [RemoteRollback.replacedRootWarning] }
-        return LiveSyncPlan(merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
+        return LiveSyncPlan(merged: merged, nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
+    }
+
+    /// The remote items whose content the merge will leave out, what withdrawn people wrote
+    /// since the base (FORMAT.md §14.8): their files stay on the remote. Decided on the local
+    /// tree as it is now, which only the put-back of items the remote deleted reads (`plan`
+    /// checks the merge against it).
+    private func leftOut(_ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>, baseless: Bool) throws -> Set<UInt64> {
+        guard !withdrawn.isEmpty, !baseless else { return [] }
+        let view = try vault.localSyncView(deviceName: deviceName)
+        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: view.base, withdrawn: withdrawn)
     }
 
     /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing.

@@ -43,6 +43,13 @@ struct SyncTrees {
         return TreeMerge.merge(base: base, local: local, remote: remote, context: context)
     }
 
+    /// The remote items whose content `merge` with the same arguments will not take
+    /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices.
+    func leftOut(base: SyncBase?, withdrawn: Set<UInt16>) -> Set<UInt64> {
+        guard let base, !withdrawn.isEmpty else { return [] }
+        return WithdrawnChanges.leftOut(from: Self.tree(remote), base: self.base(base), devices: withdrawn, local: Self.tree(local))
+    }
+
     /// Each merged item and the side whose payload it has (same digest: the same payload).
     func mergedItems(_ result: SyncTree) -> [MergedItem] {
         var localByDigest: [[UInt8]: UInt64] = [:], remoteByDigest: [[UInt8]: UInt64] = [:]
