@@ -44,10 +44,17 @@ struct SyncTrees {
     }
 
     /// The remote items whose content `merge` with the same arguments will not take
-    /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices.
+    /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices. With them, also
+    /// those the remote did not change since the base and this side changed or deleted (the
+    /// merge takes this side's): a round run again after one cut between its commit and its
+    /// root has the tree it read for base, their changes in it.
     func leftOut(base: SyncBase?, withdrawn: Set<UInt16>) -> Set<UInt64> {
         guard let base, !withdrawn.isEmpty else { return [] }
-        return WithdrawnChanges.leftOut(from: Self.tree(remote), base: self.base(base), devices: withdrawn, local: Self.tree(local))
+        var out = WithdrawnChanges.leftOut(from: Self.tree(remote), base: self.base(base), devices: withdrawn, local: Self.tree(local))
+        for item in base.items where remote[item.id]?.digest == item.digest && local[item.id]?.digest != item.digest {
+            out.insert(item.id)
+        }
+        return out
     }
 
     /// Each merged item and the side whose payload it has (same digest: the same payload).

@@ -56,6 +56,30 @@ import Testing
         #expect(without[51]?.parent == SyncTree.rootID, "B under A under B would be a cycle: the remote's place")
     }
 
+    /// A mount's round fetches no file of what stays out (SYNC-DESIGN §3.6 step 2): the items
+    /// whose content the remote handed to the merge no longer has.
+    @Test func leftOutAreTheItemsWhoseContentStaysOut() {
+        let base = F.tree(keep, edit, gone, docs)
+        let remote = F.tree(keep, F.changed(edit, by: 3, content: 111), F.changed(docs, by: 3, name: "Bobs"),
+                            F.file(30, in: 31, "inside.txt", by: 3), F.folder(31, "bob-folder", by: 3), F.file(32, "new.txt", by: 3))
+        #expect(WithdrawnChanges.leftOut(from: remote, base: base, devices: bob, local: base) == [11, 30, 31, 32])
+        #expect(WithdrawnChanges.leftOut(from: remote, base: base, devices: [], local: base) == [])
+        // Bob's folder holding the laptop's file stays, so its content is fetched.
+        let bobsFolder = F.folder(60, "from-bob", by: 3), laptopFile = F.file(61, in: 60, "laptop.txt", by: 2)
+        #expect(WithdrawnChanges.leftOut(from: F.tree(keep, bobsFolder, laptopFile), base: base, devices: bob, local: base) == [])
+    }
+
+    /// Bob edited and moved a file out of a folder the laptop deleted: put back under that
+    /// folder only when this side still has it, else it stays as the remote has it, and its
+    /// content comes in (the local tree decides).
+    @Test func leftOutReadsTheLocalTree() {
+        let folder = F.folder(70, "D"), file = F.file(71, in: 70, "x.txt")
+        let base = F.tree(folder, file)
+        let remote = F.tree(F.changed(file, by: 3, parent: SyncTree.rootID, content: 711))
+        #expect(WithdrawnChanges.leftOut(from: remote, base: base, devices: bob, local: base) == [71])
+        #expect(WithdrawnChanges.leftOut(from: remote, base: base, devices: bob, local: F.tree()) == [])
+    }
+
     @Test func nothingWithdrawnIsTheRemoteAsItIs() {
         let base = F.tree(keep, gone)
         let remote = F.tree(F.changed(keep, by: 3, content: 101))

@@ -98,6 +98,21 @@ import VaultFormat
         try setUp.expectOwnersState(remote)
     }
 
+    /// A's round cut before each of its changes of the remote (a process that died there), then
+    /// run again: B's chunks never come in, whatever the round read again.
+    @Test(arguments: ["upload", "root", "grants", "record", "remove", "retire", "forget rotation"])
+    func aRoundCutShortAndRunAgainBringsInNoneOfThem(stop: String) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let setUp = try Window(remote)
+        defer { setUp.a.finish(); setUp.b.finish() }
+        #expect(throws: SyncDevice.Stop.self, "\(stop)") { try setUp.a.sync(remote, stoppingAt: stop, mounted: true) }
+        #expect(try setUp.broughtIn().isDisjoint(with: setUp.blocks), "\(stop): after the cut")
+        try setUp.a.sync(remote, mounted: true)
+        #expect(try setUp.broughtIn().isDisjoint(with: setUp.blocks), "\(stop)")
+        try setUp.expectOwnersState(remote)
+    }
+
     /// One of B's new chunks damaged on the remote (B, or the provider): the file is one the
     /// merge leaves out, so neither sync needs it, and neither stops at it.
     @Test(arguments: [false, true])
