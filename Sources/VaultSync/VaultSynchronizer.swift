@@ -212,8 +212,8 @@ public struct VaultSynchronizer {
     private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, baseless: String?,
                        _ summary: inout SyncSummary) throws {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
-        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless == nil ? view.base : nil, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
+        let result = trees.merge(base: baseless == nil ? view.base : nil, withdrawn: try vault.withdrawnDevices(remoteVault),
+                                 context: TreeMerge.Context(view, time: now()))
         if let baseless { summary.warnings.append(baseless) }
         summary.actions = result.actions
         summary.conflicts = result.actions.filter {
