@@ -93,8 +93,9 @@ import VaultFormat
         let brought = try setUp.broughtIn()
         #expect(brought.isDisjoint(with: setUp.blocks),
                 "B's chunks in A's storage: \(brought.intersection(setUp.blocks).count) of \(setUp.blocks.count)")
-        // What remains is what the sync reads: the pages of B's root (here one).
+        // What remains is what the sync reads: the pages of B's root (here one), brought once.
         #expect(brought.count == 1, "B's files in A's storage: \(brought.count), \(summary.filesDown) down")
+        #expect(summary.filesDown == 1, "B's one page, once: \(summary.line)")
         try setUp.expectOwnersState(remote)
     }
 
