@@ -244,9 +244,7 @@ public struct MountedSynchronizer: Sendable {
         }
         whileMerging?()
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
-        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
-                                        nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn.devices, context: context)
+        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn.devices, context: TreeMerge.Context(view, time: now()))
         let merged = trees.mergedItems(result.tree)
         // The local tree changed since the fetch so that the merge takes an item it left out:
         // its files are not here; `run` goes again, deciding on the tree as it is then.
@@ -256,14 +254,14 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: merged, nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 
-    /// The remote items whose content the merge will leave out, what withdrawn people wrote
-    /// since the base (FORMAT.md §14.8): their files stay on the remote. Decided on the local
-    /// tree as it is now, which only the put-back of items the remote deleted reads (`plan`
-    /// checks the merge against it).
+    /// The remote items whose content the merge will leave out after a withdrawal (FORMAT.md
+    /// §14.8, `WithdrawnChanges.leftOut`): their files stay on the remote. Decided by that merge
+    /// on the local tree as it is now (`plan` checks the merge on the tree as it is then).
     private func leftOut(_ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>, baseless: Bool) throws -> Set<UInt64> {
         guard !withdrawn.isEmpty, !baseless else { return [] }
         let view = try vault.localSyncView(deviceName: deviceName)
-        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: view.base, withdrawn: withdrawn)
+        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: view.base, withdrawn: withdrawn,
+                                                                             context: TreeMerge.Context(view, time: now()))
     }
 
     /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing.

@@ -38,16 +38,13 @@ struct SyncTrees {
     /// changed on the remote since the base left out (`WithdrawnChanges`). Payloads still come
     /// from the sides as they are (`mergedItems`): an item put back has the local payload.
     func merge(base: SyncBase?, withdrawn: Set<UInt16>, context: TreeMerge.Context) -> TreeMerge.Result {
-        let base = base.map(self.base), local = Self.tree(local)
-        let remote = WithdrawnChanges.removed(from: Self.tree(remote), base: base, devices: withdrawn, local: local)
-        return TreeMerge.merge(base: base, local: local, remote: remote, context: context)
+        WithdrawnChanges.merge(base: base.map(self.base), local: Self.tree(local), remote: Self.tree(remote), devices: withdrawn, context: context)
     }
 
-    /// The remote items whose content `merge` with the same arguments will not take
+    /// The remote items whose content `merge` with the same arguments does not take
     /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices.
-    func leftOut(base: SyncBase?, withdrawn: Set<UInt16>) -> Set<UInt64> {
-        guard let base, !withdrawn.isEmpty else { return [] }
-        return WithdrawnChanges.leftOut(from: Self.tree(remote), base: self.base(base), devices: withdrawn, local: Self.tree(local))
+    func leftOut(base: SyncBase?, withdrawn: Set<UInt16>, context: TreeMerge.Context) -> Set<UInt64> {
+        WithdrawnChanges.leftOut(from: Self.tree(remote), base: base.map(self.base), devices: withdrawn, local: Self.tree(local), context: context)
     }
 
     /// Each merged item and the side whose payload it has (same digest: the same payload).
@@ -81,6 +78,13 @@ struct SyncTrees {
         case .symlink: .symlink
         default: .other
         }
+    }
+}
+
+extension TreeMerge.Context {
+    /// A merge into the vault `view` shows, at `time`.
+    init(_ view: LocalSyncView, time: Int64) {
+        self.init(localDevice: view.localDevice, deviceNames: view.deviceNames, time: time, nextItemID: view.nextItemID)
     }
 }
 

@@ -96,10 +96,13 @@ public struct VaultSynchronizer {
         // A follow's slots take free files chosen before the downloads (FORMAT.md §14.8).
         try vault.prepareFollow(remoteVault)
         if view.isNew && remoteVault.generation == 0 { throw SyncRefusal.noVault }
-        var remoteEntries: [SyncEntry] = []
+        var remoteEntries: [SyncEntry] = [], pages: Set<String> = []
         if remoteVault.generation > 0 {
             remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
-                try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, groupsListed: remoteNames) }
+                try vault.fetchRemotePages(remoteVault) {
+                    try download($0, remoteVault, &summary, groupsListed: remoteNames)
+                    pages.formUnion($0)
+                }
                 return try vault.loadRemoteTree(remoteVault)
             }
             // A grant a sync cut after its merge's commit left out (FORMAT.md §14.9).
@@ -111,7 +114,9 @@ public struct VaultSynchronizer {
         let read = remoteVault.generation
         // A grantee following a withdrawal takes the new keys in the merge (FORMAT.md §14.8).
         if decision.merges || remoteVault.follows {
-            try vault.removingJoinLeftovers(remoteVault) { try merge(view, remoteEntries, remoteVault, baseless: baseless, &summary) }
+            try vault.removingJoinLeftovers(remoteVault) {
+                try merge(view, remoteEntries, remoteVault, baseless: baseless, pagesFetched: pages, &summary)
+            }
         }
         step(4)
         // A sync cut short after its local commit (step 5) left the remote without its root:
@@ -208,12 +213,15 @@ public struct VaultSynchronizer {
     }
 
     /// Steps 3–4 of §3.4: the three-way merge, the other devices' files it needs, checked;
-    /// `baseless`: without the base, saying this warning (`RemoteRollback`).
+    /// `baseless`: without the base, saying this warning (`RemoteRollback`). `pagesFetched`:
+    /// the remote root's pages step 2 brought, read under their keys since: the merged state
+    /// builds on those pages, which do not come down again (a staged one, `Vault.stage`,
+    /// never does; its commit puts it in place).
     private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, baseless: String?,
-                       _ summary: inout SyncSummary) throws {
+                       pagesFetched: Set<String>, _ summary: inout SyncSummary) throws {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
-        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(), nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless == nil ? view.base : nil, withdrawn: try vault.withdrawnDevices(remoteVault), context: context)
+        let result = trees.merge(base: baseless == nil ? view.base : nil, withdrawn: try vault.withdrawnDevices(remoteVault),
+                                 context: TreeMerge.Context(view, time: now()))
         if let baseless { summary.warnings.append(baseless) }
         summary.actions = result.actions
         summary.conflicts = result.actions.filter {
@@ -224,7 +232,7 @@ public struct VaultSynchronizer {
         }.count
         let wanted = try vault.applyMerge(remoteVault, merged: trees.mergedItems(result.tree), nextItemID: result.nextItemID,
                                           deviceName: deviceName)
-        try download(wanted, remoteVault, &summary)
+        try download(wanted.filter { !pagesFetched.contains($0) }, remoteVault, &summary)
         try vault.finishMerge(remoteVault, downloaded: wanted)
     }
 

@@ -44,14 +44,25 @@ enum WithdrawnChanges {
         return SyncTree(items: items)
     }
 
-    /// The IDs of `remote`'s items whose content the merge will not take (`removed` put the
-    /// base's back, or dropped the item): a round that fetches before it merges (SYNC-DESIGN
-    /// §3.6) leaves their files on the remote. An item whose content the tree handed to the
-    /// merge still holds is not among them: the merge takes a payload by its digest
-    /// (`SyncTrees.mergedItems`).
-    static func leftOut(from remote: SyncTree, base: SyncTree?, devices: Set<UInt16>, local: SyncTree) -> Set<UInt64> {
-        let kept = removed(from: remote, base: base, devices: devices, local: local)
-        let contents = Set(kept.items.values.map(\.content))
+    /// The merge of `local` and `remote` against `base` with what `devices` changed on the
+    /// remote since the base left out (`removed`).
+    static func merge(base: SyncTree?, local: SyncTree, remote: SyncTree, devices: Set<UInt16>,
+                      context: TreeMerge.Context) -> TreeMerge.Result {
+        TreeMerge.merge(base: base, local: local, remote: removed(from: remote, base: base, devices: devices, local: local), context: context)
+    }
+
+    /// The IDs of `remote`'s items whose content that merge does not take: a round that fetches
+    /// before it merges (SYNC-DESIGN §3.6 step 2) leaves their files on the remote. What
+    /// `devices` wrote since the base, and what only this side changed or deleted since (a
+    /// round run again after one cut before its root went up has the tree it read for base,
+    /// their changes in it). Read off the merge itself, so that the same merge on the same
+    /// local tree never takes one (the merge takes a payload by its digest,
+    /// `SyncTrees.mergedItems`). Empty without a base or `devices`.
+    static func leftOut(from remote: SyncTree, base: SyncTree?, devices: Set<UInt16>, local: SyncTree,
+                        context: TreeMerge.Context) -> Set<UInt64> {
+        guard base != nil, !devices.isEmpty else { return [] }
+        let merged = merge(base: base, local: local, remote: remote, devices: devices, context: context).tree
+        let contents = Set(merged.items.values.map(\.content))
         return Set(remote.items.values.filter { !contents.contains($0.content) }.map(\.id))
     }
 

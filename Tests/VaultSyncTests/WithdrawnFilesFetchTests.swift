@@ -93,8 +93,24 @@ import VaultFormat
         let brought = try setUp.broughtIn()
         #expect(brought.isDisjoint(with: setUp.blocks),
                 "B's chunks in A's storage: \(brought.intersection(setUp.blocks).count) of \(setUp.blocks.count)")
-        // What remains is what the sync reads: the pages of B's root (here one).
+        // What remains is what the sync reads: the pages of B's root (here one), brought once.
         #expect(brought.count == 1, "B's files in A's storage: \(brought.count), \(summary.filesDown) down")
+        #expect(summary.filesDown == 1, "B's one page, once: \(summary.line)")
+        try setUp.expectOwnersState(remote)
+    }
+
+    /// A's round cut before each of its changes of the remote (a process that died there), then
+    /// run again: B's chunks never come in, whatever the round read again.
+    @Test(arguments: ["upload", "root", "grants", "record", "remove", "retire", "forget rotation"])
+    func aRoundCutShortAndRunAgainBringsInNoneOfThem(stop: String) throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let setUp = try Window(remote)
+        defer { setUp.a.finish(); setUp.b.finish() }
+        #expect(throws: SyncDevice.Stop.self, "\(stop)") { try setUp.a.sync(remote, stoppingAt: stop, mounted: true) }
+        #expect(try setUp.broughtIn().isDisjoint(with: setUp.blocks), "\(stop): after the cut")
+        try setUp.a.sync(remote, mounted: true)
+        #expect(try setUp.broughtIn().isDisjoint(with: setUp.blocks), "\(stop)")
         try setUp.expectOwnersState(remote)
     }
 
