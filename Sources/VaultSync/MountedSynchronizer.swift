@@ -109,7 +109,7 @@ public struct MountedSynchronizer: Sendable {
                 remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
                     try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved, groupsListed: remoteNames) }
                     let entries = try vault.loadRemoteTree(remoteVault)
-                    leftOut = try self.leftOut(entries, withdrawn: withdrawn, baseless: baseless)
+                    leftOut = try self.leftOut(entries, remoteVault, withdrawn: withdrawn, baseless: baseless)
                     let fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut)
                     try download(fetched, remoteVault, &summary, filesMoved)
                     try vault.checkFetched(remoteVault, names: fetched)
@@ -256,14 +256,19 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: merged, nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 
-    /// The remote items whose content the merge will leave out, what withdrawn people wrote
-    /// since the base (FORMAT.md §14.8): their files stay on the remote. Decided on the local
-    /// tree as it is now, which only the put-back of items the remote deleted reads (`plan`
-    /// checks the merge against it).
-    private func leftOut(_ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>, baseless: Bool) throws -> Set<UInt64> {
-        guard !withdrawn.isEmpty, !baseless else { return [] }
+    /// The remote items whose content the merge will not take, so that their files stay on the
+    /// remote: the merge of step 3 run now, on the local tree as it is now (`plan` checks its
+    /// own merge against this). A file this device deleted or rewrote since the base while the
+    /// remote kept it, or what withdrawn people wrote since the base (FORMAT.md §14.8), is not
+    /// fetched. Only when something would be fetched: the merge costs a walk of both trees.
+    private func leftOut(_ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, withdrawn: Set<UInt16>,
+                         baseless: Bool) throws -> Set<UInt64> {
+        guard try !vault.remoteFilesToFetch(remoteVault).isEmpty else { return [] }
         let view = try vault.localSyncView(deviceName: deviceName)
-        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: view.base, withdrawn: withdrawn)
+        let trees = SyncTrees(local: view.entries, remote: remoteEntries)
+        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
+                                        nextItemID: view.nextItemID)
+        return trees.leftOut(by: trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn, context: context))
     }
 
     /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing.

@@ -43,11 +43,10 @@ struct SyncTrees {
         return TreeMerge.merge(base: base, local: local, remote: remote, context: context)
     }
 
-    /// The remote items whose content `merge` with the same arguments will not take
-    /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices.
-    func leftOut(base: SyncBase?, withdrawn: Set<UInt16>) -> Set<UInt64> {
-        guard let base, !withdrawn.isEmpty else { return [] }
-        return WithdrawnChanges.leftOut(from: Self.tree(remote), base: self.base(base), devices: withdrawn, local: Self.tree(local))
+    /// The remote items whose payload no item of `result` takes (`mergedItems`).
+    func leftOut(by result: TreeMerge.Result) -> Set<UInt64> {
+        let taken = mergedItems(result.tree).filter { $0.source == .remote }.map(\.sourceID)
+        return Set(remote.keys).subtracting(taken)
     }
 
     /// Each merged item and the side whose payload it has (same digest: the same payload).

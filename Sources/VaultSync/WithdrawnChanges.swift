@@ -44,17 +44,6 @@ enum WithdrawnChanges {
         return SyncTree(items: items)
     }
 
-    /// The IDs of `remote`'s items whose content the merge will not take (`removed` put the
-    /// base's back, or dropped the item): a round that fetches before it merges (SYNC-DESIGN
-    /// §3.6) leaves their files on the remote. An item whose content the tree handed to the
-    /// merge still holds is not among them: the merge takes a payload by its digest
-    /// (`SyncTrees.mergedItems`).
-    static func leftOut(from remote: SyncTree, base: SyncTree?, devices: Set<UInt16>, local: SyncTree) -> Set<UInt64> {
-        let kept = removed(from: remote, base: base, devices: devices, local: local)
-        let contents = Set(kept.items.values.map(\.content))
-        return Set(remote.items.values.filter { !contents.contains($0.content) }.map(\.id))
-    }
-
     /// The items whose chain of folders does not reach the root (a missing folder, a cycle).
     private static func stray(_ items: [UInt64: SyncItem]) -> [UInt64] {
         var reaches: Set<UInt64> = [SyncTree.rootID], stray: [UInt64] = []
