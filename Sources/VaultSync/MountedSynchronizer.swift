@@ -109,8 +109,11 @@ public struct MountedSynchronizer: Sendable {
                 remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
                     try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved, groupsListed: remoteNames) }
                     let entries = try vault.loadRemoteTree(remoteVault)
-                    leftOut = try self.leftOut(entries, remoteVault, withdrawn: withdrawn, baseless: baseless)
-                    let fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut)
+                    var fetched = try vault.remoteFilesToFetch(remoteVault)
+                    if !fetched.isEmpty {
+                        leftOut = try self.leftOut(entries, withdrawn: withdrawn, baseless: baseless)
+                        if !leftOut.isEmpty { fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut) }
+                    }
                     try download(fetched, remoteVault, &summary, filesMoved)
                     try vault.checkFetched(remoteVault, names: fetched)
                     return entries
@@ -243,10 +246,7 @@ public struct MountedSynchronizer: Sendable {
             return LiveSyncPlan(merged: nil, nextItemID: view.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
         }
         whileMerging?()
-        let trees = SyncTrees(local: view.entries, remote: remoteEntries)
-        let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
-                                        nextItemID: view.nextItemID)
-        let result = trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn.devices, context: context)
+        let (trees, result) = merge(view, remoteEntries, withdrawn: withdrawn.devices, baseless: baseless)
         let merged = trees.mergedItems(result.tree)
         // The local tree changed since the fetch so that the merge takes an item it left out:
         // its files are not here; `run` goes again, deciding on the tree as it is then.
@@ -260,15 +260,19 @@ public struct MountedSynchronizer: Sendable {
     /// remote: the merge of step 3 run now, on the local tree as it is now (`plan` checks its
     /// own merge against this). A file this device deleted or rewrote since the base while the
     /// remote kept it, or what withdrawn people wrote since the base (FORMAT.md §14.8), is not
-    /// fetched. Only when something would be fetched: the merge costs a walk of both trees.
-    private func leftOut(_ remoteEntries: [SyncEntry], _ remoteVault: RemoteVault, withdrawn: Set<UInt16>,
-                         baseless: Bool) throws -> Set<UInt64> {
-        guard try !vault.remoteFilesToFetch(remoteVault).isEmpty else { return [] }
-        let view = try vault.localSyncView(deviceName: deviceName)
+    /// fetched. `run` asks only when something would be fetched: the merge walks both trees.
+    private func leftOut(_ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>, baseless: Bool) throws -> Set<UInt64> {
+        let (trees, result) = merge(try vault.localSyncView(deviceName: deviceName), remoteEntries, withdrawn: withdrawn, baseless: baseless)
+        return trees.leftOut(by: result)
+    }
+
+    /// Step 3's merge of the local view and the remote's items (`baseless`: without the base).
+    private func merge(_ view: LocalSyncView, _ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>,
+                       baseless: Bool) -> (SyncTrees, TreeMerge.Result) {
         let trees = SyncTrees(local: view.entries, remote: remoteEntries)
         let context = TreeMerge.Context(localDevice: view.localDevice, deviceNames: view.deviceNames, time: now(),
                                         nextItemID: view.nextItemID)
-        return trees.leftOut(by: trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn, context: context))
+        return (trees, trees.merge(base: baseless ? nil : view.base, withdrawn: withdrawn, context: context))
     }
 
     /// `groupsListed`: a page level, whose groups a join brings whole from the remote's listing.
