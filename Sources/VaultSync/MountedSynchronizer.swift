@@ -109,8 +109,11 @@ public struct MountedSynchronizer: Sendable {
                 remoteEntries = try vault.removingJoinLeftovers(remoteVault) {
                     try vault.fetchRemotePages(remoteVault) { try download($0, remoteVault, &summary, filesMoved, groupsListed: remoteNames) }
                     let entries = try vault.loadRemoteTree(remoteVault)
-                    leftOut = try self.leftOut(entries, withdrawn: withdrawn, baseless: baseless)
-                    let fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut)
+                    var fetched = try vault.remoteFilesToFetch(remoteVault)
+                    if !fetched.isEmpty {
+                        leftOut = try self.leftOut(entries, withdrawn: withdrawn, baseless: baseless)
+                        if !leftOut.isEmpty { fetched = try vault.remoteFilesToFetch(remoteVault, leavingOut: leftOut) }
+                    }
                     try download(fetched, remoteVault, &summary, filesMoved)
                     try vault.checkFetched(remoteVault, names: fetched)
                     return entries
@@ -254,13 +257,15 @@ public struct MountedSynchronizer: Sendable {
         return LiveSyncPlan(merged: merged, nextItemID: result.nextItemID, readGeneration: read, staysLocalWhenHeld: !forced)
     }
 
-    /// The remote items whose content the merge will leave out after a withdrawal (FORMAT.md
-    /// §14.8, `WithdrawnChanges.leftOut`): their files stay on the remote. Decided by that merge
-    /// on the local tree as it is now (`plan` checks the merge on the tree as it is then).
+    /// The remote items whose content the merge will not take (`WithdrawnChanges.leftOut`), in
+    /// every round: a file this device deleted or rewrote since the base while the remote kept
+    /// it, what withdrawn people wrote since the base (FORMAT.md §14.8). Their files stay on the
+    /// remote. Decided by the merge of step 3 on the local tree as it is now (`plan` checks the
+    /// merge on the tree as it is then); `run` asks only when something would be fetched, since
+    /// the merge walks both trees.
     private func leftOut(_ remoteEntries: [SyncEntry], withdrawn: Set<UInt16>, baseless: Bool) throws -> Set<UInt64> {
-        guard !withdrawn.isEmpty, !baseless else { return [] }
         let view = try vault.localSyncView(deviceName: deviceName)
-        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: view.base, withdrawn: withdrawn,
+        return SyncTrees(local: view.entries, remote: remoteEntries).leftOut(base: baseless ? nil : view.base, withdrawn: withdrawn,
                                                                              context: TreeMerge.Context(view, time: now()))
     }
 

@@ -42,7 +42,7 @@ struct SyncTrees {
     }
 
     /// The remote items whose content `merge` with the same arguments does not take
-    /// (`WithdrawnChanges.leftOut`): empty without a base or withdrawn devices.
+    /// (`WithdrawnChanges.leftOut`).
     func leftOut(base: SyncBase?, withdrawn: Set<UInt16>, context: TreeMerge.Context) -> Set<UInt64> {
         WithdrawnChanges.leftOut(from: Self.tree(remote), base: base.map(self.base), devices: withdrawn, local: Self.tree(local), context: context)
     }

@@ -53,14 +53,13 @@ enum WithdrawnChanges {
 
     /// The IDs of `remote`'s items whose content that merge does not take: a round that fetches
     /// before it merges (SYNC-DESIGN §3.6 step 2) leaves their files on the remote. What
-    /// `devices` wrote since the base, and what only this side changed or deleted since (a
-    /// round run again after one cut before its root went up has the tree it read for base,
-    /// their changes in it). Read off the merge itself, so that the same merge on the same
-    /// local tree never takes one (the merge takes a payload by its digest,
-    /// `SyncTrees.mergedItems`). Empty without a base or `devices`.
+    /// `devices` wrote since the base, and what only this side changed or deleted since: a file
+    /// deleted or rewritten here that the remote kept, or, in a round run again after one cut
+    /// before its root went up, which has the tree it read for base, their changes. Read off the
+    /// merge itself, so that the same merge on the same local tree never takes one (the merge
+    /// takes a payload by its digest, `SyncTrees.mergedItems`).
     static func leftOut(from remote: SyncTree, base: SyncTree?, devices: Set<UInt16>, local: SyncTree,
                         context: TreeMerge.Context) -> Set<UInt64> {
-        guard base != nil, !devices.isEmpty else { return [] }
         let merged = merge(base: base, local: local, remote: remote, devices: devices, context: context).tree
         let contents = Set(merged.items.values.map(\.content))
         return Set(remote.items.values.filter { !contents.contains($0.content) }.map(\.id))
