@@ -10,9 +10,9 @@ import VaultStore
 /// A join's covers and `--replace-partial-join` where the user is wrong (FORMAT.md §13.12, "A
 /// join's covers", "Replacing a partial join"): the storage holds this vault under another
 /// pattern from before a withdrawal (§14.8), whose files lie at some names of the groups the
-/// join makes whole. (a) A join that fails after a placement that brought covers (a file the
-/// remote root references is gone there, ADVERSARIES.md: the provider) removes them with what it
-/// placed: the storage as before, the old state reading as before. (b) The option's join replaces
+/// join makes whole. (a) A join that fails after a placement that brought covers (a chunk file
+/// changed on the remote, ADVERSARIES.md: the provider) removes them with what it placed: the
+/// storage's names as before, the old state reading as before. (b) The option's join replaces
 /// files that the old state reads: that state loses exactly the items in them, its check names
 /// them, and the joined vault is whole. Real vaults on disk, a real rclone, a local remote.
 @Suite(.serialized) struct JoinCoversTests {
