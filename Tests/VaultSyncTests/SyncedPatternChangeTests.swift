@@ -104,8 +104,10 @@ import VaultFormat
 
     /// Two devices of a vault shared with a third person: the second writes offline, the first
     /// withdraws the grant (`unshare`), writes, syncs, changes the pattern (to seed 8) and syncs.
-    static func withdrawnThenChanged(_ remote: TestRemote) throws -> (first: SyncDevice, second: SyncDevice) {
+    /// `written`: files the first writes before the share, which both devices then hold.
+    static func withdrawnThenChanged(_ remote: TestRemote, writing written: [String: String] = [:]) throws -> (first: SyncDevice, second: SyncDevice) {
         let (first, second) = try VaultSyncTests.twoDevices(remote)
+        for (path, text) in written.sorted(by: { $0.key < $1.key }) { try first.write(path, text) }
         let carol = try SyncDevice("carol", seed: 0xC3)
         defer { carol.finish() }
         let code = try carol.vault.contactCode().code
