@@ -200,6 +200,12 @@ extension Vault {
     /// generation and writer), and no record or keys are to go up: nothing to send.
     public func remoteHoldsState(_ remote: RemoteVault) throws -> Bool { try syncLocked { try $0.remoteHoldsState(remote) } }
 
+    /// After `commitSync`: the remote root read is the committed state already, so nothing goes
+    /// up; the pins are then those the commit recorded (`VaultState.remoteHoldsCommittedState`).
+    public func remoteHoldsCommittedState(_ remote: RemoteVault) throws -> Bool {
+        try syncLocked { try $0.remoteHoldsCommittedState(remote) }
+    }
+
     /// The committed state as remote root `generation`, original slot first, then its copy.
     public func remoteRootFiles(generation: UInt64) throws -> [(name: String, file: [UInt8])] {
         try syncLocked { try $0.remoteRootFiles(generation: generation) }

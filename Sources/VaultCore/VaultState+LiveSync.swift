@@ -191,7 +191,7 @@ extension VaultState {
         }
         let generation = decided.readGeneration + 1
         try commitSyncBase(remote)
-        if decided.staysLocalWhenHeld, try remoteHoldsState(remote) {
+        if decided.staysLocalWhenHeld, try remoteHoldsCommittedState(remote) {
             return LiveSyncCommit(transfer: SyncTransfer(), rootFiles: [], unlockFile: nil, pulled: remote.pulled, publishes: false)
         }
         return LiveSyncCommit(transfer: try syncTransfer(remote, remoteNames: remoteNames),

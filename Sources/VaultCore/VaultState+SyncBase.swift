@@ -165,6 +165,20 @@ extension VaultState {
         return used
     }
 
+    /// After a sync's commit (`commitSyncBase`): whether the remote root it read is that state
+    /// already (`remoteHoldsState`: a merge that took only the other side's changes), so that
+    /// nothing goes up. Then the pins are those the commit recorded, the own files of that root
+    /// and the state's: the ones kept beside them in memory for a root to publish (the root the
+    /// sync before read, this device's last root) go, as an open after the commit has them
+    /// (SYNC-DESIGN §3.2, "How long"); a mount kept them until its next publish.
+    mutating func remoteHoldsCommittedState(_ remote: RemoteVault) throws -> Bool {
+        guard try remoteHoldsState(remote) else { return false }
+        syncBases.publishing = nil
+        writer.allocator.publishedPins(stillUsed: filesInUse)
+        packs.publishedPins()
+        return true
+    }
+
     /// The remote holds the root of this device's last sync, which never learnt it (cut after
     /// the root went up), and nothing changed here since: the state is that root's, the base.
     /// The pins that sync's commit recorded stay, the own files of the root it read among them,

@@ -136,7 +136,7 @@ public struct VaultSynchronizer {
         if publishes && !forced && !merged, try vault.remoteHoldsState(remoteVault) { publishes = false }
         if publishes {
             try vault.commitSync(remoteVault)
-            if merged && !forced, try vault.remoteHoldsState(remoteVault) { publishes = false }
+            if merged && !forced, try vault.remoteHoldsCommittedState(remoteVault) { publishes = false }
         } else if decision.confirmsLanded {
             try vault.confirmLandedSync(generation: read)
         } else if decision.readsOwnRootBack {

@@ -44,12 +44,9 @@ import VaultStore
         return results.values
     }
 
-    @Test(arguments: [TestRemote.Kind.local, .webdav])
-    func twoSyncsStartedAtOnceBothFinishAndLoseNothing(kind: TestRemote.Kind) throws {
-        let (base, environment) = try InitAndKeyringCommandTests.workspace()
-        defer { try? FileManager.default.removeItem(atPath: base) }
-        let remote = try TestRemote(kind)
-        defer { remote.finish() }
+    /// Each device's storage and runtime folder, as on two machines.
+    static func twoDevices(_ base: String, _ environment: [String: String]) -> (devices: [(storage: String, device: String)],
+                                                                                  environments: [[String: String]]) {
         let devices = [(storage: base + "/laptop", device: "laptop"), (storage: base + "/desktop", device: "desktop")]
         let environments = devices.map { device in
             var own = environment
@@ -58,24 +55,54 @@ import VaultStore
                                                      attributes: [.posixPermissions: 0o700])
             return own
         }
+        return (devices, environments)
+    }
+
+    /// Each device's files by name, as text.
+    static func held(_ devices: [(storage: String, device: String)], _ environment: [String: String]) throws -> [String: [String: String]] {
+        var held: [String: [String: String]] = [:]
+        for device in devices {
+            held[device.device] = try Failure.files(device.storage, environment).mapValues { String(decoding: $0, as: UTF8.self) }
+        }
+        return held
+    }
+
+    /// Whatever the timing, nothing is lost. Started at once, the two syncs can still meet the
+    /// race of SYNC-DESIGN §3.4 step 7 that rclone cannot close: the loaded machine of a full run
+    /// (530 s where a quiet one takes 26 s) made it twice, and its outcome, the desktop's round-1
+    /// edit as a conflict copy beside the laptop's round-2 edit, failed the exact expectation
+    /// before. Its timing is not controlled here, since the race of real syncs is what this test
+    /// is for: a round's result is either exactly the expected files, or the one outcome the design
+    /// allows after a sync that said the warning of a merge without a base (`RaceRound`: the
+    /// edited file kept twice, both texts, the copy named for its text's writer). That outcome is
+    /// staged, so seen every time, by the test after this one.
+    @Test(arguments: [TestRemote.Kind.local, .webdav])
+    func twoSyncsStartedAtOnceBothFinishAndLoseNothing(kind: TestRemote.Kind) throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = try TestRemote(kind)
+        defer { remote.finish() }
+        let (devices, environments) = Self.twoDevices(base, environment)
         #expect(CLIRun(["init", devices[0].storage], environment: environment).status == 0)
         try Self.put("shared.txt", "from the start", into: devices[0].storage, environment)
         try #require(Sync.sync(devices[0].storage, remote.path, environment, device: "laptop").status == 0)
         try #require(Sync.sync(devices[1].storage, remote.path, environment, device: "desktop").status == 0)
 
-        var expected = ["shared.txt": "from the start"]
+        var agreed = ["shared.txt": "from the start"], authors = ["from the start": "laptop"]
         for round in 1...3 {
             // Offline changes on both sides: a new file each, and an edit of the shared file by one.
+            var added: [String: String] = [:], edit = ""
             for (index, device) in devices.enumerated() {
                 try Self.put("\(device.device)-\(round).txt", "round \(round) of the \(device.device)", into: device.storage, environment)
-                expected["\(device.device)-\(round).txt"] = "round \(round) of the \(device.device)"
+                added["\(device.device)-\(round).txt"] = "round \(round) of the \(device.device)"
                 if index == round % 2 {
-                    try Self.put("shared.txt", "edited in round \(round) by the \(device.device)", into: device.storage, environment)
-                    expected["shared.txt"] = "edited in round \(round) by the \(device.device)"
+                    edit = "edited in round \(round) by the \(device.device)"
+                    try Self.put("shared.txt", edit, into: device.storage, environment)
+                    authors[edit] = device.device
                 }
             }
-            let results = Self.syncAtOnce(devices, remote: remote.path, environments)
-            for result in results {
+            var runs = Self.syncAtOnce(devices, remote: remote.path, environments)
+            for result in runs {
                 #expect(result.status == 0 && result.standardOutput.hasPrefix("synced: ") || result.status == 1 && result.standardError == Self.raced,
                         "round \(round): \(result)")
             }
@@ -85,14 +112,85 @@ import VaultStore
             for index in [0, 1, 0, 1] {
                 let device = devices[index]
                 let again = Sync.sync(device.storage, remote.path, environments[index], device: device.device)
-                #expect(again.status == 0, "round \(round), \(device.device) again: \(again)")
+                #expect(again.status == 0 && (again.standardError.isEmpty || again.standardError == RaceRound.warning),
+                        "round \(round), \(device.device) again: \(again)")
+                runs.append(again)
             }
-            for device in devices {
-                let files = try Failure.files(device.storage, environment).mapValues { String(decoding: $0, as: UTF8.self) }
-                #expect(files == expected, "round \(round), \(device.device): \(results)")
-            }
+            let held = try Self.held(devices, environment)
+            let outcome = RaceRound(before: agreed, added: added, shared: "shared.txt", edit: edit, authors: authors,
+                                    warnings: runs.filter { $0.standardError.hasSuffix(RaceRound.warning) }.count)
+            let problems = outcome.problems(held)
+            #expect(problems.isEmpty, "round \(round): \(problems); the syncs: \(runs)")
+            agreed = held["laptop"] ?? [:]
         }
         for device in devices { Failure.expectClean(device.storage, environment) }
+    }
+
+    /// The race of SYNC-DESIGN §3.4 step 7 that no check closes, staged as the full run met it:
+    /// the laptop checks the remote slots, then its root write waits (an rclone whose first `rcat`
+    /// holds) while the desktop's whole sync publishes and reads its root back; then the
+    /// laptop's root lands over it. Both said `synced`; the desktop's next sync merges without a
+    /// base and says so, and the desktop's edit of shared.txt, which the laptop edited again,
+    /// comes back as its conflict copy beside the laptop's edit: what `RaceRound` allows, and
+    /// nothing lost.
+    @Test func aRootLandingAfterTheOthersReadBackKeepsTheRacedEditTwice() throws {
+        let (base, environment) = try InitAndKeyringCommandTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (devices, environments) = Self.twoDevices(base, environment)
+        let laptop = devices[0].storage, desktop = devices[1].storage
+        func sync(_ index: Int) -> CLIRun { Sync.sync(devices[index].storage, remote.path, environments[index], device: devices[index].device) }
+        #expect(CLIRun(["init", laptop], environment: environment).status == 0)
+        try Self.put("shared.txt", "from the start", into: laptop, environment)
+        try #require(sync(0).status == 0 && sync(1).status == 0)
+        try Self.put("shared.txt", "edited by the desktop", into: desktop, environment)
+        try #require(sync(1).status == 0 && sync(0).status == 0)
+        try Self.put("shared.txt", "edited by the laptop", into: laptop, environment)
+        try Self.put("laptop.txt", "from the laptop", into: laptop, environment)
+        try Self.put("desktop.txt", "from the desktop", into: desktop, environment)
+
+        let held = base + "/rcat-held", released = base + "/rcat-released"
+        var waiting = environments[0]
+        waiting["PATH"] = try Failure.rclone(base, script: """
+            if [ "$1" = rcat ] && [ ! -e '\(held)' ]; then
+                : > '\(held)'
+                while [ ! -e '\(released)' ]; do sleep 0.05; done
+            fi
+            exec /usr/bin/rclone "$@"
+            """)
+        let holding = waiting
+        let results = ResultBox(count: 1)
+        let done = DispatchSemaphore(value: 0)
+        let remotePath = remote.path
+        Thread.detachNewThread {
+            results.set(0, Sync.sync(laptop, remotePath, holding, device: "laptop"))
+            done.signal()
+        }
+        let reached = waitFor(seconds: 300) { FileManager.default.fileExists(atPath: held) }
+        let desktopFirst = sync(1)
+        FileManager.default.createFile(atPath: released, contents: nil)
+        done.wait()
+        try #require(reached, "the laptop's sync never wrote its root: \(results.values)")
+        #expect(desktopFirst.status == 0 && desktopFirst.standardError.isEmpty, "\(desktopFirst)")
+        let laptopFirst = results.values[0]
+        #expect(laptopFirst.status == 0 && laptopFirst.standardError.isEmpty, "\(laptopFirst)")
+
+        let merge = sync(1)
+        #expect(merge.status == 0 && merge.standardOutput.hasPrefix("synced: ") && merge.standardError == RaceRound.warning, "\(merge)")
+        let after = sync(0)
+        #expect(after.status == 0 && after.standardError.isEmpty, "\(after)")
+        let files = try Self.held(devices, environment)
+        let outcome = RaceRound(before: ["shared.txt": "edited by the desktop"],
+                                added: ["laptop.txt": "from the laptop", "desktop.txt": "from the desktop"],
+                                shared: "shared.txt", edit: "edited by the laptop",
+                                authors: ["from the start": "laptop", "edited by the desktop": "desktop", "edited by the laptop": "laptop"],
+                                warnings: [desktopFirst, laptopFirst, merge, after].filter { $0.standardError.hasSuffix(RaceRound.warning) }.count)
+        #expect(outcome.problems(files).isEmpty, "\(outcome.problems(files))")
+        // The outcome of the full run: the raced edit kept twice, the desktop's as its copy.
+        let copies = (files["laptop"] ?? [:]).filter { $0.key.hasPrefix("shared.conflict-desktop-") }
+        #expect(files["laptop"]?["shared.txt"] == "edited by the laptop" && Array(copies.values) == ["edited by the desktop"], "\(files)")
+        for storage in [laptop, desktop] { Failure.expectClean(storage, environment) }
     }
 
     /// A root slot that another device writes at the same instant as this device's (a remote that
