@@ -4,7 +4,10 @@
 #define DOTSAFE_CSYSTEM_METADATA_H
 
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -22,6 +25,15 @@ static inline long dotsafe_file_system_type(int fd) {
     struct statfs info;
     if (fstatfs(fd, &info) != 0) return -1;
     return (long)info.f_type;
+}
+
+/// How many extents the file system maps the file open at `fd` to (FIEMAP with room for none:
+/// the kernel only counts them); -1 with errno (EOPNOTSUPP where it keeps no such map, as tmpfs).
+static inline long dotsafe_extent_count(int fd) {
+    struct fiemap map = {0};
+    map.fm_length = FIEMAP_MAX_OFFSET;
+    if (ioctl(fd, FS_IOC_FIEMAP, &map) != 0) return -1;
+    return (long)map.fm_mapped_extents;
 }
 
 // renameat2(2) flags (linux/fs.h), AT_EMPTY_PATH and F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0), behind _GNU_SOURCE.

@@ -43,14 +43,18 @@ static inline int dotsafe_open_unnamed_direct(int folder) {
     return openat(folder, ".", DOTSAFE_O_TMPFILE_BITS | DOTSAFE_O_DIRECT | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0600);
 }
 
+/// fallocate(2), mode 0, of the first `length` bytes (behind _GNU_SOURCE); -1 with errno
+/// (EOPNOTSUPP where the file system has none).
+static inline int dotsafe_allocate(int fd, long long length) { return (int)syscall(SYS_fallocate, fd, 0, 0LL, length); }
+
 /// accept4(2) with SOCK_CLOEXEC (accept4 hides behind _GNU_SOURCE); -1 with errno on failure.
 static inline int dotsafe_accept_cloexec(int fd) { return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC); }
 
-/// syncfs(2): makes every write of the file system holding `fd` durable.
 /// A pipe whose two ends close at exec, made atomically (a child spawned by another thread at the
 /// same moment must not inherit an end); pipe2 is behind _GNU_SOURCE.
 static inline int dotsafe_pipe_cloexec(int ends[2]) { return (int)syscall(SYS_pipe2, ends, O_CLOEXEC); }
 
+/// syncfs(2): makes every write of the file system holding `fd` durable.
 static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }
 
 /// The pid and uid of the process at the other end of a Unix socket (SO_PEERCRED, whose

@@ -52,7 +52,14 @@ enum DirectIO {
     /// after the last whole page through the cache (O_DIRECT cleared: a direct write must end on
     /// a block, and padding it then truncating would read the block back). When the file system
     /// refuses the direct write, all of it goes through the cache.
+    ///
+    /// The file's blocks are taken first, all at once (`fallocate`): the direct write takes its
+    /// blocks at once and the last one only at write-back, when the next files' blocks lie
+    /// after them, so the file would lie in two pieces on the disk where a file written through
+    /// the cache lies in one, and an observer of the disk could tell a vault's files from the
+    /// covers by it (R-DEN-1, docs/FORMAT.md §11.4).
     static func write(_ fd: Int32, _ bytes: [UInt8], staging: AlignedBuffers.Buffer) throws {
+        _ = dotsafe_allocate(fd, Int64(bytes.count))  // where the file system has none, as before
         let whole = min(bytes.count / alignment * alignment, staging.count)
         var done = 0
         if whole > 0 {

@@ -13,6 +13,8 @@ public struct MetadataAudit: Sendable {
         case creationOrder = "creation order"
         /// Some files were read after their last change: shows which were used.
         case reads
+        /// Some files lie in more pieces on the disk than others: shows how they were written.
+        case pieces
     }
 
     public struct Field: Sendable {
@@ -72,6 +74,10 @@ public struct MetadataAudit: Sendable {
             let read = values.filter { $0 == 1 }.count
             field.verdict = .reads
             field.detail = "\(read) of \(values.count) files were read after their last change"
+        } else if feature == .extents {
+            let split = values.filter { $0 > low }.count
+            field.verdict = .pieces
+            field.detail = "\(split) of \(values.count) files lie in more pieces on the disk than the rest: written another way"
         } else if feature == .inode || feature == .order {
             let correlation = Separation.rankCorrelation(values, age)
             if abs(correlation) >= 0.5 {

@@ -13,13 +13,15 @@ public enum MetadataFeature: String, CaseIterable, Sendable {
     case atimeAfterMtime = "atime>mtime"
     case mtimeMinusBtime = "mtime-btime"
     case ctimeMinusBtime = "ctime-btime"
+    /// How many pieces the file's blocks lie in on the disk.
+    case extents
 
     /// Time fields: where bursts of files made or changed together show sessions.
     public static let times: [MetadataFeature] = [.btime, .ctime, .mtime, .atime]
 
     public var isTime: Bool { Self.times.contains(self) }
 
-    /// The feature's value for a file; nil where the file system lacks it (birth time).
+    /// The feature's value for a file; nil where the file system lacks it (birth time, extents).
     public func value(of file: StorageScan.File) -> Double? {
         let m = file.metadata
         func seconds(_ ns: Int64) -> Double { Double(ns) / 1e9 }
@@ -41,6 +43,7 @@ public enum MetadataFeature: String, CaseIterable, Sendable {
         case .atimeAfterMtime: return m.access > m.modification ? 1 : 0
         case .mtimeMinusBtime: return m.birth.map { seconds(m.modification - $0) }
         case .ctimeMinusBtime: return m.birth.map { seconds(m.change - $0) }
+        case .extents: return file.extents.map(Double.init)
         }
     }
 

@@ -9,6 +9,16 @@ public struct StorageScan: Sendable {
         /// Position in the folder's listing (readdir order), counting storage files only.
         public var order: Int
         public var metadata: FileMetadata
+        /// How many pieces the file system keeps its blocks in (FIEMAP); nil where it keeps no
+        /// such map (tmpfs). An observer of the disk reads it as plainly as a time.
+        public var extents: Int?
+
+        public init(name: String, order: Int, metadata: FileMetadata, extents: Int? = nil) {
+            self.name = name
+            self.order = order
+            self.metadata = metadata
+            self.extents = extents
+        }
     }
 
     /// Storage files (regular, of the storage size and name form), in listing order.
@@ -36,7 +46,7 @@ public struct StorageScan: Sendable {
                 others += 1
                 continue
             }
-            files.append(File(name: name, order: files.count, metadata: metadata))
+            files.append(File(name: name, order: files.count, metadata: metadata, extents: Syscalls.extentCount(folder, name)))
         }
         guard files.count >= Format.minimumStorageFiles else {
             throw StoreError.notAStorage("\(path) holds \(files.count) storage files, a storage has at least \(Format.minimumStorageFiles)")

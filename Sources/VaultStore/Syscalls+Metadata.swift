@@ -16,6 +16,16 @@ extension Syscalls {
         return openat(folder, name, flags)
     }
 
+    /// How many extents the file system maps `name`'s blocks to (FIEMAP); nil where it keeps
+    /// no such map (tmpfs) or the file cannot be opened. Opening reads nothing: no access time.
+    static func extentCount(_ folder: Int32, _ name: String) -> Int? {
+        let fd = openWithoutAccessTime(folder, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let count = dotsafe_extent_count(fd)
+        return count >= 0 ? Int(count) : nil
+    }
+
     /// Opens a folder for listing without touching its access time.
     static func openFolderWithoutAccessTime(_ path: String) throws -> Int32 {
         try retrying("open \(path)") {

@@ -47,13 +47,14 @@ import VaultStore
         #expect(lines[2] == "Names: 26 random-looking base32 characters, no extension (every storage file).")
         #expect(lines[4].hasPrefix("field ") && lines[4].hasSuffix("verdict"))
         // One row per field, columns aligned: the verdict starts in the same column everywhere.
-        let rows = Array(lines[5..<(5 + MetadataFeature.allCases.count - (scan.files[0].metadata.birth == nil ? 3 : 0))])
+        let rows = Array(lines[5..<(5 + MetadataFeature.allCases.count - (scan.files[0].metadata.birth == nil ? 3 : 0)
+                                       - (scan.files[0].extents == nil ? 1 : 0))])
         let verdictColumn = lines[4].distance(from: lines[4].startIndex, to: lines[4].range(of: "verdict")!.lowerBound)
         for row in rows {
             let word = String(row.split(separator: " ")[0])
             #expect(MetadataFeature(rawValue: word) != nil, "\(row)")
             let verdict = String(row.dropFirst(verdictColumn))
-            #expect(["hides:", "bursts:", "creation order:", "reads:"].contains { verdict.hasPrefix($0) }, "\(row)")
+            #expect(["hides:", "bursts:", "creation order:", "reads:", "pieces:"].contains { verdict.hasPrefix($0) }, "\(row)")
         }
         let size = try #require(rows.first { $0.hasPrefix("size ") })
         #expect(size.contains("262192") && size.hasSuffix("hides: the same for every file"))
