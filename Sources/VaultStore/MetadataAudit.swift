@@ -78,7 +78,7 @@ public struct MetadataAudit: Sendable {
             let split = values.filter { $0 > low }.count
             field.verdict = .pieces
             field.detail = "\(split) of \(values.count) files lie in more pieces on the disk than the rest: written another way"
-        } else if feature == .inode || feature == .order {
+        } else if feature == .inode || feature == .order || feature == .block {
             let correlation = Separation.rankCorrelation(values, age)
             if abs(correlation) >= 0.5 {
                 field.verdict = .creationOrder
@@ -101,6 +101,7 @@ public struct FileSystemLimits: Sendable {
             name = "ext4"
             cannotHide = ["birth time: set when a file is made, never changed", common,
                           "inode numbers: given out as files are made (a freed number goes to the next new file)",
+                          "where a file's blocks lie on the disk: taken as files are written",
                           "listing order: a hash of the name (tells nothing)"]
         case 0x0102_1994:
             name = "tmpfs"

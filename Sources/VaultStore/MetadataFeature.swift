@@ -15,6 +15,8 @@ public enum MetadataFeature: String, CaseIterable, Sendable {
     case ctimeMinusBtime = "ctime-btime"
     /// How many pieces the file's blocks lie in on the disk.
     case extents
+    /// Where the file's first block lies on the device.
+    case block
 
     /// Time fields: where bursts of files made or changed together show sessions.
     public static let times: [MetadataFeature] = [.btime, .ctime, .mtime, .atime]
@@ -44,6 +46,7 @@ public enum MetadataFeature: String, CaseIterable, Sendable {
         case .mtimeMinusBtime: return m.birth.map { seconds(m.modification - $0) }
         case .ctimeMinusBtime: return m.birth.map { seconds(m.change - $0) }
         case .extents: return file.extents.map(Double.init)
+        case .block: return file.firstBlock.map(Double.init)
         }
     }
 

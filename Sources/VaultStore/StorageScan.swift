@@ -12,12 +12,15 @@ public struct StorageScan: Sendable {
         /// How many pieces the file system keeps its blocks in (FIEMAP); nil where it keeps no
         /// such map (tmpfs). An observer of the disk reads it as plainly as a time.
         public var extents: Int?
+        /// Where its first block lies on the device (bytes); nil as for `extents`.
+        public var firstBlock: Int64?
 
-        public init(name: String, order: Int, metadata: FileMetadata, extents: Int? = nil) {
+        public init(name: String, order: Int, metadata: FileMetadata, extents: Int? = nil, firstBlock: Int64? = nil) {
             self.name = name
             self.order = order
             self.metadata = metadata
             self.extents = extents
+            self.firstBlock = firstBlock
         }
     }
 
@@ -46,7 +49,8 @@ public struct StorageScan: Sendable {
                 others += 1
                 continue
             }
-            files.append(File(name: name, order: files.count, metadata: metadata, extents: Syscalls.extentCount(folder, name)))
+            let map = Syscalls.extentMap(folder, name)
+            files.append(File(name: name, order: files.count, metadata: metadata, extents: map?.count, firstBlock: map?.firstBlock))
         }
         guard files.count >= Format.minimumStorageFiles else {
             throw StoreError.notAStorage("\(path) holds \(files.count) storage files, a storage has at least \(Format.minimumStorageFiles)")

@@ -16,14 +16,16 @@ extension Syscalls {
         return openat(folder, name, flags)
     }
 
-    /// How many extents the file system maps `name`'s blocks to (FIEMAP); nil where it keeps
-    /// no such map (tmpfs) or the file cannot be opened. Opening reads nothing: no access time.
-    static func extentCount(_ folder: Int32, _ name: String) -> Int? {
+    /// How many extents the file system maps `name`'s blocks to, and where the first starts on
+    /// the device (FIEMAP); nil where it keeps no such map (tmpfs) or the file cannot be
+    /// opened. Opening reads nothing: no access time.
+    static func extentMap(_ folder: Int32, _ name: String) -> (count: Int, firstBlock: Int64?)? {
         let fd = openWithoutAccessTime(folder, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        let count = dotsafe_extent_count(fd)
-        return count >= 0 ? Int(count) : nil
+        var first: Int64 = -1
+        let count = dotsafe_extent_map(fd, &first)
+        return count >= 0 ? (Int(count), first >= 0 ? first : nil) : nil
     }
 
     /// Opens a folder for listing without touching its access time.

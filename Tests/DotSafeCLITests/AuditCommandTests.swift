@@ -48,7 +48,7 @@ import VaultStore
         #expect(lines[4].hasPrefix("field ") && lines[4].hasSuffix("verdict"))
         // One row per field, columns aligned: the verdict starts in the same column everywhere.
         let rows = Array(lines[5..<(5 + MetadataFeature.allCases.count - (scan.files[0].metadata.birth == nil ? 3 : 0)
-                                       - (scan.files[0].extents == nil ? 1 : 0))])
+                                       - (scan.files[0].extents == nil ? 2 : 0))])
         let verdictColumn = lines[4].distance(from: lines[4].startIndex, to: lines[4].range(of: "verdict")!.lowerBound)
         for row in rows {
             let word = String(row.split(separator: " ")[0])
