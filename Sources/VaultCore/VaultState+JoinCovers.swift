@@ -13,16 +13,31 @@ extension VaultState {
     /// comes out whole (a group a kill left half placed is completed by its own files). Kept in
     /// `remote.joinCovers`: a join that fails removes them with what it placed.
     func joinCovers(adding count: Int, _ remote: RemoteVault) throws -> [(name: String, contents: [UInt8])] {
+        var files: Int?
+        return try joinCovers(adding: count, remote, files: &files)
+    }
+
+    /// The same for one of a step's several placements (the merge's groups): `files` is the
+    /// storage's count as the step knows it, listed at its first placement that adds files and
+    /// then moved by what each placement adds (the step holds the vault's lock, and a mount
+    /// joins in its first round, before it is ready: nothing else writes the storage meanwhile),
+    /// so that a step of many groups lists the folder once, not once a group (O(groups × files)
+    /// in a big storage). The caller places the files and covers before its next call, or
+    /// stops. Each placement is whole on its own: a kill between two leaves the count a multiple
+    /// of 16, and the next join lists it afresh.
+    func joinCovers(adding count: Int, _ remote: RemoteVault, files: inout Int?) throws -> [(name: String, contents: [UInt8])] {
         guard remote.joins, count > 0 else { return [] }
-        let after = try storage.listFiles().count + count
+        let after = try (files ?? storage.listFiles().count) + count
         let short = (Format.groupSize - after % Format.groupSize) % Format.groupSize
         var covers: [(name: String, contents: [UInt8])] = []
         while covers.count < short {
             let cover = try Storage.cover(random: session.random)
+            // What is there now: the listing and every placement since (a stat, not a listing).
             guard try !storage.entryExists(cover.name) else { continue }
             covers.append(cover)
         }
         remote.joinCovers += covers.map(\.name)
+        files = after + covers.count
         return covers
     }
 

@@ -260,7 +260,8 @@ extension VaultState {
             }
             return all
         }
-        var changed = false
+        // The storage's count for a join's covers: listed once for all the groups below.
+        var changed = false, files: Int?
         for (index, device) in formatTwo.devices.enumerated() where index != Int(formatTwo.localDevice) {
             // A group's missing files appear together, as this device's new groups do: one by
             // one, a sync cut between two of them left a count off a multiple of 16, which no
@@ -278,7 +279,7 @@ extension VaultState {
                 missing[group, default: []].append((standIn.name, try session.random.bytes(Format.fileSize)))
             }
             for group in missing.keys.sorted() {
-                try storage.createGroup(missing[group]! + joinCovers(adding: missing[group]!.count, remote))
+                try storage.createGroup(missing[group]! + joinCovers(adding: missing[group]!.count, remote, files: &files))
                 changed = true
             }
             // Groups it released go right after the merge's commit (`removeReleasedElsewhere`):
