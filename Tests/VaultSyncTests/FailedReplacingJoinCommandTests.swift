@@ -1,5 +1,6 @@
 import DotSafeTestSupport
 import Foundation
+import Glibc
 import Testing
 @testable import VaultCore
 import VaultFormat
@@ -62,6 +63,64 @@ import VaultStore
             #expect(joined.status == 0 && joined.output.hasPrefix("synced: "), "\(joined)")
             try Joins.expectJoined(h, desktop, expected, "the join once the remote is whole")
         }
+    }
+
+    /// Stopped by Ctrl-C in its second batch of downloads (its chunk files), after its first
+    /// (the index pages) replaced files: the line says how many stay, not that nothing changed;
+    /// what it placed goes, the remote is untouched, and the next sync joins.
+    @Test func aReplacingJoinStoppedAfterItReplacedSaysWhatStays() throws {
+        try Joins.afterAKilledJoin { h, remote, desktop, expected, _ in
+            let served = try #require(remote.servedFolder)
+            let storageBefore = try Files.files(desktop), remoteBefore = try Files.files(served)
+            var environment = h.environment
+            environment["PATH"] = try Self.slowRclone(h.base)
+            let sync = ["sync", desktop, remote.path, "--pattern", Mounts.pattern, "--device", "desktop", "--replace-partial-join"]
+            let running = Process(), error = Pipe()
+            running.executableURL = URL(fileURLWithPath: MountHarness.binary)
+            running.arguments = sync
+            running.environment = environment
+            running.standardOutput = FileHandle.nullDevice
+            running.standardError = error
+            running.standardInput = FileHandle.nullDevice
+            try running.run()
+            let marker = h.base + "/down-again"
+            #expect(waitFor(seconds: 60) { FileManager.default.fileExists(atPath: marker) }, "the join never began its second batch")
+            kill(running.processIdentifier, SIGINT)
+            let said = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            running.waitUntilExit()
+
+            let replaced = try Self.replacedOnly(desktop, before: storageBefore, served, remoteBefore)
+            try #require(replaced > 0, "its first batch replaced no file: \(said)")
+            #expect(running.terminationReason == .exit && running.terminationStatus == 130, "\(said)")
+            #expect(said == "dotsafe: sync interrupted by SIGINT; \(Self.stays(replaced)); the next sync starts over\n", "\(said)")
+            let joined = h.dotsafe(sync)
+            #expect(joined.status == 0 && joined.output.hasPrefix("synced: "), "\(joined)")
+            try Joins.expectJoined(h, desktop, expected, "the join after the stopped one")
+        }
+    }
+
+    /// A PATH whose rclone runs the real one slowed to 1 MiB/s and marks the start of its second
+    /// batch copy into a download folder (`down-again` in `base`), as `SyncSignalTests`' does.
+    static func slowRclone(_ base: String) throws -> String {
+        let bin = base + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let script = """
+            #!/bin/sh
+            for last; do :; done
+            case "$1:$last" in
+                copy:*\(DownloadFolder.suffix))
+                    if [ -e '\(base)/down-once' ]; then : > '\(base)/down-again'; fi
+                    : > '\(base)/down-once' ;;
+            esac
+            exec /usr/bin/rclone "$@" --bwlimit 1M
+
+            """
+        try script.write(toFile: bin + "/rclone.sh", atomically: false, encoding: .utf8)
+        // Installed, not written in place: a descriptor open for writing on a file that is run
+        // makes its exec fail ("Text file busy").
+        let installed = CommandResult.run("/usr/bin/install", ["-m", "755", bin + "/rclone.sh", bin + "/rclone"])
+        try #require(installed.status == 0, "\(installed)")
+        return bin + ":/usr/bin:/bin"
     }
 
     /// The end of the line of a failed join that replaced `count` files (`ReplacedByJoin`).
