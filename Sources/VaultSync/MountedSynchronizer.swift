@@ -53,7 +53,8 @@ public struct MountedSynchronizer: Sendable {
     /// how many files its join replaced here in all its runs, if any, as
     /// `VaultSynchronizer.failedAfterReplacing` is.
     public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in },
-                    filesMoved: ((SyncProgress) -> Void)? = nil, failedAfterReplacing: (_ replaced: Int) -> Void = { _ in }) throws -> SyncSummary {
+                    filesMoved: ((SyncProgress) -> Void)? = nil,
+                    failedAfterReplacing: (_ replaced: Int) -> Void = { _ in }) throws -> SyncSummary {
         var retries = 0, replaced = Set<String>()
         while true {
             var opened: RemoteVault?

@@ -123,7 +123,9 @@ struct SyncCommand: Command {
                     + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5, replaced: reached.replaced))
                 return 128 + signal
             }
-            if reached.replaced > 0 { throw CLIError.failure(ReplacedByJoin.failure(DotSafeCLI.describe(error), replaced: reached.replaced)) }
+            if reached.replaced > 0 {
+                throw CLIError.failure(ReplacedByJoin.failure(DotSafeCLI.describe(error), replaced: reached.replaced))
+            }
             if let error = error as? RemoteError { throw CLIError.failure(error.description) }
             throw error
         }
