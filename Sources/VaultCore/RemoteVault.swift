@@ -48,6 +48,10 @@ public final class RemoteVault: @unchecked Sendable {
     var joinStandIns: JoinStandIns?
     /// The covers this join made to keep the count whole (`VaultState.joinCovers`).
     var joinCovers: [String] = []
+    /// The files of `joinHeld` that this join's placements put the remote's other bytes over
+    /// (`replacesPartialJoin`): a join that fails after that removes its own files, not these
+    /// (FORMAT.md §13.12), and the user is told how many stay (`sync`, `mount --sync`).
+    public internal(set) var joinReplaced: Set<String> = []
     /// The user says no other state of this vault is in this storage (`sync
     /// --replace-partial-join`, FORMAT.md §13.12 "Replacing a partial join"): a join's download
     /// goes over a file at its name whose bytes differ from the remote's (what a join killed

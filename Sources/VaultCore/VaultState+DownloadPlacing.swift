@@ -14,7 +14,7 @@ extension VaultState {
         for name in names + companions {
             if try storage.entryExists(name) { replacing.append(name) } else { fresh.insert(name) }
         }
-        try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
+        let replaced = try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
         // A grant goes over the file at its number's own name, then takes its name (§14.9); over
         // one the committed root reads, only after the merge's commit (`holdGrants`).
         let (places, held) = try grantPlaces(fresh, remote)
@@ -29,8 +29,15 @@ extension VaultState {
         let covers = try joinCovers(adding: added, remote)
         // The file at each number's name goes: its time is the session's (FORMAT.md §11.2).
         try storage.willOverwrite(places.values.sorted())
-        try storage.placeDownloads(from: downloads, replacing: replacing + places.values.sorted(),
-                                   groups: groups + (covers.isEmpty ? [] : [DownloadedGroup(downloaded: [], fill: covers)]))
+        do {
+            try storage.placeDownloads(from: downloads, replacing: replacing + places.values.sorted(),
+                                       groups: groups + (covers.isEmpty ? [] : [DownloadedGroup(downloaded: [], fill: covers)]))
+        } catch {
+            // Moved in one by one: those that left the download folder are in place.
+            remote.joinReplaced.formUnion(replaced.filter { !downloads.holdsWhole($0) })
+            throw error
+        }
+        remote.joinReplaced.formUnion(replaced)
         for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try storage.rename(place, to: grant) }
         staging.filled.subtract(replacing)
         for group in groups { staging.filled.formUnion(group.fill.map(\.name)) }

@@ -156,13 +156,21 @@ extension VaultState {
     /// killed join of this vault placed. Different bytes are a state of this vault under another
     /// pattern (or one the remote changed since that join): refused before this placement, and
     /// what this join placed goes (`removeJoinLeftovers`). The join's own fills are not compared.
-    /// Told that no other state is here (`replacesPartialJoin`), the download replaces the file.
-    func refuseDifferingDownloads(_ replacing: [String], from downloads: DownloadFolder, remote: RemoteVault) throws {
-        guard remote.joins, !remote.replacesPartialJoin else { return }
+    /// Told that no other state is here (`replacesPartialJoin`), the download replaces the file:
+    /// returned are those of them that were here when the join began, for `joinReplaced`.
+    func refuseDifferingDownloads(_ replacing: [String], from downloads: DownloadFolder, remote: RemoteVault) throws -> [String] {
+        guard remote.joins else { return [] }
+        var differing: [String] = []
         for name in replacing where !staging.filled.contains(name) {
-            guard let here = try storage.read(name) else { continue }
-            guard try here == downloads.read(name) else { throw SyncRefusal.heldUnderOtherPattern }
+            guard remote.replacesPartialJoin else {
+                guard let here = try storage.read(name) else { continue }
+                guard try here == downloads.read(name) else { throw SyncRefusal.heldUnderOtherPattern }
+                continue
+            }
+            // A file there that does not read as a storage file is replaced too.
+            if remote.joinHeld?.contains(name) == true, try (try? storage.read(name)) != downloads.read(name) { differing.append(name) }
         }
+        return differing
     }
 
     /// A join that failed before its commit (a remote gone, a file that does not open, a file

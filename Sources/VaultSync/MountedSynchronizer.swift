@@ -49,21 +49,30 @@ public struct MountedSynchronizer: Sendable {
     /// (its commit kept the remote's tree as read for its base, so the next run merges with that
     /// root), or files of the root it read went from the remote meanwhile. `pulled` is told
     /// what a merge changed, once it is committed; `filesMoved` hears each batch of files move
-    /// (a terminal shows the mount's first round).
+    /// (a terminal shows the mount's first round). `failedAfterReplacing` is told, when it fails,
+    /// how many files its join replaced here in all its runs, if any, as
+    /// `VaultSynchronizer.failedAfterReplacing` is.
     public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in },
-                    filesMoved: ((SyncProgress) -> Void)? = nil) throws -> SyncSummary {
-        var retries = 0
+                    filesMoved: ((SyncProgress) -> Void)? = nil,
+                    failedAfterReplacing: (_ replaced: Int) -> Void = { _ in }) throws -> SyncSummary {
+        var retries = 0, replaced = Set<String>()
         while true {
+            var opened: RemoteVault?
             do {
-                return try round(holdingRequests: holdingRequests, pulled: pulled, filesMoved: filesMoved)
+                return try round(holdingRequests: holdingRequests, pulled: pulled, filesMoved: filesMoved, opening: &opened)
             } catch SyncRefusal.raced where retries < Self.raceRetries {
                 retries += 1
+                replaced.formUnion(opened?.joinReplaced ?? [])
+            } catch {
+                replaced.formUnion(opened?.joinReplaced ?? [])
+                if !replaced.isEmpty { failedAfterReplacing(replaced.count) }
+                throw error
             }
         }
     }
 
     private func round(holdingRequests: Holding, pulled: (PulledChanges) -> Void,
-                       filesMoved: ((SyncProgress) -> Void)?) throws -> SyncSummary {
+                       filesMoved: ((SyncProgress) -> Void)?, opening opened: inout RemoteVault?) throws -> SyncSummary {
         var summary = SyncSummary()
         let listing = try remote.list()
         let remoteNames = Set(listing.storageFiles)
@@ -75,6 +84,7 @@ public struct MountedSynchronizer: Sendable {
         // A new, empty vault and nothing on the remote: nothing to do until the first change.
         if unlockFile == nil && vault.isNewVault { return summary }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        opened = remoteVault
         remoteVault.replacesPartialJoin = replacesPartialJoin
         // A pattern change made here goes to the remote as `dotsafe sync` takes it (FORMAT.md
         // §13.12); one made on another device is refused before anything changes here.

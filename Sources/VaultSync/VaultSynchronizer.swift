@@ -40,6 +40,10 @@ public struct VaultSynchronizer {
     /// the vault there, the whole vault goes up; else the two merge without a base (nothing is
     /// taken as deleted). Elsewhere it changes nothing.
     public var replacesRemote = false
+    /// Called when the sync fails (or is stopped) after its join replaced files here
+    /// (`replacesPartialJoin`), with how many: they keep the remote's bytes (FORMAT.md §13.12),
+    /// so the failure's line must not say that nothing changed.
+    public var failedAfterReplacing: ((_ replaced: Int) -> Void)?
 
     static let steps = 6
     /// Called before each change to the remote and before the last local commit; a test throws
@@ -57,6 +61,15 @@ public struct VaultSynchronizer {
     }
 
     public func run() throws -> SyncSummary {
+        var opened: RemoteVault?
+        do { return try run(opening: &opened) } catch {
+            if let replaced = opened?.joinReplaced.count, replaced > 0 { failedAfterReplacing?(replaced) }
+            throw error
+        }
+    }
+
+    /// The sync's steps; `opened`: the remote's vault once opened, for what its join replaced.
+    private func run(opening opened: inout RemoteVault?) throws -> SyncSummary {
         var summary = SyncSummary()
         step(1)
         let listing = try self.listing?() ?? remote.list()
@@ -71,6 +84,7 @@ public struct VaultSynchronizer {
         // A grantee cannot write the remote's record: the owner moves the vault, then it merges.
         if replacesRemote && vault.isShared && unlockFile == nil { throw SharingError.sharedVaultNotOnRemote }
         let remoteVault = try vault.openRemote(unlockFile: unlockFile)
+        opened = remoteVault
         remoteVault.replacesPartialJoin = replacesPartialJoin
         remoteVault.replacesRemote = replacesRemote
         // After a pattern change here the remote still holds the former pattern's record, or

@@ -105,7 +105,10 @@ import VaultFormat
     /// Two devices of a vault shared with a third person: the second writes offline, the first
     /// withdraws the grant (`unshare`), writes, syncs, changes the pattern (to seed 8) and syncs.
     /// `written`: files the first writes before the share, which both devices then hold.
-    static func withdrawnThenChanged(_ remote: TestRemote, writing written: [String: String] = [:]) throws -> (first: SyncDevice, second: SyncDevice) {
+    /// `writingOffline`: the second device commits a file after its last sync (its index pages
+    /// its own); else its state is the one its last sync committed.
+    static func withdrawnThenChanged(_ remote: TestRemote, writing written: [String: String] = [:],
+                                     writingOffline: Bool = true) throws -> (first: SyncDevice, second: SyncDevice) {
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         for (path, text) in written.sorted(by: { $0.key < $1.key }) { try first.write(path, text) }
         let carol = try SyncDevice("carol", seed: 0xC3)
@@ -115,7 +118,7 @@ import VaultFormat
         try first.reopen()
         try first.sync(remote)
         try second.sync(remote)
-        try second.write("offline.txt", "not synced yet")
+        if writingOffline { try second.write("offline.txt", "not synced yet") }
         try first.vault.unshare(with: code)
         try first.reopen()
         try first.write("after.txt", "after the withdrawal")

@@ -119,8 +119,12 @@ struct SyncCommand: Command {
             // A new device's storage that did not receive the vault goes again: nothing changed.
             if made { Self.removeStorage(storagePath, folderToo: !existed) }
             if let signal = StopSignals.caught {
-                context.standardError.writeLine("\(DotSafeCLI.name): " + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5))
+                context.standardError.writeLine("\(DotSafeCLI.name): "
+                    + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5, replaced: reached.replaced))
                 return 128 + signal
+            }
+            if reached.replaced > 0 {
+                throw CLIError.failure(ReplacedByJoin.failure(DotSafeCLI.describe(error), replaced: reached.replaced))
             }
             if let error = error as? RemoteError { throw CLIError.failure(error.description) }
             throw error
@@ -128,15 +132,21 @@ struct SyncCommand: Command {
     }
 
     /// What an interrupted sync left for the next one: before step 5 (`VaultSynchronizer`)
-    /// nothing changed here or on the remote (a join's files went); from there on, the local
-    /// commit is made and the next sync sends what did not go up, as after a kill.
-    static func interruptedLine(_ signal: Int32, afterLocalCommit: Bool) -> String {
-        "sync interrupted by \(StopSignals.name(signal))"
-            + (afterLocalCommit ? " after its local commit; the next sync finishes it" : "; nothing changed, the next sync starts over")
+    /// nothing changed here or on the remote (a join's files went), but for the files a join
+    /// replaced (`replaced`, `--replace-partial-join`), which keep the remote's bytes; from there
+    /// on, the local commit is made and the next sync sends what did not go up, as after a kill.
+    static func interruptedLine(_ signal: Int32, afterLocalCommit: Bool, replaced: Int = 0) -> String {
+        let stopped = "sync interrupted by \(StopSignals.name(signal))", stays = replaced > 0 ? "; " + ReplacedByJoin.stays(replaced) : ""
+        if afterLocalCommit { return stopped + " after its local commit\(stays); the next sync finishes it" }
+        return stopped + (replaced > 0 ? stays + ";" : "; nothing changed,") + " the next sync starts over"
     }
 
-    /// The last step a sync began (its progress), read once it has ended.
-    private final class StepReached { var step = 0 }
+    /// The last step a sync began (its progress), and how many files its join replaced here
+    /// if it failed after that (`VaultSynchronizer.failedAfterReplacing`), read once it has ended.
+    private final class StepReached {
+        var step = 0
+        var replaced = 0
+    }
 
     private func sync(remote: RemoteStorage, listing: @escaping () throws -> RemoteListing, salt: Keyring.PatternSalt,
                       sharedBy: ContactCode?, reached: StepReached, context: CommandContext) throws -> SyncSummary {
@@ -165,6 +175,7 @@ struct SyncCommand: Command {
         synchronizer.listing = listing
         synchronizer.replacesPartialJoin = replacesPartialJoin
         synchronizer.replacesRemote = replacesRemote
+        synchronizer.failedAfterReplacing = { reached.replaced = $0 }
         let progress = SyncProgressLine(to: context.standardError)
         synchronizer.progress = {
             reached.step = $0
