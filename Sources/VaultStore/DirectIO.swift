@@ -57,7 +57,7 @@ enum DirectIO {
     /// blocks at once and the last one only at write-back, when the next files' blocks lie
     /// after them, so the file would lie in two pieces on the disk where a file written through
     /// the cache lies in one, and an observer of the disk could tell a vault's files from the
-    /// covers by it (R-DEN-1, docs/FORMAT.md §11.4).
+    /// covers by it (R-DEN-1, docs/FORMAT.md §3 and §11).
     static func write(_ fd: Int32, _ bytes: [UInt8], staging: AlignedBuffers.Buffer) throws {
         _ = dotsafe_allocate(fd, Int64(bytes.count))  // where the file system has none, as before
         let whole = min(bytes.count / alignment * alignment, staging.count)
