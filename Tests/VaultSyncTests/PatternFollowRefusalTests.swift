@@ -62,7 +62,12 @@ import VaultStore
         try first.sync(remote)
         try first.sync(remote)  // reads its root back: z's files are no longer pinned
         try #require(zFiles.isSubset(of: Set(Self.free(first))), "z's files are free on the first device")
-        try Self.takeFreeFilesBelow(first, number: try #require(zFiles.min()))
+        // z's chunks need not have taken consecutive numbers, and files freed since may lie
+        // between them: from the first z file after which every free file up to z's last is
+        // z's, the record lands on one of them.
+        let free = Self.free(first), last = try #require(zFiles.max())
+        let start = try #require(zFiles.sorted().first { z in free.allSatisfy { $0 < z || $0 > last || zFiles.contains($0) } })
+        try Self.takeFreeFilesBelow(first, number: start)
         try first.changePattern(to: 8)
         try first.sync(remote)
         let record = try Self.recordNumber(first)
