@@ -68,4 +68,72 @@ struct RecreatedPiecesTests {
         let extents = MetadataAudit(scan: scan).fields.first { $0.feature == .extents }
         #expect(extents?.verdict == .pieces, "\(String(describing: extents?.detail))")
     }
+
+    /// A session that writes, then its lock re-creating every file (share 1, a budget that
+    /// allows it) in batches of 128: afterwards no file is in more than one piece, and the audit
+    /// finds nothing in the extents. Before, the two-piece files of the first batch took the
+    /// second batch's copies and stayed in two pieces.
+    @Test func aLockThatRecreatesEveryFileLeavesEachInOnePiece() throws {
+        let path = try TestFolder.make("pieces")
+        defer { TestFolder.remove(path) }
+        let storage = path + "/storage"
+        try Storage.initialize(at: storage, random: SystemRandom())
+        // At least two batches: the first batch's replaced files take the second's copies.
+        let earlier = try Storage.open(at: storage)
+        while try earlier.listFiles().count < 2 * StorageRecreator.batchSize {
+            try Storage.addCovers(to: earlier, random: SystemRandom())
+        }
+        let all = try earlier.listFiles()
+        let old = try StorageRecreator.choose(share: 0.5, of: all, random: SystemRandom())
+        let twoPiece = try Self.makeTwoPiece(old, in: storage)
+        try #require(twoPiece.count >= old.count * 9 / 10, "only \(twoPiece.count) of \(old.count) files lie in two pieces: the setup is not the earlier release's")
+
+        let session = try Storage.open(at: storage, recreation: RecreationBudget(share: 1, secondsPerGiB: 3600))
+        try session.write(all[0], offset: 100, bytes: [1, 2, 3])
+        try session.createGroup((0..<Format.groupSize).map { _ in try Storage.cover(random: SystemRandom()) })
+        let bytes = try Self.contents(storage)
+        try session.recreateAtLock(random: SystemRandom())
+
+        #expect(session.lastRecreation?.recreated == all.count + Format.groupSize)
+        #expect(try Self.contents(storage) == bytes, "same names, same bytes, no copy left")
+        let scan = try StorageScan.scan(storage)
+        let pieces = Dictionary(grouping: scan.files, by: { $0.extents ?? 0 }).mapValues(\.count)
+        #expect(pieces == [1: all.count + Format.groupSize], "files by extent count: \(pieces)")
+        let extents = MetadataAudit(scan: scan).fields.first { $0.feature == .extents }
+        #expect(extents?.verdict == .hides, "\(String(describing: extents?.detail))")
+    }
+
+    /// The replaced files of a batch in more than one piece are not reused: the next batch's
+    /// copies go to new files for them, each in one piece, and to the other replaced files as
+    /// before. A file not re-created keeps its layout.
+    @Test func aReplacedFileInTwoPiecesTakesNoCopy() throws {
+        let path = try TestFolder.make("pieces")
+        defer { TestFolder.remove(path) }
+        let storage = path + "/storage"
+        try Storage.initialize(at: storage, random: SystemRandom())
+        let before = try StorageScan.scan(storage).files
+        let names = before.prefix(32).map(\.name)
+        let left = before[32].name
+        let twoPiece = try Self.makeTwoPiece(Array(names.prefix(4)) + [left], in: storage)
+        try #require(twoPiece == Set(names.prefix(4) + [left]), "\(twoPiece.count) of 5 files lie in two pieces")
+        let bytes = try Self.contents(storage)
+        let files = try StorageScan.scan(storage).files
+        let old = Dictionary(uniqueKeysWithValues: files.map { ($0.name, $0.metadata.inode) })
+        let born = try #require(files.compactMap(\.metadata.birth).max(), "no birth times")
+
+        #expect(try StorageRecreator(path: storage, batchSize: 8).recreate(names) == names)
+
+        #expect(try Self.contents(storage) == bytes, "same names, same bytes, no copy left")
+        let after = try StorageScan.scan(storage).files
+        let now = Dictionary(uniqueKeysWithValues: after.map { ($0.name, $0.metadata.inode) })
+        #expect(names.allSatisfy { now[$0] != old[$0] })
+        // The first batch's 8 copies, and 4 for the second batch in place of the 4 two-piece
+        // files the first replaced; the later batches reuse what the one before replaced. By
+        // birth time: ext4 hands a freed inode number to the next new file.
+        let fresh = after.filter { names.contains($0.name) && $0.metadata.birth ?? 0 > born }
+        #expect(fresh.count == 12, "\(fresh.count) new files")
+        let layout = Dictionary(uniqueKeysWithValues: after.map { ($0.name, $0.extents) })
+        #expect(names.filter { layout[$0] != 1 } == [], "re-created files in more than one piece")
+        #expect(layout[left] == 2, "a file not re-created keeps its layout")
+    }
 }
