@@ -43,29 +43,24 @@ struct RecreatedPiecesTests {
         })
     }
 
-    static func contents(_ path: String) throws -> [String: Data] {
-        var result: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
-            result[name] = FileManager.default.contents(atPath: path + "/" + name) ?? Data()
-        }
-        return result
+    /// The audit's row for the extent count.
+    static func extentsRow(_ scan: StorageScan) -> MetadataAudit.Field? {
+        MetadataAudit(scan: scan).fields.first { $0.feature == .extents }
     }
 
     /// The scan counts every piece of a file, as `filefrag` does. From aeb5bc4 on it asked
     /// FIEMAP with room for one extent, where the kernel stops counting at one: every file
     /// looked like one piece, and the audit could not show `pieces`.
     @Test func theScanCountsEveryPiece() throws {
-        let path = try TestFolder.make("pieces")
-        defer { TestFolder.remove(path) }
-        let storage = path + "/storage"
-        try Storage.initialize(at: storage, random: SystemRandom())
+        let storage = try StorageRecreatorTests.storage()
+        defer { TestFolder.remove(storage) }
         let names = try StorageScan.scan(storage).files.prefix(8).map(\.name)
         let twoPiece = try Self.makeTwoPiece(names, in: storage)
         try #require(twoPiece.count >= 6, "only \(twoPiece.count) of 8 files lie in two pieces")
         let scan = try StorageScan.scan(storage)
         #expect(Set(scan.files.filter { $0.extents == 2 }.map(\.name)) == twoPiece)
         #expect(scan.files.allSatisfy { $0.extents == (twoPiece.contains($0.name) ? 2 : 1) && $0.firstBlock != nil })
-        let extents = MetadataAudit(scan: scan).fields.first { $0.feature == .extents }
+        let extents = Self.extentsRow(scan)
         #expect(extents?.verdict == .pieces, "\(String(describing: extents?.detail))")
     }
 
@@ -74,10 +69,8 @@ struct RecreatedPiecesTests {
     /// finds nothing in the extents. Before, the two-piece files of the first batch took the
     /// second batch's copies and stayed in two pieces.
     @Test func aLockThatRecreatesEveryFileLeavesEachInOnePiece() throws {
-        let path = try TestFolder.make("pieces")
-        defer { TestFolder.remove(path) }
-        let storage = path + "/storage"
-        try Storage.initialize(at: storage, random: SystemRandom())
+        let storage = try StorageRecreatorTests.storage()
+        defer { TestFolder.remove(storage) }
         // At least two batches: the first batch's replaced files take the second's copies.
         let earlier = try Storage.open(at: storage)
         while try earlier.listFiles().count < 2 * StorageRecreator.batchSize {
@@ -91,15 +84,15 @@ struct RecreatedPiecesTests {
         let session = try Storage.open(at: storage, recreation: RecreationBudget(share: 1, secondsPerGiB: 3600))
         try session.write(all[0], offset: 100, bytes: [1, 2, 3])
         try session.createGroup((0..<Format.groupSize).map { _ in try Storage.cover(random: SystemRandom()) })
-        let bytes = try Self.contents(storage)
+        let bytes = try StorageRecreatorTests.contents(storage)
         try session.recreateAtLock(random: SystemRandom())
 
         #expect(session.lastRecreation?.recreated == all.count + Format.groupSize)
-        #expect(try Self.contents(storage) == bytes, "same names, same bytes, no copy left")
+        #expect(try StorageRecreatorTests.contents(storage) == bytes, "same names, same bytes, no copy left")
         let scan = try StorageScan.scan(storage)
         let pieces = Dictionary(grouping: scan.files, by: { $0.extents ?? 0 }).mapValues(\.count)
         #expect(pieces == [1: all.count + Format.groupSize], "files by extent count: \(pieces)")
-        let extents = MetadataAudit(scan: scan).fields.first { $0.feature == .extents }
+        let extents = Self.extentsRow(scan)
         #expect(extents?.verdict == .hides, "\(String(describing: extents?.detail))")
     }
 
@@ -107,23 +100,21 @@ struct RecreatedPiecesTests {
     /// copies go to new files for them, each in one piece, and to the other replaced files as
     /// before. A file not re-created keeps its layout.
     @Test func aReplacedFileInTwoPiecesTakesNoCopy() throws {
-        let path = try TestFolder.make("pieces")
-        defer { TestFolder.remove(path) }
-        let storage = path + "/storage"
-        try Storage.initialize(at: storage, random: SystemRandom())
+        let storage = try StorageRecreatorTests.storage()
+        defer { TestFolder.remove(storage) }
         let before = try StorageScan.scan(storage).files
         let names = before.prefix(32).map(\.name)
         let left = before[32].name
         let twoPiece = try Self.makeTwoPiece(Array(names.prefix(4)) + [left], in: storage)
         try #require(twoPiece == Set(names.prefix(4) + [left]), "\(twoPiece.count) of 5 files lie in two pieces")
-        let bytes = try Self.contents(storage)
+        let bytes = try StorageRecreatorTests.contents(storage)
         let files = try StorageScan.scan(storage).files
         let old = Dictionary(uniqueKeysWithValues: files.map { ($0.name, $0.metadata.inode) })
         let born = try #require(files.compactMap(\.metadata.birth).max(), "no birth times")
 
         #expect(try StorageRecreator(path: storage, batchSize: 8).recreate(names) == names)
 
-        #expect(try Self.contents(storage) == bytes, "same names, same bytes, no copy left")
+        #expect(try StorageRecreatorTests.contents(storage) == bytes, "same names, same bytes, no copy left")
         let after = try StorageScan.scan(storage).files
         let now = Dictionary(uniqueKeysWithValues: after.map { ($0.name, $0.metadata.inode) })
         #expect(names.allSatisfy { now[$0] != old[$0] })
