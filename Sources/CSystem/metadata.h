@@ -27,18 +27,28 @@ static inline long dotsafe_file_system_type(int fd) {
     return (long)info.f_type;
 }
 
-/// How many extents the file system maps the file open at `fd` to, and where the first one
-/// starts on the device in bytes (`*first`, -1 for a file with no blocks); -1 with errno
-/// (EOPNOTSUPP where it keeps no such map, as tmpfs). FIEMAP with room for one extent: the
-/// kernel counts them all and fills in the first.
+/// How many extents the file system maps the file open at `fd` to (FIEMAP with room for none:
+/// the kernel only counts them; with room for n it stops at n); -1 with errno (EOPNOTSUPP where
+/// it keeps no such map, as tmpfs).
+static inline long dotsafe_extent_count(int fd) {
+    struct fiemap map = {0};
+    map.fm_length = FIEMAP_MAX_OFFSET;
+    if (ioctl(fd, FS_IOC_FIEMAP, &map) != 0) return -1;
+    return (long)map.fm_mapped_extents;
+}
+
+/// `dotsafe_extent_count`, and where the first extent starts on the device in bytes (`*first`,
+/// -1 for a file with no blocks): a second FIEMAP, with room for that one.
 static inline long dotsafe_extent_map(int fd, long long *first) {
+    long count = dotsafe_extent_count(fd);
+    if (count < 0) return -1;
     _Alignas(struct fiemap) char buffer[sizeof(struct fiemap) + sizeof(struct fiemap_extent)] = {0};
     struct fiemap *map = (struct fiemap *)buffer;
     map->fm_length = FIEMAP_MAX_OFFSET;
     map->fm_extent_count = 1;
     if (ioctl(fd, FS_IOC_FIEMAP, map) != 0) return -1;
     *first = map->fm_mapped_extents > 0 ? (long long)map->fm_extents[0].fe_physical : -1;
-    return (long)map->fm_mapped_extents;
+    return count;
 }
 
 // renameat2(2) flags (linux/fs.h), AT_EMPTY_PATH and F_SETLEASE (F_LINUX_SPECIFIC_BASE + 0), behind _GNU_SOURCE.

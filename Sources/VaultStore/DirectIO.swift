@@ -59,7 +59,7 @@ enum DirectIO {
     /// the cache lies in one, and an observer of the disk could tell a vault's files from the
     /// covers by it (R-DEN-1, docs/FORMAT.md §3 and §11).
     static func write(_ fd: Int32, _ bytes: [UInt8], staging: AlignedBuffers.Buffer) throws {
-        _ = dotsafe_allocate(fd, Int64(bytes.count))  // where the file system has none, as before
+        Syscalls.allocate(fd, bytes.count)
         let whole = min(bytes.count / alignment * alignment, staging.count)
         var done = 0
         if whole > 0 {

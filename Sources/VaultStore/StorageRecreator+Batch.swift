@@ -82,6 +82,7 @@ extension StorageRecreator {
         } else {
             let temporary = name + Self.temporarySuffix
             guard let fd = try? Syscalls.openFile(folder, temporary, O_WRONLY | O_CREAT | O_EXCL) else { return nil }
+            Syscalls.allocate(fd, Format.fileSize)
             file = Spare(fd: fd, name: temporary)
         }
         do {
@@ -140,10 +141,13 @@ extension StorageRecreator {
     }
 
     /// Keeps `file` for the next copy when nobody else has it open (a reader that opened the
-    /// name before the swap still reads the old bytes from it: they must not change under it);
-    /// otherwise removes its name, and the reader keeps what it reads.
+    /// name before the swap still reads the old bytes from it: they must not change under it)
+    /// and its blocks lie in one piece; otherwise removes its name, and the reader keeps what
+    /// it reads. A copy rewrites a spare in place, keeping its layout: a file an earlier release
+    /// left in two pieces (§3) would live on as another name's, so the next copy is a new file.
     private func keepSpare(_ file: Spare) {
-        if Syscalls.isOnlyOpen(file.fd) { spares.append(file) } else { discard(file) }
+        // No extent map (tmpfs): no pieces to keep.
+        if Syscalls.isOnlyOpen(file.fd) && (Syscalls.extentCount(file.fd) ?? 1) <= 1 { spares.append(file) } else { discard(file) }
     }
 
     /// Removes a file of ours at a temporary name: what it holds is at its storage name too.

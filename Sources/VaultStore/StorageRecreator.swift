@@ -14,7 +14,8 @@ import VaultFormat
 /// is swapped in, and the folder is synced. At every instant NAME holds its bytes and the count
 /// of storage files is unchanged; a crash leaves at most files under the temporary name, which
 /// `removeLeftovers` finds by their form. The files a batch replaced take the next batch's
-/// copies, so that a lock neither creates nor frees a file past its first and last batch.
+/// copies, so that a lock neither creates nor frees a file past its first and last batch; but
+/// for a replaced file in more than one piece, which is removed (its layout would live on).
 public final class StorageRecreator {
     public static let temporarySuffix = ".recreated"
     /// Files per batch (32 MiB, held in memory for the check): each batch costs one `syncfs`

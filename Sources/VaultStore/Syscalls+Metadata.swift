@@ -28,6 +28,18 @@ extension Syscalls {
         return count >= 0 ? (Int(count), first >= 0 ? first : nil) : nil
     }
 
+    /// How many extents the file system maps the open file's blocks to (one FIEMAP); nil where
+    /// it keeps no such map.
+    static func extentCount(_ fd: Int32) -> Int? {
+        let count = dotsafe_extent_count(fd)
+        return count >= 0 ? Int(count) : nil
+    }
+
+    /// Takes `count` bytes of blocks for `fd` at once (`fallocate`), so that the file lies in
+    /// one piece however it is written (docs/FORMAT.md §3); nothing where the file system
+    /// cannot (the write then allocates, as it always did).
+    static func allocate(_ fd: Int32, _ count: Int) { _ = dotsafe_allocate(fd, Int64(count)) }
+
     /// Opens a folder for listing without touching its access time.
     static func openFolderWithoutAccessTime(_ path: String) throws -> Int32 {
         try retrying("open \(path)") {
