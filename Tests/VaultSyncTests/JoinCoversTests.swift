@@ -12,7 +12,8 @@ import VaultStore
 /// pattern from before a withdrawal (§14.8), whose files lie at some names of the groups the
 /// join makes whole. (a) A join that fails after a placement that brought covers (a chunk file
 /// changed on the remote, ADVERSARIES.md: the provider) removes them with what it placed: the
-/// storage's names as before, the old state reading as before. (b) The option's join replaces
+/// storage's names as before, the old state reading as before; the files the option's join
+/// replaced keep the remote's bytes, which its error says (`FailedAfterJoinReplaced`). (b) The option's join replaces
 /// files that the old state reads: that state loses exactly the items in them, its check names
 /// them, and the joined vault is whole. Real vaults on disk, a real rclone, a local remote.
 @Suite(.serialized) struct JoinCoversTests {
