@@ -231,6 +231,19 @@ struct FileAllocator {
         return nil
     }
 
+    /// Takes out of the free files every one that `missing` accepts, but those of groups not made
+    /// yet (no file is expected there): free files lent to a follow's slots, found together
+    /// (`FileWriter.missingFileWasLent`). Lowest first.
+    mutating func takeFree(where missing: (UInt64) throws -> Bool) rethrows -> [UInt64] {
+        var taken: [UInt64] = [], kept: [UInt64] = []
+        kept.reserveCapacity(free.count)
+        for number in free {
+            if !unwritten.contains(number), try missing(number) { taken.append(number) } else { kept.append(number) }
+        }
+        free = kept
+        return taken.reversed()
+    }
+
     /// Files an old slot was renamed into (a follow's switch, docs/FORMAT.md §14.8): free, and
     /// refilled after the next commit point (they hold a root of the old keys).
     mutating func refillAfterNextCommit(_ numbers: [UInt64]) {

@@ -130,10 +130,7 @@ struct FileWriter {
             if try !storage.entryExists(name) {
                 // Missing while the count is whole: lent to a slot of a follow cut short
                 // (docs/FORMAT.md §14.8, "The file count of a follow"), not made again.
-                if try mayBeLent() {
-                    absentFreeNumbers.append(number)
-                    continue
-                }
+                if try missingFileWasLent(number) { continue }
                 allocator.markMissing(number)
                 return number
             }
@@ -156,6 +153,27 @@ struct FileWriter {
     /// the storage's files are a multiple of 16. An upgraded vault's names move pins each file it
     /// moved to its new name (§13.12), so a moved free file is not missing.
     func mayBeLent() throws -> Bool { try lendsFreeFiles && storage.listFiles().count % Format.groupSize == 0 }
+
+    /// Whether the free file `number`, handed out and found missing, was lent (`mayBeLent`): then
+    /// it is kept out for the session (`absentFreeNumbers`), and with it every other free file
+    /// that the same listing misses, lent as surely: nothing but this device writes at its
+    /// names, and other writers move the count by whole groups (§3.3). So a session lists the
+    /// storage once for all the files a follow cut short lent, not once each, which was
+    /// O(missing × files). One missing while the count is not whole is made again, and each
+    /// made moves the count: the next one met is told by a listing of its own.
+    mutating func missingFileWasLent(_ number: UInt64) throws -> Bool {
+        guard lendsFreeFiles else { return false }
+        let listed = try storage.listFiles()
+        guard listed.count % Format.groupSize == 0 else { return false }
+        let present = Set(listed), storage = self.storage, secrets = self.secrets
+        absentFreeNumbers.append(number)
+        absentFreeNumbers += try allocator.takeFree { free in
+            let name = try secrets.fileName(free)
+            // A name the listing leaves out may hold something not of the storage's form: not lent.
+            return try !present.contains(name) && !storage.entryExists(name)
+        }
+        return true
+    }
 
     /// A free file of this device that a follow lends to a new slot (FORMAT.md §14.8, "The file
     /// count of a follow"): one the committed root owns and counts free, whose file is there;
@@ -221,7 +239,7 @@ struct FileWriter {
             guard !allocator.needsCreate(number) else { continue }
             let name = try name(number)
             guard (try? storage.read(name, offset: 0, count: 0)) != nil else {
-                if try !storage.entryExists(name), try mayBeLent() { absentFreeNumbers.append(number) }
+                if try !storage.entryExists(name) { _ = try missingFileWasLent(number) }
                 continue
             }
             try storage.rename(name, to: slotName)

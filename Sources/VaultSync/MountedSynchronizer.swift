@@ -65,8 +65,9 @@ public struct MountedSynchronizer: Sendable {
                 replaced.formUnion(opened?.joinReplaced ?? [])
             } catch {
                 replaced.formUnion(opened?.joinReplaced ?? [])
-                if !replaced.isEmpty { failedAfterReplacing(replaced.count) }
-                throw error
+                guard !replaced.isEmpty else { throw error }
+                failedAfterReplacing(replaced.count)
+                throw FailedAfterJoinReplaced(failure: error, replaced: replaced.count)
             }
         }
     }

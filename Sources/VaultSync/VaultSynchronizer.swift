@@ -63,8 +63,9 @@ public struct VaultSynchronizer {
     public func run() throws -> SyncSummary {
         var opened: RemoteVault?
         do { return try run(opening: &opened) } catch {
-            if let replaced = opened?.joinReplaced.count, replaced > 0 { failedAfterReplacing?(replaced) }
-            throw error
+            guard let replaced = opened?.joinReplaced.count, replaced > 0 else { throw error }
+            failedAfterReplacing?(replaced)
+            throw FailedAfterJoinReplaced(failure: error, replaced: replaced)
         }
     }
 

@@ -123,7 +123,7 @@ import VaultStore
         return bin + ":/usr/bin:/bin"
     }
 
-    /// The end of the line of a failed join that replaced `count` files (`ReplacedByJoin`).
+    /// The end of the line of a failed join that replaced `count` files (`FailedAfterJoinReplaced.stays`).
     static func stays(_ count: Int) -> String {
         "the join replaced \(count) file\(count == 1 ? "" : "s") of this storage with the remote's bytes, which they keep: a state "
             + "of this vault under another pattern in this storage may read the items in them as damaged"

@@ -12,7 +12,8 @@ import VaultStore
 /// pattern from before a withdrawal (§14.8), whose files lie at some names of the groups the
 /// join makes whole. (a) A join that fails after a placement that brought covers (a chunk file
 /// changed on the remote, ADVERSARIES.md: the provider) removes them with what it placed: the
-/// storage's names as before, the old state reading as before. (b) The option's join replaces
+/// storage's names as before, the old state reading as before; the files the option's join
+/// replaced keep the remote's bytes, which its error says (`FailedAfterJoinReplaced`). (b) The option's join replaces
 /// files that the old state reads: that state loses exactly the items in them, its check names
 /// them, and the joined vault is whole. Real vaults on disk, a real rclone, a local remote.
 @Suite(.serialized) struct JoinCoversTests {
@@ -40,8 +41,10 @@ import VaultStore
         try second.usePattern(8)
         second.replacesPartialJoin = true
         let watch = CoverWatch(try Storage.open(at: second.folder))
-        let error = #expect(throws: SyncRefusal.self) { try second.sync(remote, storage: watch) { _ in } }
-        #expect(error?.description == "the vault on the remote is damaged: file \(FileRef(raw: lateFile)) does not open under its key; nothing was changed")
+        var thrown: (any Error)?
+        do { try second.sync(remote, storage: watch) { _ in } } catch { thrown = error }
+        let line = try #require(thrown.map { "\($0)" }, "the join over the changed file went through")
+        let damaged = "the vault on the remote is damaged: file \(FileRef(raw: lateFile)) does not open under its key"
         // The join had placed files, covers among them, the count whole after each placement.
         #expect(!watch.covers.isEmpty, "no placement of the join brought covers: \(watch.groupSizes)")
         #expect(!watch.countsAfter.isEmpty && watch.countsAfter.allSatisfy { $0 % Format.groupSize == 0 }, "\(watch.countsAfter)")
@@ -55,6 +58,8 @@ import VaultStore
         let rewritten = before.keys.filter { after[$0] != nil && after[$0] != before[$0] }
         #expect(!rewritten.isEmpty && rewritten.allSatisfy { watch.replaced.contains($0) && after[$0] == remoteFiles[$0] },
                 "\(rewritten.count) rewritten, \(watch.replaced.count) replaced")
+        // So the error says what stays, not that nothing was changed.
+        #expect(line == damaged + "; " + FailedReplacingJoinCommandTests.stays(rewritten.count), "\(line)")
         let others = try second.otherEntries()
         #expect(others.isEmpty, "\(others)")
         #expect(second.vault.isNew)

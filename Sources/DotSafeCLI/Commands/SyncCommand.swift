@@ -115,7 +115,9 @@ struct SyncCommand: Command {
             for warning in summary.warnings { context.standardError.writeLine("\(DotSafeCLI.name): warning: \(warning)") }
             context.standardOutput.writeLine(summary.line)
             return 0
-        } catch {
+        } catch let thrown {
+            // What stays of a join is told after the failure's own words (`reached.replaced`).
+            let error = (thrown as? FailedAfterJoinReplaced)?.failure ?? thrown
             // A new device's storage that did not receive the vault goes again: nothing changed.
             if made { Self.removeStorage(storagePath, folderToo: !existed) }
             if let signal = StopSignals.caught {
@@ -124,7 +126,7 @@ struct SyncCommand: Command {
                 return 128 + signal
             }
             if reached.replaced > 0 {
-                throw CLIError.failure(ReplacedByJoin.failure(DotSafeCLI.describe(error), replaced: reached.replaced))
+                throw CLIError.failure(FailedAfterJoinReplaced.failure(DotSafeCLI.describe(error), replaced: reached.replaced))
             }
             if let error = error as? RemoteError { throw CLIError.failure(error.description) }
             throw error
@@ -136,7 +138,7 @@ struct SyncCommand: Command {
     /// replaced (`replaced`, `--replace-partial-join`), which keep the remote's bytes; from there
     /// on, the local commit is made and the next sync sends what did not go up, as after a kill.
     static func interruptedLine(_ signal: Int32, afterLocalCommit: Bool, replaced: Int = 0) -> String {
-        let stopped = "sync interrupted by \(StopSignals.name(signal))", stays = replaced > 0 ? "; " + ReplacedByJoin.stays(replaced) : ""
+        let stopped = "sync interrupted by \(StopSignals.name(signal))", stays = replaced > 0 ? "; " + FailedAfterJoinReplaced.stays(replaced) : ""
         if afterLocalCommit { return stopped + " after its local commit\(stays); the next sync finishes it" }
         return stopped + (replaced > 0 ? stays + ";" : "; nothing changed,") + " the next sync starts over"
     }

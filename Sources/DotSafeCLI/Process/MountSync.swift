@@ -258,7 +258,8 @@ final class MountSync: Sendable {
                 }
                 return (nil, summary.warnings)
             } catch {
-                let error = replaced > 0 ? ReplacedThenFailed(failure: error, replaced: replaced) : error
+                let failure = (error as? FailedAfterJoinReplaced)?.failure ?? error
+                let error = replaced > 0 ? ReplacedThenFailed(failure: failure, replaced: replaced) : failure
                 let first = state.withLock { state in
                     defer {
                         state.roundStarted = nil
