@@ -67,8 +67,19 @@ import VaultStore
 
     /// Stopped by Ctrl-C in its second batch of downloads (its chunk files), after its first
     /// (the index pages) replaced files: the line says how many stay, not that nothing changed;
-    /// what it placed goes, the remote is untouched, and the next sync joins.
+    /// what it placed goes, the remote is untouched, and the next sync joins. Whether the first
+    /// batch meets a file the owner rewrote depends on the numbers the owner's commits took
+    /// (half of the set-ups, session 43): one where it met none must say that nothing changed,
+    /// and the set-up is made again, up to eight times.
     @Test func aReplacingJoinStoppedAfterItReplacedSaysWhatStays() throws {
+        var attempts = 0, done = false
+        while !done {
+            attempts += 1
+            try Self.stopAReplacingJoin(lastAttempt: attempts == 8) { done = $0 }
+        }
+    }
+
+    private static func stopAReplacingJoin(lastAttempt: Bool, _ replacedAny: (Bool) -> Void) throws {
         try Joins.afterAKilledJoin { h, remote, desktop, expected, _ in
             let served = try #require(remote.servedFolder)
             let storageBefore = try Files.files(desktop), remoteBefore = try Files.files(served)
@@ -90,7 +101,12 @@ import VaultStore
             running.waitUntilExit()
 
             let replaced = try Self.replacedOnly(desktop, before: storageBefore, served, remoteBefore)
-            try #require(replaced > 0, "its first batch replaced no file: \(said)")
+            if replaced == 0 && !lastAttempt {
+                #expect(said == "dotsafe: sync interrupted by SIGINT; nothing changed, the next sync starts over\n", "\(said)")
+                return replacedAny(false)
+            }
+            replacedAny(true)
+            try #require(replaced > 0, "its first batch replaced no file in eight set-ups: \(said)")
             #expect(running.terminationReason == .exit && running.terminationStatus == 130, "\(said)")
             #expect(said == "dotsafe: sync interrupted by SIGINT; \(Self.stays(replaced)); the next sync starts over\n", "\(said)")
             let joined = h.dotsafe(sync)
