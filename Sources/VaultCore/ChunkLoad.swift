@@ -67,7 +67,8 @@ enum ChunkStep {
     /// The chunk's stored bytes within the range read (empty for a hole), lent, and loads to
     /// run ahead in the background.
     case ready(PlaintextSlice, ahead: [ChunkLoad])
-    case load(ChunkLoad)
+    /// The chunk to load on the reader's thread, and loads to run ahead in the background.
+    case load(ChunkLoad, ahead: [ChunkLoad])
     case wait(LoadInProgress)
 }
 
@@ -82,20 +83,28 @@ extension VaultState {
         let key = ChunkCache.Key(item: id, index: index)
         if case .chunked = item.record.layout, !chunks.isInMemory(key), item.chunks[index] != nil {
             if let loading = chunks.loading(key) { return .wait(loading) }
-            // The kernel may ask for a whole chunk at a time (fio's 1 MiB reads came as one
-            // 256 KiB request per chunk): such a reader never finds its chunk cached, and the
-            // chunks behind it must leave here. Nothing is loaded ahead of it: with two writers
-            // beside, two such readers took 10 % longer (docs/PERFORMANCE.md).
+            // The kernel may ask for a whole chunk at a time (`cat`, `cp`, fio's 1 MiB reads:
+            // one 256 KiB request per chunk): such a reader meets each chunk here, and the chunks
+            // behind must leave here too. It loads ahead from its second chunk on: a first read
+            // at 0 may be all there is (`file`, `head`), as a half-chunk reader's first is.
             if sequential { chunks.dropRead(behind: key) }
+            let load: ChunkLoad
             do {
-                return .load(try startLoad(key, streaming: sequential)!)
+                load = try startLoad(key, streaming: sequential)!
             } catch {
                 throw Self.loadError(error, id, index)
             }
+            return .load(load, ahead: sequential && index > 0 ? loadsAhead(item, id, after: index) : [])
         }
         if !sequential { return .ready(try chunk(id, index, in: range), ahead: []) }
         let bytes = try chunk(id, index, in: range)
         chunks.dropRead(behind: key)
+        return .ready(bytes, ahead: loadsAhead(item, id, after: index))
+    }
+
+    /// Loads of the `ChunkStore.readAhead` chunks after `index` that are stored, not in memory
+    /// and not loading; one that cannot start is left to the reader's own load.
+    private mutating func loadsAhead(_ item: Item, _ id: UInt64, after index: Int) -> [ChunkLoad] {
         var ahead: [ChunkLoad] = []
         for next in index + 1...index + ChunkStore.readAhead {
             let nextKey = ChunkCache.Key(item: id, index: next)
@@ -103,7 +112,7 @@ extension VaultState {
                   let load = try? startLoad(nextKey, streaming: true) else { continue }
             ahead.append(load)
         }
-        return .ready(bytes, ahead: ahead)
+        return ahead
     }
 
     /// `makeLoad`, registered so that other readers wait for it instead of loading again.

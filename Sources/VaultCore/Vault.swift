@@ -273,26 +273,33 @@ public final class Vault: Sendable {
         return pieces
     }
 
+    /// Loads ahead of a sequential reader: a reader that reaches one waits for it (`.wait`), and
+    /// one that fails is dropped (the reader's own load reports the error).
+    private func loadInBackground(_ loads: [ChunkLoad]) {
+        for load in loads {
+            LoadQueues.shared.submit { [self] in
+                let result = Result { try load.run(storage) }
+                let waits = state.withLock { state in
+                    state.onDataPath { state in
+                        _ = try? state.finishLoad(load, result)
+                        return state.evictionWaitsForGroup
+                    }
+                }
+                if waits { try? settleData() }
+            }
+        }
+    }
+
     /// The stored bytes of `range` of a chunk (shorter past its end), lent. A load decrypts into
     /// the cache's memory; a buffer the cache does not keep is zeroed when its last slice goes.
     private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> PlaintextSlice {
         while true {
             switch try locked({ try $0.chunkStep(id, index, range, sequential: sequential) }) {
             case .ready(let bytes, let ahead):
-                for load in ahead {
-                    DispatchQueue.global().async { [self] in
-                        let result = Result { try load.run(storage) }
-                        let waits = state.withLock { state in
-                            state.onDataPath { state in
-                                _ = try? state.finishLoad(load, result)
-                                return state.evictionWaitsForGroup
-                            }
-                        }
-                        if waits { try? settleData() }
-                    }
-                }
+                loadInBackground(ahead)
                 return bytes
-            case .load(let load):
+            case .load(let load, let ahead):
+                loadInBackground(ahead)
                 let result = Result { try load.run(storage) }
                 let bytes: PlaintextSlice?, waits: Bool
                 do {

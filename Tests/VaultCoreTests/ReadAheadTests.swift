@@ -42,12 +42,17 @@ import VaultStore
         try vault.lock()
     }
 
-    /// The kernel may ask for a whole chunk at a time (fio's 1 MiB reads came as one 256 KiB
-    /// request per chunk): each read then loads its own chunk, and the chunks behind it still
-    /// leave the cache.
-    @Test func aReaderOfWholeChunksLeavesOnlyTheChunksNearItCached() throws {
+    /// The kernel may ask for a whole chunk at a time (`cat`, and fio's 1 MiB reads, came as one
+    /// 256 KiB request per chunk): the first read loads its own chunk only (it may be all there
+    /// is), the second its own and the next ones ahead, later reads find theirs loaded or
+    /// loading, and the chunks behind still leave the cache.
+    @Test func aReaderOfWholeChunksLoadsAheadAndLeavesOnlyTheChunksNearItCached() throws {
         let (vault, id, bytes) = try Self.coldVaultWithAFile(chunks: 12)
-        for start in stride(from: 0, to: bytes.count, by: Self.chunk) {
+        #expect(try vault.read(id, offset: 0, count: Self.chunk) == Array(bytes[0..<Self.chunk]))
+        #expect(vault.statistics.chunkDecrypts == 1, "nothing ahead of a first read")
+        #expect(try vault.read(id, offset: UInt64(Self.chunk), count: Self.chunk) == Array(bytes[Self.chunk..<2 * Self.chunk]))
+        #expect(vault.statistics.chunkDecrypts == 2 + ChunkStore.readAhead, "chunks 2 to \(1 + ChunkStore.readAhead) are loaded ahead")
+        for start in stride(from: 2 * Self.chunk, to: bytes.count, by: Self.chunk) {
             #expect(try vault.read(id, offset: UInt64(start), count: Self.chunk) == Array(bytes[start..<start + Self.chunk]))
         }
         #expect(vault.statistics.chunkDecrypts == 12, "each chunk once")
