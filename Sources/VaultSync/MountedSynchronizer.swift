@@ -49,12 +49,10 @@ public struct MountedSynchronizer: Sendable {
     /// (its commit kept the remote's tree as read for its base, so the next run merges with that
     /// root), or files of the root it read went from the remote meanwhile. `pulled` is told
     /// what a merge changed, once it is committed; `filesMoved` hears each batch of files move
-    /// (a terminal shows the mount's first round). `failedAfterReplacing` is told, when it fails,
-    /// how many files its join replaced here in all its runs, if any, as
-    /// `VaultSynchronizer.failedAfterReplacing` is.
+    /// (a terminal shows the mount's first round). A failure after its join replaced files here,
+    /// in any of its runs, is thrown as `FailedAfterJoinReplaced`, with all of them counted.
     public func run(holdingRequests: Holding = { try $0() }, pulled: (PulledChanges) -> Void = { _ in },
-                    filesMoved: ((SyncProgress) -> Void)? = nil,
-                    failedAfterReplacing: (_ replaced: Int) -> Void = { _ in }) throws -> SyncSummary {
+                    filesMoved: ((SyncProgress) -> Void)? = nil) throws -> SyncSummary {
         var retries = 0, replaced = Set<String>()
         while true {
             var opened: RemoteVault?
@@ -66,7 +64,6 @@ public struct MountedSynchronizer: Sendable {
             } catch {
                 replaced.formUnion(opened?.joinReplaced ?? [])
                 guard !replaced.isEmpty else { throw error }
-                failedAfterReplacing(replaced.count)
                 throw FailedAfterJoinReplaced(failure: error, replaced: replaced.count)
             }
         }

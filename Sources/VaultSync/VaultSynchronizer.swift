@@ -40,10 +40,6 @@ public struct VaultSynchronizer {
     /// the vault there, the whole vault goes up; else the two merge without a base (nothing is
     /// taken as deleted). Elsewhere it changes nothing.
     public var replacesRemote = false
-    /// Called when the sync fails (or is stopped) after its join replaced files here
-    /// (`replacesPartialJoin`), with how many: they keep the remote's bytes (FORMAT.md §13.12),
-    /// so the failure's line must not say that nothing changed.
-    public var failedAfterReplacing: ((_ replaced: Int) -> Void)?
 
     static let steps = 6
     /// Called before each change to the remote and before the last local commit; a test throws
@@ -64,7 +60,6 @@ public struct VaultSynchronizer {
         var opened: RemoteVault?
         do { return try run(opening: &opened) } catch {
             guard let replaced = opened?.joinReplaced.count, replaced > 0 else { throw error }
-            failedAfterReplacing?(replaced)
             throw FailedAfterJoinReplaced(failure: error, replaced: replaced)
         }
     }

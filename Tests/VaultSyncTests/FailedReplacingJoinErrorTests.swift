@@ -47,24 +47,23 @@ import VaultStore
         changed[1000] ^= 0xff
         try changed.write(to: URL(fileURLWithPath: served + "/" + name))
 
-        var told = 0, thrown: (any Error)?
+        var thrown: (any Error)?
         do {
             if mounted {
                 var round = MountedSynchronizer(vault: joiner.vault, remote: try SyncDevice.remoteStorage(remote),
                                                 storageFolder: joiner.folder, deviceName: joiner.name)
                 round.replacesPartialJoin = true
-                _ = try round.run(failedAfterReplacing: { told = $0 })
+                _ = try round.run()
             } else {
                 var synchronizer = VaultSynchronizer(vault: joiner.vault, remote: try SyncDevice.remoteStorage(remote),
                                                      storageFolder: joiner.folder, deviceName: joiner.name)
                 synchronizer.replacesPartialJoin = true
-                synchronizer.failedAfterReplacing = { told = $0 }
                 _ = try synchronizer.run()
             }
         } catch { thrown = error }
         joiner.reopenAfterCrash()
         let error = try #require(thrown, "the join over the changed chunk went through")
-        try #require(told > 0, "the failed join replaced no file: \(error)")
+        let told = try #require((error as? FailedAfterJoinReplaced)?.replaced, "the failed join replaced no file: \(error)")
         let failure = "the vault on the remote is damaged: file \(FileRef(raw: ref)) does not open under its key"
         #expect("\(error)" == failure + "; " + FailedReplacingJoinCommandTests.stays(told))
         #expect(!"\(error)".contains("nothing was changed"), "\(error)")

@@ -116,17 +116,18 @@ struct SyncCommand: Command {
             context.standardOutput.writeLine(summary.line)
             return 0
         } catch let thrown {
-            // What stays of a join is told after the failure's own words (`reached.replaced`).
+            // What stays of a join is told after the failure's own words.
             let error = (thrown as? FailedAfterJoinReplaced)?.failure ?? thrown
+            let replaced = (thrown as? FailedAfterJoinReplaced)?.replaced ?? 0
             // A new device's storage that did not receive the vault goes again: nothing changed.
             if made { Self.removeStorage(storagePath, folderToo: !existed) }
             if let signal = StopSignals.caught {
                 context.standardError.writeLine("\(DotSafeCLI.name): "
-                    + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5, replaced: reached.replaced))
+                    + Self.interruptedLine(signal, afterLocalCommit: reached.step >= 5, replaced: replaced))
                 return 128 + signal
             }
-            if reached.replaced > 0 {
-                throw CLIError.failure(FailedAfterJoinReplaced.failure(DotSafeCLI.describe(error), replaced: reached.replaced))
+            if replaced > 0 {
+                throw CLIError.failure(FailedAfterJoinReplaced.failure(DotSafeCLI.describe(error), replaced: replaced))
             }
             if let error = error as? RemoteError { throw CLIError.failure(error.description) }
             throw error
@@ -143,11 +144,9 @@ struct SyncCommand: Command {
         return stopped + (replaced > 0 ? stays + ";" : "; nothing changed,") + " the next sync starts over"
     }
 
-    /// The last step a sync began (its progress), and how many files its join replaced here
-    /// if it failed after that (`VaultSynchronizer.failedAfterReplacing`), read once it has ended.
+    /// The last step a sync began (its progress), read once it has ended.
     private final class StepReached {
         var step = 0
-        var replaced = 0
     }
 
     private func sync(remote: RemoteStorage, listing: @escaping () throws -> RemoteListing, salt: Keyring.PatternSalt,
@@ -177,7 +176,6 @@ struct SyncCommand: Command {
         synchronizer.listing = listing
         synchronizer.replacesPartialJoin = replacesPartialJoin
         synchronizer.replacesRemote = replacesRemote
-        synchronizer.failedAfterReplacing = { reached.replaced = $0 }
         let progress = SyncProgressLine(to: context.standardError)
         synchronizer.progress = {
             reached.step = $0

@@ -92,9 +92,9 @@ final class MountSync: Sendable {
         return [try warning(failing: failure)]
     }
 
-    /// (A failure after a join replaced files is told with them, `ReplacedThenFailed`.)
+    /// (A failure after a join replaced files is told with them, `FailedAfterJoinReplaced`.)
     private func warning(failing failure: any Error) throws -> String {
-        switch (failure as? ReplacedThenFailed)?.failure ?? failure {
+        switch (failure as? FailedAfterJoinReplaced)?.failure ?? failure {
         case RemoteError.unparseable, RemoteError.rcloneMissing: throw CLIError.failure(Self.describe(failure))
         case SyncRefusal.patternChanged:
             // No later round can send what this storage holds: the remote is at the new pattern.
@@ -242,14 +242,13 @@ final class MountSync: Sendable {
             }
             // Waited for behind a round the lock stopped (the last one, or an interval's).
             if abandoned { return (RemoteError.interrupted(signal: SIGTERM), []) }
-            var replaced = 0
             do {
                 let summary = try synchronizer.run(holdingRequests: { body in
                     guard let fileSystem else { return try committing(body) }
                     return try fileSystem.holdingRequests { try committing(body) }
                 }, pulled: { changes in
                     mount?.invalidate(items: changes.items, names: changes.names.map { ($0.parent, $0.name) })
-                }, filesMoved: filesMoved, failedAfterReplacing: { replaced = $0 })
+                }, filesMoved: filesMoved)
                 for warning in summary.warnings { log.write(.warning, warning) }
                 state.withLock { state in
                     state.roundStarted = nil
@@ -258,8 +257,6 @@ final class MountSync: Sendable {
                 }
                 return (nil, summary.warnings)
             } catch {
-                let failure = (error as? FailedAfterJoinReplaced)?.failure ?? error
-                let error = replaced > 0 ? ReplacedThenFailed(failure: failure, replaced: replaced) : failure
                 let first = state.withLock { state in
                     defer {
                         state.roundStarted = nil
@@ -277,7 +274,8 @@ final class MountSync: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        (error as? ReplacedThenFailed)?.description ?? (error as? RemoteError)?.description ?? (error as? SyncRefusal)?.description
+        if let error = error as? FailedAfterJoinReplaced { return FailedAfterJoinReplaced.failure(describe(error.failure), replaced: error.replaced) }
+        return (error as? RemoteError)?.description ?? (error as? SyncRefusal)?.description
             ?? DotSafeCLI.describe(error)
     }
 
