@@ -70,6 +70,13 @@ enum ChunkStep {
     /// The chunk to load on the reader's thread, and loads to run ahead in the background.
     case load(ChunkLoad, ahead: [ChunkLoad])
     case wait(LoadInProgress)
+
+    var ahead: [ChunkLoad] {
+        switch self {
+        case .ready(_, let ahead), .load(_, let ahead): ahead
+        case .wait: []
+        }
+    }
 }
 
 extension VaultState {

@@ -76,6 +76,9 @@ public final class Vault: Sendable {
     let state: Mutex<VaultState>
     let writeBehind: WriteBehindQueue
     let storage: any StorageFolder
+    /// Loads ahead not finished yet, counted under the vault's lock as they are made: `lock` waits
+    /// for them.
+    private let loadsInFlight = DispatchGroup()
 
     init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
         self.state = Mutex(state)
@@ -274,27 +277,40 @@ public final class Vault: Sendable {
     }
 
     /// Loads ahead of a sequential reader: a reader that reaches one waits for it (`.wait`), and
-    /// one that fails is dropped (the reader's own load reports the error).
+    /// one that fails is dropped (the reader's own load reports the error). A job holds the vault
+    /// only while it runs, so that once `lock` has waited for them none keeps it, and its
+    /// storage folder's descriptor, alive.
     private func loadInBackground(_ loads: [ChunkLoad]) {
         for load in loads {
-            LoadQueues.shared.submit { [self] in
-                let result = Result { try load.run(storage) }
-                let waits = state.withLock { state in
-                    state.onDataPath { state in
-                        _ = try? state.finishLoad(load, result)
-                        return state.evictionWaitsForGroup
-                    }
-                }
-                if waits { try? settleData() }
+            LoadQueues.shared.submit { [weak self, loadsInFlight] in
+                self?.finishInBackground(load)
+                loadsInFlight.leave()
             }
         }
+    }
+
+    private func finishInBackground(_ load: ChunkLoad) {
+        let result = Result { try load.run(storage) }
+        let waits = state.withLock { state in
+            state.onDataPath { state in
+                _ = try? state.finishLoad(load, result)
+                return state.evictionWaitsForGroup
+            }
+        }
+        if waits { try? settleData() }
     }
 
     /// The stored bytes of `range` of a chunk (shorter past its end), lent. A load decrypts into
     /// the cache's memory; a buffer the cache does not keep is zeroed when its last slice goes.
     private func chunkBytes(_ id: UInt64, _ index: Int, _ range: Range<Int>, sequential: Bool) throws -> PlaintextSlice {
         while true {
-            switch try locked({ try $0.chunkStep(id, index, range, sequential: sequential) }) {
+            let step = try locked { state in
+                let step = try state.chunkStep(id, index, range, sequential: sequential)
+                // Counted under the lock, so that a lock after this one waits for them.
+                for _ in step.ahead { loadsInFlight.enter() }
+                return step
+            }
+            switch step {
             case .ready(let bytes, let ahead):
                 loadInBackground(ahead)
                 return bytes
@@ -469,6 +485,9 @@ public final class Vault: Sendable {
     /// decides which), then erases keys and plaintext. The vault is unusable afterwards. Keys are
     /// erased even when the last commit fails.
     public func lock() throws {
+        // Once locked no load starts; those begun end before the lock does, so that no copy of
+        // a chunk key and no read of the storage outlive it.
+        defer { loadsInFlight.wait() }
         try afterWritesBehind { state in
             guard !state.isLocked else { return }
             defer { state.wipe() }

@@ -113,6 +113,32 @@ import VaultStore
         try vault.lock()
     }
 
+    /// A lock returns only once the loads ahead it met are done: none reads the storage or holds
+    /// a copy of a chunk key after it, nor keeps the vault, and so its storage folder's
+    /// descriptor, alive (a test that checked for open descriptors right after a lock saw one).
+    @Test func aLockWaitsForTheLoadsAhead() throws {
+        let storage = GatedStorageFolder(try TestVaults.storage())
+        let writer = try TestVaults.open(storage)
+        let id = try writer.makeFile("f", TestVaults.content(12 * Self.chunk, seed: 4))
+        try writer.lock()
+        var vault: Vault? = try TestVaults.open(storage)
+        _ = try vault!.read(id, offset: 0, count: Self.piece)
+        storage.closeReads()  // this thread's reads pass; the loads ahead wait at the gate
+        _ = try vault!.read(id, offset: UInt64(Self.piece), count: Self.piece)
+        let locked = DispatchSemaphore(value: 0)
+        weak var gone = vault
+        DispatchQueue.global().async { [weak vault] in
+            try? vault?.lock()
+            locked.signal()
+        }
+        let early = locked.wait(timeout: .now() + 0.5) == .success
+        #expect(!early, "the lock returned with loads ahead still waiting")
+        storage.openReads()
+        if !early { locked.wait() }
+        vault = nil
+        #expect(gone == nil, "a load ahead still holds the vault after its lock")
+    }
+
     @Test func aLoadWhoseFileIsTakenMeanwhileReadsAgain() throws {
         let storage = GatedStorageFolder(try TestVaults.storage())
         let writer = try TestVaults.open(storage)
