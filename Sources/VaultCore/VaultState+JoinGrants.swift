@@ -23,19 +23,21 @@ extension VaultState {
         return foreign
     }
 
-    /// The grants a join downloads that this storage lacks, by their number's own name: a group
-    /// that comes down with the pages brings them in their places (`joinGroupCompanions`), so
-    /// that a join never finds at a grant's place a file it filled itself before a kill. None
-    /// when the join holds its grants until its commit (`JoinStandIns.recordNamedFirst`).
+    /// The grants a join downloads that this storage lacks (every grant but a grantee's own,
+    /// its record), by their number's own name: a group that comes down with the pages brings
+    /// them in their places (`joinGroupCompanions`), so that a join never finds at a grant's
+    /// place a file it filled itself before a kill. None when the join holds its grants until
+    /// its commit (`JoinStandIns.recordNamedFirst`). Not `grantsToFetch`: until the merge the
+    /// writer's device is a new vault's, 0, whose grants that leaves out.
     func missingGrantsByPlace(_ remote: RemoteVault) throws -> [String: String] {
         guard let root = remote.root, remote.joinStandIns?.recordNamedFirst != true else { return [:] }
-        let fetched = Set(try grantsToFetch(root.specialFiles, every: true))
+        let own = try sharing.received.map(grantName)
         let naming = try Self.remoteNames(remote, root)
         defer { naming.wipe() }
         var grants: [String: String] = [:]
         for special in root.specialFiles where special.isGrantFile {
             let name = FileName.encode(special.name)
-            guard fetched.contains(name), try !storage.entryExists(name) else { continue }
+            guard name != own, try !storage.entryExists(name) else { continue }
             grants[try naming.fileName(special.file.raw)] = name
         }
         return grants
