@@ -14,10 +14,11 @@ extension VaultState {
         for name in names + companions {
             if try storage.entryExists(name) { replacing.append(name) } else { fresh.insert(name) }
         }
-        let replaced = try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
+        var replaced = try refuseDifferingDownloads(replacing, from: downloads, remote: remote)
         // A grant goes over the file at its number's own name, then takes its name (§14.9); over
         // one the committed root reads, only after the merge's commit (`holdGrants`).
         let (places, held) = try grantPlaces(fresh, remote)
+        replaced += try refuseForeignGrantPlaces(places, from: downloads, remote: remote)
         for (grant, place) in places.sorted(by: { $0.key < $1.key }) { try downloads.rename(grant, to: place) }
         try holdGrants(held, from: downloads)
         fresh.subtract(places.keys)
@@ -50,11 +51,14 @@ extension VaultState {
     /// lists), not random bytes: a join killed after a page level was placed leaves, at each
     /// name the remote root references in those groups (a chunk file of a page not read yet),
     /// the remote's bytes, which the next sync's join downloads again and finds the same
-    /// (`refuseDifferingDownloads`), so that it resumes.
+    /// (`refuseDifferingDownloads`), so that it resumes. A grant this storage lacks whose
+    /// number's name is in such a group comes too, in that place (`missingGrantsByPlace`).
     func joinGroupCompanions(_ names: [String], remote: RemoteVault, listed: Set<String>) throws -> [String] {
         guard remote.joins else { return [] }
         let fresh = Set(try names.filter { try !storage.entryExists($0) })
-        return fresh.isEmpty ? [] : try downloadedGroups(fresh, remote).flatMap(\.missing).filter(listed.contains)
+        guard !fresh.isEmpty else { return [] }
+        let grants = try missingGrantsByPlace(remote)
+        return try downloadedGroups(fresh, remote).flatMap(\.missing).map { grants[$0] ?? $0 }.filter(listed.contains)
     }
 
     /// Whether the storage holds a file at `name` for this sync's decisions: a name it filled

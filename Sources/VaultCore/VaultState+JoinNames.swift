@@ -179,8 +179,9 @@ extension VaultState {
     /// again. Nothing when it committed or was refused before it began.
     mutating func removeJoinLeftovers(_ remote: RemoteVault) throws {
         guard remote.joins, let held = remote.joinHeld, isNew, let root = remote.root else { return }
+        var removed = try returnJoinGrants(remote, root, held: held)
         let present = Set(try storage.listAllNames().filter(FileName.isWellFormed))
-        var removed = try removeJoinCovers(remote)
+        removed = try removeJoinCovers(remote) || removed
         try forEachJoinName(remote, root) { name, _ in
             guard present.contains(name), !held.contains(name) else { return }
             try storage.remove(name)

@@ -119,6 +119,11 @@ extension VaultState {
         syncBases.pending = SyncBasePlan(items: read == 0 ? nil : remote.baseItems, pinned: remoteFiles, read: read, published: read + 1,
                                        localGeneration: nil)
         committer.formatTwo?.rootDue = true
+        // A join's record goes into its stand-in (`JoinStandIns`): one that was here when the join
+        // began is a file the join replaces (told before the commit writes it, FORMAT.md §13.12).
+        if remote.replacesPartialJoin, let standIn = writer.joinStandIns?.record, remote.joinHeld?.contains(standIn) == true {
+            remote.joinReplaced.insert(standIn)
+        }
         try commit()
         packs.pin(ownReferencedFiles, keeping: remoteFiles)
         syncBases.publishing = SyncBasePlan(items: currentBaseItems, pinned: ownReferencedFiles.union(remoteFiles), read: read + 1,

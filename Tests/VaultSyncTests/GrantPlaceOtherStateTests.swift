@@ -6,23 +6,86 @@ import VaultFormat
 import VaultStore
 @testable import VaultSync
 
-/// A grant comes down over the file at its number's name (FORMAT.md §14.9), a name a join does
-/// not compare (`grantPlaces`), so it must never be a file that another state in the storage
-/// reads. The second device's state read z.bin; the first device (device 0) deleted it, synced
-/// until its files were free, then shared until a grant took a number the second's state reads,
-/// withdrew one grant (§14.8: a new RL) and changed the pattern. The new pattern synced into the
-/// second's storage is a join over the old state (§13.12; a killed sync of the second placed
-/// the files the remote root references). Whatever it does, that file keeps its bytes and the
-/// old pattern reads its state as before. Today the join stops before its grants come, refused
-/// as a storage under another pattern by a file it compares that differs. ADVERSARIES.md: the
-/// user who moves on to the new pattern where the old state still holds what it alone has.
-/// Real vaults on disk, a real rclone, a local remote.
+/// A grant comes down over the file at its number's name (FORMAT.md §14.9), so that the count
+/// never moves; in a join, that file may be one another state in the storage reads. The second
+/// device's state read z.bin; the first device (device 0) deleted it, synced until its files
+/// were free, then shared until a grant took a number the second's state reads, withdrew one
+/// grant (§14.8: a new RL) and changed the pattern. The new pattern synced into the second's
+/// storage is a join over the old state (§13.12; a killed sync of the second placed the files
+/// the remote root references). ADVERSARIES.md: the user who moves on to the new pattern where
+/// the old state still holds what it alone has. Real vaults on disk, a real rclone, a local
+/// remote.
 @Suite(.serialized) struct GrantPlaceOtherStateTests {
+    /// Without `--replace-partial-join` the file at the grant's number keeps its bytes and the
+    /// old pattern reads its state as before. (The join stops before its grants come, refused by
+    /// a file it compares that differs.)
     @Test func aJoinsGrantLeavesTheFileTheOldStateReadsAtItsNumber() throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
+        let state = try Self.grantOverOldState(first, second, remote)
+
+        try second.usePattern(8)
+        do {
+            try second.sync(remote)
+            #expect(try second.tree() == first.tree(), "the join brings the vault")
+            #expect(try second.vault.check().isClean)
+        } catch SyncRefusal.heldUnderOtherPattern {
+            #expect(try SharedSyncTests.files(second.folder) == state.before, "a refused join changes no file")
+        }
+        #expect(try SharedSyncTests.files(second.folder)[state.place] == state.before[state.place], "the file at the grant's number is as it was")
+        #expect(try PatternFollowTests.view(second.folder, seed: SyncDevice.seed) == state.tree, "the old pattern opens its state")
+        let old = try Vault.open(storage: try Storage.open(at: second.folder), secrets: try SyncDevice.secrets(SyncDevice.seed),
+                                 options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
+        defer { try? old.lock() }
+        let zID = try old.lookup(Vault.rootID, Array("z.bin".utf8))
+        #expect(try old.read(zID, offset: 0, count: state.zBytes.count) == state.zBytes, "z reads as before with the old pattern")
+    }
+
+    /// Told that no other state is here (`--replace-partial-join`, §13.12), the join's grant goes
+    /// over the old state's file at its number: that file is one the join replaced, and the line
+    /// of a join stopped after it (a signal after its commit) counts it with the others. The
+    /// count is the truth: every file that was here when it began and no longer holds its bytes.
+    @Test func aReplacingJoinCountsTheFileItsGrantWentOver() throws {
+        let remote = try TestRemote(.local)
+        defer { remote.finish() }
+        let (first, second) = try VaultSyncTests.twoDevices(remote)
+        defer { first.finish(); second.finish() }
+        let state = try Self.grantOverOldState(first, second, remote)
+
+        try second.usePattern(8)
+        var told = 0, thrown: (any Error)?
+        var synchronizer = VaultSynchronizer(vault: second.vault, remote: try SyncDevice.remoteStorage(remote),
+                                             storageFolder: second.folder, deviceName: second.name)
+        synchronizer.replacesPartialJoin = true
+        synchronizer.failedAfterReplacing = { told = $0 }
+        synchronizer.beforeChange = { if $0 == "upload" { throw SyncDevice.Stop() } }
+        do { _ = try synchronizer.run() } catch { thrown = error }
+        second.reopenAfterCrash()
+        let error = try #require(thrown, "the join was not stopped")
+
+        let after = try SharedSyncTests.files(second.folder)
+        let changed = state.before.keys.filter { after[$0] != state.before[$0] }
+        #expect(changed.contains(state.place), "the grant went over the file at its number")
+        #expect(after.count % 16 == 0, "whole groups: \(after.count) files")
+        #expect(told == changed.count, "told \(told) replaced, \(changed.count) files of the old state changed")
+        #expect("\(error)" == "\(SyncDevice.Stop())" + "; " + FailedReplacingJoinCommandTests.stays(changed.count))
+        #expect(try PatternFollowTests.view(second.folder, seed: 8) != nil, "the new pattern opens the vault")
+    }
+
+    struct OldState {
+        /// The name of the grant's number, a file of z that the old state reads.
+        let place: String
+        let tree: [String: String]
+        let before: [String: Data]
+        let zBytes: [UInt8]
+    }
+
+    /// The first device shares and changes its pattern until the remote root lists a grant at a
+    /// number whose file the second's old state reads (z.bin's); the second's storage as it is
+    /// then.
+    static func grantOverOldState(_ first: SyncDevice, _ second: SyncDevice, _ remote: TestRemote) throws -> OldState {
         try first.sync(remote)  // the first device learns of the second
         try PatternFollowRefusalTests.writeInOneCommit(first, "z.bin", chunks: 8)
         let zFile = try #require(try KeptOverDeleteSyncTests.chunkFiles(first, "z.bin").values.min())
@@ -58,23 +121,6 @@ import VaultStore
         try first.changePattern(to: 8)
         try first.sync(remote)
         let place = try second.vault.state.withLock { try $0.name(shared) }
-        let tree = try second.tree()
-        let before = try SharedSyncTests.files(second.folder)
-
-        try second.usePattern(8)
-        do {
-            try second.sync(remote)
-            #expect(try second.tree() == first.tree(), "the join brings the vault")
-            #expect(try second.vault.check().isClean)
-        } catch SyncRefusal.heldUnderOtherPattern {
-            #expect(try SharedSyncTests.files(second.folder) == before, "a refused join changes no file")
-        }
-        #expect(try SharedSyncTests.files(second.folder)[place] == before[place], "the file at the grant's number is as it was")
-        #expect(try PatternFollowTests.view(second.folder, seed: SyncDevice.seed) == tree, "the old pattern opens its state")
-        let old = try Vault.open(storage: try Storage.open(at: second.folder), secrets: try SyncDevice.secrets(SyncDevice.seed),
-                                 options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
-        defer { try? old.lock() }
-        let zID = try old.lookup(Vault.rootID, Array("z.bin".utf8))
-        #expect(try old.read(zID, offset: 0, count: zBytes.count) == zBytes, "z reads as before with the old pattern")
+        return OldState(place: place, tree: try second.tree(), before: try SharedSyncTests.files(second.folder), zBytes: zBytes)
     }
 }
