@@ -55,15 +55,15 @@ import VaultStore
         let state = try Self.grantOverOldState(first, second, remote)
 
         try second.usePattern(8)
-        var told = 0, thrown: (any Error)?
+        var thrown: (any Error)?
         var synchronizer = VaultSynchronizer(vault: second.vault, remote: try SyncDevice.remoteStorage(remote),
                                              storageFolder: second.folder, deviceName: second.name)
         synchronizer.replacesPartialJoin = true
-        synchronizer.failedAfterReplacing = { told = $0 }
         synchronizer.beforeChange = { if $0 == "upload" { throw SyncDevice.Stop() } }
         do { _ = try synchronizer.run() } catch { thrown = error }
         second.reopenAfterCrash()
         let error = try #require(thrown, "the join was not stopped")
+        let told = (error as? FailedAfterJoinReplaced)?.replaced ?? 0
 
         let after = try SharedSyncTests.files(second.folder)
         let changed = state.before.keys.filter { after[$0] != state.before[$0] }
