@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <malloc.h>
 #include <sys/prctl.h>
+#include <spawn.h>
 
 // O_TMPFILE is (__O_TMPFILE | O_DIRECTORY); __O_TMPFILE is 020000000 on every Linux
 // architecture Swift supports (x86_64, aarch64).
@@ -53,6 +54,13 @@ static inline int dotsafe_accept_cloexec(int fd) { return (int)syscall(SYS_accep
 /// A pipe whose two ends close at exec, made atomically (a child spawned by another thread at the
 /// same moment must not inherit an end); pipe2 is behind _GNU_SOURCE.
 static inline int dotsafe_pipe_cloexec(int ends[2]) { return (int)syscall(SYS_pipe2, ends, O_CLOEXEC); }
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34, behind _GNU_SOURCE): the child closes
+/// every descriptor from `from` on.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+static inline int dotsafe_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
 
 /// syncfs(2): makes every write of the file system holding `fd` durable.
 static inline int dotsafe_syncfs(int fd) { return (int)syscall(SYS_syncfs, fd); }

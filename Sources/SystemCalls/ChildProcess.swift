@@ -106,10 +106,13 @@ public enum ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 onto 0 to 3 clears close-on-exec there; every other pipe end closes at exec.
+        // dup2 onto 0 to 3 clears close-on-exec there. Every other descriptor closes: ours are
+        // close-on-exec, but one this process inherited without it (a test runner's socket that
+        // tells it when its child is gone) would pass to the helper and whatever it leaves.
         for (target, descriptor) in streams.enumerated() {
             posix_spawn_file_actions_adddup2(&actions, descriptor, Int32(target))
         }
+        dotsafe_spawn_close_from(&actions, Int32(streams.count))
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) }; envp.forEach { free($0) } }

@@ -39,6 +39,19 @@ import Testing
         #expect(child.status == 0 && String(decoding: child.output, as: UTF8.self) == "none\n", "\(child)")
     }
 
+    /// A child gets its three streams and nothing else of this process, not even a descriptor
+    /// this process holds without close-on-exec, as it may have inherited one: a test's
+    /// `dotsafe sync` held a socket of Foundation's `Process`, rclone's wrapper got it, and what
+    /// the wrapper left running kept the test's `waitUntilExit` waiting after the sync was gone.
+    @Test func aChildGetsItsStreamsAndNoOtherDescriptor() throws {
+        let open = Glibc.open("/dev/null", O_RDONLY)
+        try #require(open >= 0, "open /dev/null")
+        defer { close(open) }
+        let child = try ChildProcess.run("/bin/sh", ["-c", "ls /proc/$$/fd"], environment: ["PATH=/usr/bin:/bin"])
+        #expect(child.status == 0, "\(child)")
+        #expect(String(decoding: child.output, as: UTF8.self).split(separator: "\n") == ["0", "1", "2"], "\(child), this process's \(open) inherited")
+    }
+
     enum OwnStop: String, CaseIterable, CustomTestStringConvertible {
         /// `stopOnErrorOutput`: rclone's first error line decides the outcome.
         case firstErrorLine

@@ -180,28 +180,38 @@ import VaultStore
 
     /// A second Ctrl-C while the sync waits for its rclone to stop ends it at once (exit 130,
     /// nothing more said), as a kill would, and everything its rclone started with it: the next
-    /// sync completes all the same. It comes milliseconds after the first, well within the
-    /// `ChildProcess.stopGraceSeconds` after which the stop's own SIGKILL would end the wrapper.
+    /// sync completes all the same. Here the wait has no end of its own: the rclone leaves a
+    /// process of another session holding its outputs, which no signal to its group reaches.
+    /// Without it, the stop's own SIGKILL `ChildProcess.stopGraceSeconds` after the first Ctrl-C
+    /// ended the wait, and on a loaded machine could do so before the second came (a CI run
+    /// failed once, likeliest so).
     @Test func aSecondCtrlCEndsTheSyncAtOnce() throws {
         let (base, environment, first, both) = try Self.laptopWithChangesToSend()
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let remote = base + "/remote", laptop = base + "/laptop"
+        let remote = base + "/remote", laptop = base + "/laptop", holder = base + "/holder"
         // An rclone slow to stop: SIGTERM reaches a shell that notes it, waits for its copy
-        // (which SIGTERM ends too), then stays, holding the copy's outputs, until killed.
+        // (which SIGTERM ends too), then stays, holding the copy's outputs, until killed; and
+        // the holder, in a session of its own, holds them after that.
         var slow = environment
         slow["PATH"] = try Failure.rclone(base, script: """
             /usr/bin/rclone "$@" --bwlimit 1M &
             child=$!
             trap ": > '\(base)/term-seen'" TERM
-            case "$1" in copy) : > '\(base)/up-started' ;; esac
+            case "$1" in copy)
+                setsid /bin/sh -c 'echo $$ > "$0.pid"; mv "$0.pid" "$0"; while :; do /bin/sleep 1; done' '\(holder)' &
+                : > '\(base)/up-started' ;;
+            esac
             wait $child
             status=$?
             case "$1" in copy) wait $child; while :; do /bin/sleep 1; done ;; esac
             exit $status
             """)
+        var holderID: Int32?
+        defer { if let holderID { kill(holderID, SIGKILL) } }
 
         let sync = try RunningSync(laptop, remote, slow, device: "laptop")
-        #expect(Self.waitForFile(base + "/up-started"))
+        #expect(Self.waitForFile(base + "/up-started") && Self.waitForFile(holder))
+        holderID = try Int32(String(contentsOfFile: holder, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
         sync.signal(SIGINT)
         #expect(Self.waitForFile(base + "/term-seen"), "the first SIGINT did not stop rclone")
         #expect(sync.process.isRunning, "the sync did not wait for its rclone")
@@ -209,9 +219,10 @@ import VaultStore
         let ended = sync.finish()
         #expect(ended.status == 130, "\(ended)")
         #expect(ended.error.isEmpty && ended.output.isEmpty, "\(ended)")
-        // The SIGKILL of the second Ctrl-C reached the shell's group, the shell with it.
-        #expect(waitFor(seconds: 60) { Self.helpersRunning(base).isEmpty }, "the wrapper outlived the sync")
-        for pid in Self.helpersRunning(base) { kill(pid, SIGKILL) }
+        // The shell's group is gone: the second Ctrl-C's SIGKILL, or the first's stop's, reached it.
+        let group = { Self.helpersRunning(base).filter { $0 != holderID } }
+        #expect(waitFor(seconds: 60) { group().isEmpty }, "the wrapper outlived the sync")
+        for pid in group() { kill(pid, SIGKILL) }
         Failure.expectClean(laptop, environment)
         #expect(try Failure.files(laptop, environment) == both)
 
