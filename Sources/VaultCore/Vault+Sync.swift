@@ -263,8 +263,9 @@ extension Vault {
     public func remoteUnlockFile() throws -> [UInt8] { try syncLocked { try $0.remoteUnlockFile() } }
 
     /// Erases keys and plaintext without committing (a sync that failed leaves the local
-    /// storage at its last commit).
+    /// storage at its last commit). Like `lock`, it returns once the loads ahead are done.
     public func discard() {
+        defer { loadsInFlight.wait() }
         state.withLock { state in if !state.isLocked { state.wipe() } }
     }
 

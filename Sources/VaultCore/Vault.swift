@@ -76,9 +76,9 @@ public final class Vault: Sendable {
     let state: Mutex<VaultState>
     let writeBehind: WriteBehindQueue
     let storage: any StorageFolder
-    /// Loads ahead not finished yet, counted under the vault's lock as they are made: `lock` waits
-    /// for them.
-    private let loadsInFlight = DispatchGroup()
+    /// Loads ahead not finished yet, counted under the vault's lock as they are made: `lock` and
+    /// `discard` wait for them.
+    let loadsInFlight = DispatchGroup()
 
     init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
         self.state = Mutex(state)

@@ -113,10 +113,11 @@ import VaultStore
         try vault.lock()
     }
 
-    /// A lock returns only once the loads ahead it met are done: none reads the storage or holds
-    /// a copy of a chunk key after it, nor keeps the vault, and so its storage folder's
-    /// descriptor, alive (a test that checked for open descriptors right after a lock saw one).
-    @Test func aLockWaitsForTheLoadsAhead() throws {
+    /// A lock, or a failed sync's discard, returns only once the loads ahead it met are done:
+    /// none reads the storage or holds a copy of a chunk key after it, nor keeps the vault, and
+    /// so its storage folder's descriptor, alive (a test that checked for open descriptors right
+    /// after a lock saw one).
+    @Test(arguments: [false, true]) func aLockWaitsForTheLoadsAhead(discarding: Bool) throws {
         let storage = GatedStorageFolder(try TestVaults.storage())
         let writer = try TestVaults.open(storage)
         let id = try writer.makeFile("f", TestVaults.content(12 * Self.chunk, seed: 4))
@@ -128,7 +129,7 @@ import VaultStore
         let locked = DispatchSemaphore(value: 0)
         weak var gone = vault
         DispatchQueue.global().async { [weak vault] in
-            try? vault?.lock()
+            if discarding { vault?.discard() } else { try? vault?.lock() }
             locked.signal()
         }
         let early = locked.wait(timeout: .now() + 0.5) == .success
