@@ -20,27 +20,22 @@ import VaultStore
     /// old pattern reads its state as before. (The join stops before its grants come, refused by
     /// a file it compares that differs.)
     @Test func aJoinsGrantLeavesTheFileTheOldStateReadsAtItsNumber() throws {
-        let remote = try TestRemote(.local)
-        defer { remote.finish() }
-        let (first, second) = try VaultSyncTests.twoDevices(remote)
-        defer { first.finish(); second.finish() }
-        let state = try Self.grantOverOldState(first, second, remote)
-
-        try second.usePattern(8)
-        do {
-            try second.sync(remote)
-            #expect(try second.tree() == first.tree(), "the join brings the vault")
-            #expect(try second.vault.check().isClean)
-        } catch SyncRefusal.heldUnderOtherPattern {
-            #expect(try SharedSyncTests.files(second.folder) == state.before, "a refused join changes no file")
+        try Self.withTheNewPatternOverTheOldState { first, second, remote, state in
+            do {
+                try second.sync(remote)
+                #expect(try second.tree() == first.tree(), "the join brings the vault")
+                #expect(try second.vault.check().isClean)
+            } catch SyncRefusal.heldUnderOtherPattern {
+                #expect(try SharedSyncTests.files(second.folder) == state.before, "a refused join changes no file")
+            }
+            #expect(try SharedSyncTests.files(second.folder)[state.place] == state.before[state.place], "the file at the grant's number is as it was")
+            #expect(try PatternFollowTests.view(second.folder, seed: SyncDevice.seed) == state.tree, "the old pattern opens its state")
+            let old = try Vault.open(storage: try Storage.open(at: second.folder), secrets: try SyncDevice.secrets(SyncDevice.seed),
+                                     options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
+            defer { try? old.lock() }
+            let zID = try old.lookup(Vault.rootID, Array("z.bin".utf8))
+            #expect(try old.read(zID, offset: 0, count: state.zBytes.count) == state.zBytes, "z reads as before with the old pattern")
         }
-        #expect(try SharedSyncTests.files(second.folder)[state.place] == state.before[state.place], "the file at the grant's number is as it was")
-        #expect(try PatternFollowTests.view(second.folder, seed: SyncDevice.seed) == state.tree, "the old pattern opens its state")
-        let old = try Vault.open(storage: try Storage.open(at: second.folder), secrets: try SyncDevice.secrets(SyncDevice.seed),
-                                 options: Vault.Options(readOnly: true, cacheBytes: 8 << 20))
-        defer { try? old.lock() }
-        let zID = try old.lookup(Vault.rootID, Array("z.bin".utf8))
-        #expect(try old.read(zID, offset: 0, count: state.zBytes.count) == state.zBytes, "z reads as before with the old pattern")
     }
 
     /// Told that no other state is here (`--replace-partial-join`, §13.12), the join's grant goes
@@ -48,30 +43,37 @@ import VaultStore
     /// of a join stopped after it (a signal after its commit) counts it with the others. The
     /// count is the truth: every file that was here when it began and no longer holds its bytes.
     @Test func aReplacingJoinCountsTheFileItsGrantWentOver() throws {
+        try Self.withTheNewPatternOverTheOldState { _, second, remote, state in
+            var thrown: (any Error)?
+            var synchronizer = VaultSynchronizer(vault: second.vault, remote: try SyncDevice.remoteStorage(remote),
+                                                 storageFolder: second.folder, deviceName: second.name)
+            synchronizer.replacesPartialJoin = true
+            synchronizer.beforeChange = { if $0 == "upload" { throw SyncDevice.Stop() } }
+            do { _ = try synchronizer.run() } catch { thrown = error }
+            second.reopenAfterCrash()
+            let error = try #require(thrown, "the join was not stopped")
+            let told = (error as? FailedAfterJoinReplaced)?.replaced ?? 0
+
+            let after = try SharedSyncTests.files(second.folder)
+            let changed = state.before.keys.filter { after[$0] != state.before[$0] }
+            #expect(changed.contains(state.place), "the grant went over the file at its number")
+            #expect(after.count % 16 == 0, "whole groups: \(after.count) files")
+            #expect(told == changed.count, "told \(told) replaced, \(changed.count) files of the old state changed")
+            #expect("\(error)" == "\(SyncDevice.Stop())" + "; " + FailedReplacingJoinCommandTests.stays(changed.count))
+            #expect(try PatternFollowTests.view(second.folder, seed: 8) != nil, "the new pattern opens the vault")
+        }
+    }
+
+    /// Two devices of one vault, the second's storage holding an old state under a grant's
+    /// number (`grantOverOldState`) and switched to the first's new pattern, then `body`.
+    static func withTheNewPatternOverTheOldState(_ body: (SyncDevice, SyncDevice, TestRemote, OldState) throws -> Void) throws {
         let remote = try TestRemote(.local)
         defer { remote.finish() }
         let (first, second) = try VaultSyncTests.twoDevices(remote)
         defer { first.finish(); second.finish() }
-        let state = try Self.grantOverOldState(first, second, remote)
-
+        let state = try grantOverOldState(first, second, remote)
         try second.usePattern(8)
-        var thrown: (any Error)?
-        var synchronizer = VaultSynchronizer(vault: second.vault, remote: try SyncDevice.remoteStorage(remote),
-                                             storageFolder: second.folder, deviceName: second.name)
-        synchronizer.replacesPartialJoin = true
-        synchronizer.beforeChange = { if $0 == "upload" { throw SyncDevice.Stop() } }
-        do { _ = try synchronizer.run() } catch { thrown = error }
-        second.reopenAfterCrash()
-        let error = try #require(thrown, "the join was not stopped")
-        let told = (error as? FailedAfterJoinReplaced)?.replaced ?? 0
-
-        let after = try SharedSyncTests.files(second.folder)
-        let changed = state.before.keys.filter { after[$0] != state.before[$0] }
-        #expect(changed.contains(state.place), "the grant went over the file at its number")
-        #expect(after.count % 16 == 0, "whole groups: \(after.count) files")
-        #expect(told == changed.count, "told \(told) replaced, \(changed.count) files of the old state changed")
-        #expect("\(error)" == "\(SyncDevice.Stop())" + "; " + FailedReplacingJoinCommandTests.stays(changed.count))
-        #expect(try PatternFollowTests.view(second.folder, seed: 8) != nil, "the new pattern opens the vault")
+        try body(first, second, remote, state)
     }
 
     struct OldState {
