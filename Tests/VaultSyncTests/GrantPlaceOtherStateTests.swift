@@ -64,6 +64,47 @@ import VaultStore
         }
     }
 
+    /// A replacing join that fails after its grant went over the old state's file (a chunk file
+    /// damaged on the remote, which comes down after the grants): the grant goes back to its
+    /// number's name, where its group stands whole, and the line counts that file with what
+    /// stays. Before, what the join placed went and took the grant with it, the group one file
+    /// short (a count off a multiple of 16, for any observer to see). The next join, the remote
+    /// mended, goes through.
+    @Test func aFailedReplacingJoinPutsItsGrantBackInItsPlace() throws {
+        try Self.withTheNewPatternOverTheOldState { first, second, remote, state in
+            try first.write("late.txt", String(repeating: "l", count: 300_000))
+            try first.reopen()
+            try first.sync(remote)
+            let lateFile = try #require(try KeptOverDeleteSyncTests.chunkFiles(first, "late.txt").max { $0.key < $1.key }?.value)
+            let served = try #require(remote.servedFolder) + "/" + (try first.vault.state.withLock { try $0.name(lateFile) })
+            let written = try #require(FileManager.default.contents(atPath: served))
+            var damaged = written
+            damaged[1000] ^= 0xff
+            try damaged.write(to: URL(fileURLWithPath: served))
+
+            second.replacesPartialJoin = true
+            var thrown: (any Error)?
+            do { try second.sync(remote) } catch { thrown = error }
+            // `dotsafe sync` is a process of its own: the next opens the vault afresh.
+            second.reopenAfterCrash()
+            let line = try #require(thrown.map { "\($0)" }, "the join over the damaged file went through")
+            let after = try SharedSyncTests.files(second.folder)
+            let remoteFiles = try SharedSyncTests.files(try #require(remote.servedFolder))
+            #expect(after[state.place] == remoteFiles[state.grant], "the file at the grant's number is not the grant")
+            #expect(after[state.grant] == nil, "the grant stayed at its own name")
+            #expect(after.count % Format.groupSize == 0, "\(after.count) files")
+            #expect(Set(after.keys) == Set(state.before.keys), "the storage's names changed")
+            let rewritten = state.before.keys.filter { after[$0] != state.before[$0] }
+            #expect(line == "the vault on the remote is damaged: file \(FileRef(raw: lateFile)) does not open under its key; "
+                    + FailedReplacingJoinCommandTests.stays(rewritten.count), "\(line)")
+
+            try written.write(to: URL(fileURLWithPath: served))
+            try second.sync(remote)
+            #expect(try second.tree() == first.tree(), "the next join brings the vault")
+            #expect(try second.vault.check().isClean)
+        }
+    }
+
     /// Two devices of one vault, the second's storage holding an old state under a grant's
     /// number (`grantOverOldState`) and switched to the first's new pattern, then `body`.
     static func withTheNewPatternOverTheOldState(_ body: (SyncDevice, SyncDevice, TestRemote, OldState) throws -> Void) throws {
@@ -79,6 +120,8 @@ import VaultStore
     struct OldState {
         /// The name of the grant's number, a file of z that the old state reads.
         let place: String
+        /// The grant's own name.
+        let grant: String
         let tree: [String: String]
         let before: [String: Data]
         let zBytes: [UInt8]
@@ -123,6 +166,9 @@ import VaultStore
         try first.changePattern(to: 8)
         try first.sync(remote)
         let place = try second.vault.state.withLock { try $0.name(shared) }
-        return OldState(place: place, tree: try second.tree(), before: try SharedSyncTests.files(second.folder), zBytes: zBytes)
+        let grantName = try #require(first.vault.state.withLock { state in
+            state.committer.formatTwo?.specialFiles.first { $0.isGrantFile && $0.file.raw == shared }.map { FileName.encode($0.name) }
+        })
+        return OldState(place: place, grant: grantName, tree: try second.tree(), before: try SharedSyncTests.files(second.folder), zBytes: zBytes)
     }
 }
