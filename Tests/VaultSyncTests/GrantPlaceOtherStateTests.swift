@@ -38,6 +38,25 @@ import VaultStore
         }
     }
 
+    /// The same where the grant is all that differs: the second's storage holds the remote's
+    /// bytes at every other name the two share (as a sync of the old pattern killed later would
+    /// have left it; made so here by copying them), so every file the join compares is the one
+    /// here, and what stops it is the file at the grant's number (`refuseForeignGrantPlaces`).
+    /// No file changes.
+    @Test func aJoinIsRefusedAtItsGrantsNumberAlone() throws {
+        try Self.withTheNewPatternOverTheOldState { _, second, remote, state in
+            let remoteFiles = try SharedSyncTests.files(try #require(remote.servedFolder))
+            for (name, bytes) in remoteFiles where state.before[name] != nil && name != state.place {
+                try bytes.write(to: URL(fileURLWithPath: second.folder + "/" + name))
+            }
+            let before = try SharedSyncTests.files(second.folder)
+            #expect(remoteFiles[state.place] == nil && before[state.place] != remoteFiles[state.grant], "the grant differs from the file at its number")
+            let refusal = SharedSyncTests.refusal { try second.sync(remote) }
+            #expect(refusal == "\(SyncRefusal.heldUnderOtherPattern)")
+            #expect(try SharedSyncTests.files(second.folder) == before, "a refused join changes no file")
+        }
+    }
+
     /// Told that no other state is here (`--replace-partial-join`, §13.12), the join's grant goes
     /// over the old state's file at its number: that file is one the join replaced, and the line
     /// of a join stopped after it (a signal after its commit) counts it with the others. The
