@@ -56,6 +56,9 @@ public struct VaultSynchronizer {
         self.deviceName = deviceName
     }
 
+    /// A run that throws leaves the storage at its last commit, but may leave its merge in the
+    /// vault's memory, uncommitted (its files missing or damaged): the caller discards the vault
+    /// (`Vault.discard`, as `dotsafe sync` does) and opens it again before using it.
     public func run() throws -> SyncSummary {
         var opened: RemoteVault?
         do { return try run(opening: &opened) } catch {
