@@ -105,8 +105,9 @@ struct RecreatedPiecesTests {
         let before = try StorageScan.scan(storage).files
         let names = before.prefix(32).map(\.name)
         let left = before[32].name
+        // The trick splits nearly every file; a busy disk may leave one whole (a CI run: 4 of 5).
         let twoPiece = try Self.makeTwoPiece(Array(names.prefix(4)) + [left], in: storage)
-        try #require(twoPiece == Set(names.prefix(4) + [left]), "\(twoPiece.count) of 5 files lie in two pieces")
+        try #require(twoPiece.count >= 3 && names.prefix(4).contains(where: twoPiece.contains), "\(twoPiece.count) of 5 files lie in two pieces")
         let bytes = try StorageRecreatorTests.contents(storage)
         let files = try StorageScan.scan(storage).files
         let old = Dictionary(uniqueKeysWithValues: files.map { ($0.name, $0.metadata.inode) })
@@ -126,9 +127,10 @@ struct RecreatedPiecesTests {
             .map(\.name)
         let fresh = after.filter { names.contains($0.name) && $0.metadata.birth ?? 0 > born }
         #expect(fresh.count == 8 + split.count, "\(fresh.count) new files; in pieces: \(split)")
-        #expect(split.count < 8, "the disk split \(split.count - 4) of the 20 files this test left whole")
+        let made = names.prefix(24).filter(twoPiece.contains).count
+        #expect(split.count < made + 4, "the disk split \(split.count - made) of the \(24 - made) files this test left whole")
         let layout = Dictionary(uniqueKeysWithValues: after.map { ($0.name, $0.extents) })
         #expect(names.filter { layout[$0] != 1 } == [], "re-created files in more than one piece")
-        #expect(layout[left] == 2, "a file not re-created keeps its layout")
+        #expect(layout[left] == (twoPiece.contains(left) ? 2 : 1), "a file not re-created keeps its layout")
     }
 }
