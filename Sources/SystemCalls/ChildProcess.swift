@@ -20,6 +20,7 @@ public enum ChildProcess {
 
     /// Runs `path` (an absolute path: the caller looks programs up, so that a missing one can be
     /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
+    /// `privateFiles`, under umask 077: what it creates is its owner's alone. With
     /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
     /// program that keeps going after a failure that already decides the outcome.
     /// `takingErrorLines` is offered each whole line of standard error first (without its
@@ -33,7 +34,7 @@ public enum ChildProcess {
     /// (`SpawnAttributes`); once it has exited and both outputs are closed, whatever it left
     /// running in its group gets SIGKILL: nothing of it outlives its command. Nor this process,
     /// however that ends (`lifeline`).
-    public static func run(_ path: String, _ arguments: [String], environment: [String],
+    public static func run(_ path: String, _ arguments: [String], environment: [String], privateFiles: Bool = false,
                            input: [UInt8] = [], stopOnErrorOutput: Bool = false,
                            takingErrorLines: ((String) -> Bool)? = nil,
                            whenQuiet: (seconds: Int, goOn: () -> Bool)? = nil) throws(SystemError) -> Result {
@@ -42,7 +43,8 @@ public enum ChildProcess {
         let stdin = try makePipe(), stdout = try makePipe(), stderr = try makePipe()
         let pid: pid_t
         do {
-            pid = try spawn("/bin/sh", ["-c", groupGuard, path] + arguments, environment,
+            // The umask in the shell the program replaces: posix_spawn cannot set one.
+            pid = try spawn("/bin/sh", ["-c", (privateFiles ? "umask 077\n" : "") + groupGuard, path] + arguments, environment,
                             streams: [stdin.read, stdout.write, stderr.write, lifeline.read])
         } catch {
             for descriptor in [stdin.read, stdin.write, stdout.read, stdout.write, stderr.read, stderr.write] {

@@ -88,7 +88,6 @@ public struct Rclone: Sendable {
         let common = ["--ask-password=false", "--retries", "1",
                       "--low-level-retries", String(settings.lowLevelRetries),
                       "--contimeout", "\(settings.connectTimeoutSeconds)s", "--timeout", "\(settings.idleTimeoutSeconds)s"]
-        let shell = ["-c", "umask 077 && exec \"$0\" \"$@\"", executable]
         var done = 0
         let taking = filesDone.map { report in
             { (line: String) -> Bool in
@@ -106,8 +105,8 @@ public struct Rclone: Sendable {
         if let signal = Self.stopSignal { throw .interrupted(signal: signal) }
         let result: ChildProcess.Result
         do {
-            result = try ChildProcess.run("/bin/sh", shell + arguments.prefix(1) + config + level + common + settings.extraArguments
-                                              + arguments.dropFirst(), environment: environment, input: input,
+            result = try ChildProcess.run(executable, Array(arguments.prefix(1)) + config + level + common + settings.extraArguments
+                                              + arguments.dropFirst(), environment: environment, privateFiles: true, input: input,
                                           stopOnErrorOutput: stopAtFirstError, takingErrorLines: taking,
                                           whenQuiet: whenQuiet.map { (settings.probeAfterQuietSeconds, $0) })
         } catch {

@@ -39,6 +39,19 @@ import Testing
         #expect(child.status == 0 && String(decoding: child.output, as: UTF8.self) == "none\n", "\(child)")
     }
 
+    /// `privateFiles` runs the child under umask 077 (rclone's downloads, `Rclone`); without
+    /// it, the child has this process's.
+    @Test func aChildWithPrivateFilesRunsUnderUmask077() throws {
+        // Read, not set: the umask is the whole test process's.
+        let status = try readProcFile("/proc/self/status")
+        let own = try #require(status.split(separator: "\n").first { $0.hasPrefix("Umask:") }?.split(separator: "\t").last)
+        try #require(own != "0077", "this process's umask is already 077")
+        for (privateFiles, expected) in [(true, "0077\n"), (false, own + "\n")] {
+            let child = try ChildProcess.run("/bin/sh", ["-c", "umask"], environment: [], privateFiles: privateFiles)
+            #expect(child.status == 0 && String(decoding: child.output, as: UTF8.self) == expected, "\(privateFiles): \(child)")
+        }
+    }
+
     /// A child gets its three streams and nothing else of this process, not even a descriptor
     /// this process holds without close-on-exec, as it may have inherited one: a test's
     /// `dotsafe sync` held a socket of Foundation's `Process`, rclone's wrapper got it, and what
