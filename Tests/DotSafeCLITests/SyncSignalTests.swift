@@ -83,7 +83,8 @@ import VaultStore
     /// No helper of the sync in `base` runs once it has ended. A member of the child's group
     /// that the SIGKILL after its leader's exit reached may still be leaving for a moment on a
     /// loaded machine (a full run saw one): a short wait, far below the upload it would finish.
-    /// The wait belongs here, not in `ChildProcess.run`: a process SIGKILL reached runs no more
+    /// One caught under load: the lifeline watcher (`sh`, parent 1, running, SIGKILL pending),
+    /// gone within the wait. The wait belongs here, not in `ChildProcess.run`: a process SIGKILL reached runs no more
     /// of its own code, and only the kernel's end of it (a disk request it was in, its memory
     /// given back) keeps it in `/proc`; `kill(-group, 0)` cannot tell that end from a member
     /// still running, and counts the unreaped leader and the watcher's zombie besides.
