@@ -84,10 +84,11 @@ import VaultStore
     /// that the SIGKILL after its leader's exit reached may still be leaving for a moment on a
     /// loaded machine (a full run saw one): a short wait, far below the upload it would finish.
     /// One caught under load: the lifeline watcher (`sh`, parent 1, running, SIGKILL pending),
-    /// gone within the wait. The wait belongs here, not in `ChildProcess.run`: a process SIGKILL reached runs no more
-    /// of its own code, and only the kernel's end of it (a disk request it was in, its memory
-    /// given back) keeps it in `/proc`; `kill(-group, 0)` cannot tell that end from a member
-    /// still running, and counts the unreaped leader and the watcher's zombie besides.
+    /// gone within the wait. The wait belongs here, not in `ChildProcess.run`: a process that
+    /// SIGKILL reached runs no more of its own code, and only the kernel's end of it (a disk
+    /// request it was in, its memory given back) keeps it in `/proc`; `kill(-group, 0)` cannot
+    /// tell that end from a member still running, and counts the unreaped leader and the
+    /// watcher's zombie besides.
     static func helpersGone(_ base: String) -> Bool { waitFor(seconds: 1) { helpersRunning(base).isEmpty } }
 
     static func waitForFile(_ path: String) -> Bool { waitFor(seconds: 60) { FileManager.default.fileExists(atPath: path) } }

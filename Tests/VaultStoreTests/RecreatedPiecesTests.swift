@@ -30,7 +30,7 @@ struct RecreatedPiecesTests {
     /// `filefrag` (e2fsprogs) counts them.
     static func makeTwoPiece(_ names: [String], in storage: String) throws -> Set<String> {
         let list = names.joined(separator: " ")
-        let counts = try shell("""
+        _ = try shell("""
             for n in \(list); do dd if=$n of=$n.old bs=\(Format.fileSize / 4096 * 4096) count=1 oflag=direct status=none; done
             for n in \(list); do tail -c \(Format.fileSize % 4096) $n >> $n.old; chmod 600 $n.old; done
             sync -f .
