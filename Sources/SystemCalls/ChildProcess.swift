@@ -18,8 +18,9 @@ public enum ChildProcess {
     /// outcome already decided by the stop; 3 s is all that costs.
     public static let stopGraceSeconds = 3
 
-    /// Runs `path` (an absolute path: the caller looks programs up, so that a missing one can be
-    /// named) with `arguments` and exactly `environment` ("NAME=value" entries). With
+    /// Runs `path` (a path holding a slash, relative to the working folder unless it starts with
+    /// one: the caller looks programs up, so that a missing one can be named) with `arguments`
+    /// and exactly `environment` ("NAME=value" entries). With
     /// `privateFiles`, under umask 077: what it creates is its owner's alone. With
     /// `stopOnErrorOutput`, the first bytes on its standard error end it (SIGTERM): for a
     /// program that keeps going after a failure that already decides the outcome.
