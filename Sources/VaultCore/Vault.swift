@@ -73,7 +73,7 @@ public final class Vault: Sendable {
         public var allocatedBytes: UInt64
     }
 
-    let state: Mutex<VaultState>
+    let state: VaultLock<VaultState>
     let writeBehind: WriteBehindQueue
     let storage: any StorageFolder
     /// Loads ahead not finished yet, counted under the vault's lock as they are made: `lock` and
@@ -81,7 +81,7 @@ public final class Vault: Sendable {
     let loadsInFlight = DispatchGroup()
 
     init(_ state: consuming VaultState, storage: any StorageFolder, writeBehind: WriteBehind) {
-        self.state = Mutex(state)
+        self.state = VaultLock(state)
         self.storage = storage
         self.writeBehind = WriteBehindQueue(writeBehind)
     }
