@@ -1,5 +1,6 @@
 import CSystem
 import Glibc
+import Synchronization
 
 /// Process-level calls of the CLI and its mount daemon: running a helper program such as
 /// `fusermount3` and waiting for it, starting a session, detaching the standard streams.
@@ -34,7 +35,20 @@ public enum ProcessCalls {
     /// which a daemon's /dev/null would swallow). A program still running keeps writing into
     /// that file, never into a pipe nobody reads (no SIGPIPE for it). The text is nil when
     /// standard error could not be moved (then `body` runs with it as it was).
-    public static func capturingStandardError<R>(_ body: () throws -> R) rethrows -> (result: R, text: String?) {
+    ///
+    /// Descriptor 2 is the process's, so the text also holds what other threads wrote meanwhile,
+    /// and captures take turns: two that overlapped would each save the other's file as the one
+    /// to put back, and leave descriptor 2 on a memory file for good (a test process mounts
+    /// several vaults at once).
+    public static func capturingStandardError<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> (result: R, text: String?) {
+        var outcome: Result<(result: R, text: String?), E>!
+        capturing.withLock { _ in outcome = Result { () throws(E) in try capturingStandardErrorAlone(body) } }
+        return try outcome.get()
+    }
+
+    private static let capturing = Mutex(())
+
+    private static func capturingStandardErrorAlone<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> (result: R, text: String?) {
         let file = dotsafe_memory_file("dotsafe-stderr")
         guard file >= 0 else { return (try body(), nil) }
         defer { SystemCall.close(file) }

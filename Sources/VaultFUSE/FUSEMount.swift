@@ -108,14 +108,17 @@ public final class FUSEMount: Sendable {
         // does not keep this file: libfuse runs that one, with `subtype=`, on /dev/null, and
         // only after a failure again, without `subtype=`, on this (UnmountHelperTests).
         let (mounted, said) = ProcessCalls.capturingStandardError { fuse_session_mount(created, mountPoint) == 0 }
-        let lines = (said ?? "").split(separator: "\n").map(String.init)
+        var lines = (said ?? "").split(separator: "\n").map(String.init)
+        let reasonAt = lines.lastIndex { $0.hasPrefix("fuse: ") || $0.hasPrefix("fusermount3: ") } ?? lines.indices.last
+        let reason = mounted ? nil : reasonAt.map { lines.remove(at: $0) }
+        // The rest goes where it would have gone: a warning on a mount that succeeded, and what
+        // other threads said meanwhile (the file held all of the process's standard error).
+        for line in lines { _ = Array((line + "\n").utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) } }
         guard mounted else {
             fuse_session_destroy(created)
             context.release()
-            throw .mountFailed(mountPoint, reason: lines.last)
+            throw .mountFailed(mountPoint, reason: reason)
         }
-        // Said on a mount that succeeded (a warning): it goes where it would have gone.
-        for line in lines { _ = Array((line + "\n").utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) } }
         _ = FUSEDevice.install(on: created)
         context.takeUnretainedValue().cacheFill.attach(SessionPointer(raw: created))
         let mount = FUSEMount(mountPoint: mountPoint, fileSystem: fileSystem, session: SessionPointer(raw: created), context: context)
