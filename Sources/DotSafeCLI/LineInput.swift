@@ -11,25 +11,35 @@ public protocol LineInput: Sendable {
     func readLine(prompt: String?, secret: Bool) throws -> [UInt8]?
 }
 
-/// The process's standard input.
+/// The process's standard input, its prompts on standard error.
 public struct ProcessInput: LineInput {
-    public init() {}
+    private let input: Int32, prompts: FileDescriptorOutput
 
-    public var isTerminal: Bool { isatty(0) == 1 }
+    public init() { self.init(input: 0, prompts: 2) }
+
+    /// Other descriptors than the standard ones: tests, on a pseudo-terminal of their own.
+    init(input: Int32, prompts: Int32) {
+        self.input = input
+        self.prompts = prompts == 2 ? .standardError : FileDescriptorOutput(descriptor: prompts)
+    }
+
+    public var isTerminal: Bool { isatty(input) == 1 }
 
     public func readLine(prompt: String?, secret: Bool) throws -> [UInt8]? {
-        if let prompt { FileDescriptorOutput.standardError.write(prompt) }
         var saved = termios()
-        let hideEcho = secret && isTerminal && tcgetattr(0, &saved) == 0
+        let hideEcho = secret && isTerminal && tcgetattr(input, &saved) == 0
+        // Echo off before the prompt shows: what is typed at its first sight is neither shown
+        // nor thrown away by the flush (SecretPromptEchoTests).
         if hideEcho {
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(0, TCSAFLUSH, &quiet)
+            tcsetattr(input, TCSAFLUSH, &quiet)
         }
+        if let prompt { prompts.write(prompt) }
         defer {
             if hideEcho {
-                tcsetattr(0, TCSAFLUSH, &saved)
-                FileDescriptorOutput.standardError.write("\n")
+                tcsetattr(input, TCSAFLUSH, &saved)
+                prompts.write("\n")
             }
         }
         // Byte by byte, so nothing past the line is taken from a pipe that others read on.
@@ -37,7 +47,7 @@ public struct ProcessInput: LineInput {
         // Room for any pattern or passphrase up front: growing would leave unwiped copies behind.
         line.reserveCapacity(4096)
         while true {
-            guard let byte = try? SystemCall.readByte(0) else { return line.isEmpty ? nil : line }
+            guard let byte = try? SystemCall.readByte(input) else { return line.isEmpty ? nil : line }
             if byte == 0x0a { break }
             line.append(byte)
         }

@@ -9,7 +9,7 @@ public final class Terminal {
 
     public enum Line: Equatable { case bytes(Int), end, tooLong }
 
-    private init(descriptor: Int32) { self.descriptor = descriptor }
+    init(descriptor: Int32) { self.descriptor = descriptor }
 
     deinit { SystemCall.close(descriptor) }
 
@@ -25,8 +25,10 @@ public final class Terminal {
         bytes.removeAll()
     }
 
-    /// Reads one line into `buffer` with echo off; the caller owns (and wipes) the buffer.
-    public func readSecretLine(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Line {
+    /// Shows `prompt` and reads one line into `buffer` with echo off; the caller owns (and
+    /// wipes) the buffer. Echo goes off before the prompt shows: what is typed at its first
+    /// sight is neither shown nor thrown away by the flush (SecretPromptEchoTests).
+    public func readSecretLine(prompt: String, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Line {
         var saved = termios()
         try SystemCall.retrying("tcgetattr") { tcgetattr(descriptor, &saved) }
         TerminalRestore.arm(descriptor: descriptor, settings: saved)
@@ -38,6 +40,7 @@ public final class Terminal {
             TerminalRestore.disarm()
             write("\n")
         }
+        write(prompt)
         var count = 0
         while let byte = try SystemCall.readByte(descriptor) {
             if byte == 0x0a { break }

@@ -7,10 +7,11 @@ import Synchronization
 /// writers and two readers (FUSE requests, loads ahead and write-behinds all waiting for this
 /// lock, on two cores) that spin alone took 6.6 % of the daemon's samples. glibc's adaptive
 /// mutex spins at most 100 times (its default), fewer as the lock proved quick to come free,
-/// and whoever runs may take it: the daemon's CPU in those four jobs fell by a fifth, and the
-/// benchmark's single-stream steps stayed within their spread (docs/PERFORMANCE.md, "The
-/// vault's lock"). A second lock by the thread that holds it stops the process, as with
-/// `Mutex`: never a silent deadlock.
+/// and whoever runs may take it: the daemon's CPU in those four jobs fell by a fifth. A mutex
+/// that sleeps at once had slowed reading many small files; the adaptive one showed no such
+/// loss in two series of three benchmark pairs, a small sample with a wide spread for the
+/// write (docs/PERFORMANCE.md, "The vault's lock"). A second lock by the thread that holds it
+/// stops the process, as with `Mutex`: never a silent deadlock.
 ///
 /// The only pointer code of the lock: the mutex lives at one address for the lock's life.
 final class VaultLock<Value>: @unchecked Sendable {

@@ -16,15 +16,24 @@ public final class TerminalProcess: @unchecked Sendable {
     /// TIOCSPTLCK and TIOCGPTN (asm-generic/ioctls.h, as on x86_64 and aarch64).
     private static let setLock: UInt = 0x4004_5431, getNumber: UInt = 0x8004_5430
 
-    public init(_ program: String, _ arguments: [String], environment: [String: String]) throws {
-        struct Failure: Error, CustomStringConvertible { let description: String }
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    /// A new pseudo-terminal: its master side (the caller closes it) and the other side's path.
+    public static func pseudoTerminal() throws -> (master: Int32, path: String) {
         // posix_openpt, unlockpt and ptsname hide behind _XOPEN_SOURCE: what they do on Linux.
-        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         var locked: Int32 = 0, number: UInt32 = 0
         guard master >= 0, ioctl(master, Self.setLock, &locked) == 0, ioctl(master, Self.getNumber, &number) == 0 else {
-            throw Failure(description: "no pseudo-terminal: errno \(errno)")
+            let error = errno
+            if master >= 0 { close(master) }
+            throw Failure(description: "no pseudo-terminal: errno \(error)")
         }
-        let name = "/dev/pts/\(number)"
+        return (master, "/dev/pts/\(number)")
+    }
+
+    public init(_ program: String, _ arguments: [String], environment: [String: String]) throws {
+        let (master, name) = try Self.pseudoTerminal()
+        self.master = master
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -30,11 +30,10 @@ enum PatternPrompt {
         guard let terminal = Terminal.controlling() else {
             throw CLIError.failure("no pattern given: use --pattern P, --pattern-stdin, or run on a terminal")
         }
-        terminal.write((drawGrid ? grid : "") + prompt)
         let buffer = try SecretBytes(count: lineLimit)
         defer { buffer.wipe() }
         let line: Terminal.Line
-        do { line = try buffer.withUnsafeMutableBytes { try terminal.readSecretLine(into: $0) } } catch {
+        do { line = try buffer.withUnsafeMutableBytes { try terminal.readSecretLine(prompt: (drawGrid ? grid : "") + prompt, into: $0) } } catch {
             throw CLIError.failure("cannot read the pattern from the terminal: \(error)")
         }
         switch line {
