@@ -23,7 +23,7 @@ public struct RecreationBudget: Equatable, Sendable {
     }
 
     /// The budget of a lock of a storage of `files` files; 0 when only the session's files go.
-    func seconds(forFiles files: Int) -> Double {
+    public func seconds(forFiles files: Int) -> Double {
         guard secondsPerGiB > 0 else { return 0 }
         return max(minimumSeconds, secondsPerGiB * Double(files) * Double(Format.fileSize) / Double(1 << 30))
     }

@@ -31,10 +31,13 @@ import Testing
 
         /// A stand-in daemon of `mountPoint`: python3 runs `serve` with `s`, the listening socket
         /// of a lock channel in the runtime folder, and `sys.argv[3:]`, `arguments`; a mount
-        /// record names it. `stop` ends it and removes its files.
-        func standInDaemon(for mountPoint: String, serving serve: String,
-                           arguments: [String] = []) throws -> (pid: Int32, stop: () -> Void) {
+        /// record names it, with `storage` (the harness's by default) and `recordFields`, more
+        /// JSON members. `stop` ends it and removes its files.
+        func standInDaemon(for mountPoint: String, serving serve: String, arguments: [String] = [],
+                           storage: String? = nil, recordFields: String = "") throws -> (pid: Int32, stop: () -> Void) {
             let folder = runtime + "/dotsafe", name = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            // As a daemon would have made it, if no mount did yet.
+            try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
             let server = Process()
             server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
             server.arguments = ["-c", """
@@ -54,7 +57,8 @@ import Testing
                 unlink(folder + "/" + name + ".mount")
             }
             #expect(output.fileHandleForReading.availableData.starts(with: Data("listening".utf8)))
-            let record = #"{"mountPoint":"\#(mountPoint)","storage":"\#(h.storage)","started":0,"pid":\#(server.processIdentifier),"name":"\#(name)"}"#
+            let record = #"{"mountPoint":"\#(mountPoint)","storage":"\#(storage ?? h.storage)","started":0,"pid":\#(server.processIdentifier),"#
+                + #""name":"\#(name)"\#(recordFields)}"#
             #expect(FileManager.default.createFile(atPath: folder + "/" + name + ".mount", contents: Data(record.utf8),
                                                    attributes: [.posixPermissions: 0o600]))
             return (server.processIdentifier, stop)
@@ -149,7 +153,7 @@ import Testing
         #expect(done.wait(timeout: .now() + 20) == .success)
         let result = try #require(locked.withLock { $0 })
         #expect(result.status == 0 && result.output == "Locked \(second).\n", "\(result)")
-        #expect(result.error == "dotsafe: still waiting for the daemon of \(second) (pid \(pid)) to lock it: it may be writing a lot, or be stopped\n")
+        #expect(result.error == "dotsafe: still waiting for the daemon of \(second) (pid \(pid)) to lock it: it is stopped ('kill -CONT \(pid)' lets it go on)\n")
         #expect(s.dotsafe(["lock", "--all"]).output == "Locked \(first).\n")
         try #require(s.mount(second, pattern: Self.patterns[1]).status == 0)
         s.h.sh("test \"$(cat kept.txt)\" = kept", in: second)
@@ -230,7 +234,7 @@ import Testing
                 done.signal()
             }
             let note = "dotsafe: still waiting for the daemon of \(slow) (pid \(daemon.pid)) to \(doing): "
-                + "it may be writing a lot, or be stopped\n"
+                + "it may be writing a lot, or be hung\n"
             let noted = waitFor(seconds: 60) { (try? String(contentsOfFile: errors, encoding: .utf8)) == note }
             #expect(noted, "\(command): \((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")")
             #expect(FileManager.default.createFile(atPath: go, contents: nil))
@@ -240,6 +244,62 @@ import Testing
             #expect(result.output.hasPrefix(command == "share" ? "Shared the vault at \(slow)" : "Withdrew the vault at \(slow)"),
                     "\(command): \(result)")
             #expect(try String(contentsOfFile: errors, encoding: .utf8) == note, "\(command): one note, nothing else")
+        }
+    }
+
+    /// A running daemon's lock is called long only after its re-creation budget for its
+    /// storage's size (a healthy lock after a big write takes that long; session 48's benchmark
+    /// was told at each lock that its daemon "may be stopped"), and after the usual 5 s when its
+    /// record says it re-creates nothing past the session's files. Stand-ins answer `lock` when
+    /// the test lets them.
+    @Test func aLockIsCalledLongOnlyAfterTheDaemonsRecreationBudget() throws {
+        let s = try Session()
+        defer { s.h.finish() }
+        // 6,000 files of the storage's size are 1.5 GiB: 15 s more at 10 s per GiB.
+        let storage = s.h.base + "/big-storage"
+        try FileManager.default.createDirectory(atPath: storage, withIntermediateDirectories: false)
+        for n in 0..<6000 { #expect(FileManager.default.createFile(atPath: storage + "/\(n)", contents: nil)) }
+        let serve = """
+            c,_=s.accept(); c.makefile().readline()
+            while not os.path.exists(sys.argv[3]): time.sleep(0.05)
+            c.sendall(b'locked\\n'); c.close(); time.sleep(600)
+            """
+        let go = s.h.base + "/go"
+        final class Lock: Sendable {
+            let point: String, errors: String, pid: Int32
+            let done = DispatchSemaphore(value: 0), result = Mutex<CommandResult?>(nil)
+            init(point: String, errors: String, pid: Int32) { (self.point, self.errors, self.pid) = (point, errors, pid) }
+        }
+        var locks: [Lock] = [], stops: [() -> Void] = []
+        defer { stops.forEach { $0() } }
+        for (name, fields) in [("budgeted", ""), ("budgetless", #","recreateSecondsPerGiB":0"#)] {
+            let point = s.h.base + "/" + name
+            let daemon = try s.standInDaemon(for: point, serving: serve, arguments: [go], storage: storage, recordFields: fields)
+            stops.append(daemon.stop)
+            let lock = Lock(point: point, errors: s.h.base + "/\(name).err", pid: daemon.pid)
+            DispatchQueue.global().async {
+                let result = s.h.sh("XDG_RUNTIME_DIR='\(s.runtime)' '\(MountHarness.binary)' lock '\(point)' 2>'\(lock.errors)'")
+                lock.result.withLock { $0 = result }
+                lock.done.signal()
+            }
+            locks.append(lock)
+        }
+        let begun = Date()
+        let errors = { (index: Int) in (try? String(contentsOfFile: locks[index].errors, encoding: .utf8)) ?? "" }
+        let note = "dotsafe: still waiting for the daemon of \(locks[1].point) (pid \(locks[1].pid)) to lock it: "
+            + "it may be writing a lot, or be hung\n"
+        #expect(waitFor(seconds: 60) { errors(1) == note }, "\(errors(1))")
+        let seen = Date().timeIntervalSince(begun)
+        #expect(seen >= 4.5, "the note after \(seen) s")
+        // The other's patience is 20 s: 9 s in, it has said nothing.
+        usleep(useconds_t(max(0, 9 - seen) * 1e6))
+        #expect(errors(0).isEmpty, "\(errors(0))")
+        #expect(FileManager.default.createFile(atPath: go, contents: nil))
+        for (index, lock) in locks.enumerated() {
+            try #require(lock.done.wait(timeout: .now() + 60) == .success, "\(lock.point)")
+            let result = try #require(lock.result.withLock { $0 })
+            #expect(result.status == 0 && result.output == "Locked \(lock.point).\n", "\(result)")
+            #expect(errors(index) == (index == 0 ? "" : note), "\(lock.point)")
         }
     }
 
@@ -301,14 +361,15 @@ import Testing
 
     /// /proc/mounts gives a page per read: a mount point listed past the first 4 KiB must still be
     /// seen (Foundation's String(contentsOfFile:) stopped there). In a mount namespace of the
-    /// test's own, 80 tmpfs mounts come first, then one on the mount point.
+    /// test's own, 120 tmpfs mounts come first (80 were not enough under a short TMPDIR), then one
+    /// on the mount point.
     @Test(.enabled(if: getuid() == 0, "mounting tmpfs needs root")) func aMountPointFarDownTheMountTableIsSeen() throws {
         let h = try MountHarness()
         defer { h.finish() }
         let result = h.sh("""
             mkdir -p many target
             unshare -m --propagation private bash -euo pipefail -c '
-                for i in $(seq 1 80); do mkdir -p many/$i && mount -t tmpfs -o size=64k tmpfs many/$i; done
+                for i in $(seq 1 120); do mkdir -p many/$i && mount -t tmpfs -o size=64k tmpfs many/$i; done
                 mount -t tmpfs -o size=64k tmpfs target
                 echo "table: $(wc -c </proc/mounts)"
                 echo "\(Self.patterns[0])" | "\(MountHarness.binary)" mount storage target --pattern-stdin || echo "status $?"

@@ -1,5 +1,6 @@
 import Foundation
 import SystemCalls
+import VaultStore
 
 /// `dotsafe lock MOUNTPOINT`: asks the daemon to write everything, unmount, erase its keys and
 /// exit; returns only when it has, so that a mount right after cannot race it.
@@ -53,7 +54,7 @@ struct LockCommand: Command {
         let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
         // A lock may take long (a big commit, its recreation budget), so it is never given up
         // on; but a stopped or hung daemon would keep this waiting in silence: say so.
-        let note = record.map { WaitingNote(for: $0, doing: "lock it", context: context) }
+        let note = record.map { WaitingNote(for: $0, doing: "lock it", patience: Self.patience(of: $0), context: context) }
         defer { note?.cancel() }
         let channel: UnixSocket?
         do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
@@ -74,6 +75,16 @@ struct LockCommand: Command {
         default:
             throw CLIError.failure("could not lock \(path): " + (answer.hasPrefix("failed: ") ? String(answer.dropFirst(8)) : answer))
         }
+    }
+
+    /// Seconds before a running daemon's lock is called long: the note's usual patience and the
+    /// daemon's re-creation budget for its storage's size (docs/FORMAT.md §11.3), which a lock
+    /// after a big write spends (session 48: 5.1–6.8 s for 1.25–1.75 GiB).
+    static func patience(of record: MountRecord) -> Double {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: record.storage).count) ?? 0
+        var budget = RecreationBudget.standard
+        if let seconds = record.recreateSecondsPerGiB { budget.secondsPerGiB = seconds }
+        return Double(WaitingNote.patienceSeconds) + budget.seconds(forFiles: files)
     }
 
     /// No daemon of ours answers for `path`: another user's mount, a dead daemon's mount, or none.

@@ -39,7 +39,8 @@ final class LockChannel: Sendable {
     /// Writes the mount's record: from now on `dotsafe lock MOUNTPOINT` finds this daemon.
     func register(_ options: MountOptions) throws -> MountRecord {
         let record = MountRecord(mountPoint: options.mountPoint, storage: options.storage,
-                                 started: Date().timeIntervalSince1970, pid: SystemCall.processID, name: name)
+                                 started: Date().timeIntervalSince1970, pid: SystemCall.processID, name: name,
+                                 recreateSecondsPerGiB: options.recreateSecondsPerGiB)
         do { try record.write(in: folder) } catch { throw CLIError.failure("cannot record the mount in \(folder.path): \(error)") }
         return record
     }

@@ -17,6 +17,9 @@ struct MountRecord: Codable, Equatable {
     var pid: Int32
     /// The random name this mount's record and lock channel share (no suffix).
     var name: String
+    /// The daemon's re-creation budget (`--recreate-budget`), for the patience of a waiting
+    /// `lock`; nil in a record of an earlier release.
+    var recreateSecondsPerGiB: Double? = nil
 
     var socketName: String { name + Self.socketSuffix }
 

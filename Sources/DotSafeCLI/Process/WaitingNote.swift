@@ -1,22 +1,44 @@
 import Foundation
 
-/// A line on standard error once a daemon has taken `patienceSeconds` over work that is never
-/// given up on (a lock's last commit, a share's grant, a withdrawal's new keys): a stopped or
-/// hung daemon must not keep the user waiting in silence. `cancel()` when the answer came.
+/// A line on standard error when a daemon takes long over work that is never given up on (a
+/// lock's last commit and re-creation, a share's grant, a withdrawal's new keys): a stopped or
+/// hung daemon must not keep the user waiting in silence. From `patienceSeconds` on it looks at
+/// the daemon each second: a stopped one is said as such at once, a running one once `patience`
+/// has passed (a lock's is longer: its re-creation budget). `cancel()` when the answer came.
 struct WaitingNote {
-    /// Seconds after which the note is written.
+    /// Seconds before the first look at the daemon, and the patience of work of no known size.
     static let patienceSeconds = 5
 
-    private let item: DispatchWorkItem
+    private let timer: any DispatchSourceTimer
 
     /// `doing` says what the daemon of `record` is waited for: "lock it".
-    init(for record: MountRecord, doing: String, context: CommandContext) {
-        item = DispatchWorkItem { [stderr = context.standardError] in
-            stderr.writeLine("\(DotSafeCLI.name): still waiting for the daemon of \(record.mountPoint) (pid \(record.pid)) to \(doing): "
-                             + "it may be writing a lot, or be stopped")
+    init(for record: MountRecord, doing: String, patience: Double = Double(patienceSeconds), context: CommandContext) {
+        let begun = DispatchTime.now().uptimeNanoseconds
+        let waiting = "\(DotSafeCLI.name): still waiting for the daemon of \(record.mountPoint) (pid \(record.pid)) to \(doing): "
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .seconds(Self.patienceSeconds), repeating: .seconds(1))
+        timer.setEventHandler { [stderr = context.standardError, pid = record.pid] in
+            if Self.isStopped(pid) {
+                stderr.writeLine(waiting + "it is stopped ('kill -CONT \(pid)' lets it go on)")
+            } else if Double(DispatchTime.now().uptimeNanoseconds - begun) / 1e9 >= patience {
+                stderr.writeLine(waiting + "it may be writing a lot, or be hung")
+            } else {
+                return
+            }
+            timer.cancel()
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.patienceSeconds), execute: item)
+        timer.resume()
+        self.timer = timer
     }
 
-    func cancel() { item.cancel() }
+    func cancel() { timer.cancel() }
+
+    /// Whether process `pid` is stopped (by a signal or a debugger): the state after the
+    /// command's name in /proc/PID/stat, a name that may itself hold ") ".
+    static func isStopped(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.range(of: ")", options: .backwards) else { return false }
+        let state = stat[end.upperBound...].drop { $0 == " " }.first
+        return state == "T" || state == "t"
+    }
 }
