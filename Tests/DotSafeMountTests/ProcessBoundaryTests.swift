@@ -148,6 +148,9 @@ import Testing
         #expect(h.dotsafe(["lock", vault]).status == 0)
     }
 
+    /// A lock that waited for the silent client would take the channel's request timeout (5 s,
+    /// `LockChannel.requestTimeoutSeconds`) on top of its own time: the bound is that timeout,
+    /// not the lock's usual second, which a loaded machine stretches.
     @Test func aSilentClientDoesNotDelayLock() throws {
         let h = try MountHarness()
         defer { h.finish() }
@@ -165,7 +168,7 @@ import Testing
         let start = Date()
         let result = h.lock(vault)
         #expect(result.status == 0, "\(result)")
-        #expect(Date().timeIntervalSince(start) < 3, "lock waited for the silent client")
+        #expect(Date().timeIntervalSince(start) < 5, "lock waited for the silent client")
         #expect(!MountHarness.isMounted(vault))
     }
 

@@ -54,7 +54,7 @@ struct LockCommand: Command {
         let record = folder.flatMap { folder in MountRecord.all(in: folder).last { $0.mountPoint == path } }
         // A lock may take long (a big commit, its recreation budget), so it is never given up
         // on; but a stopped or hung daemon would keep this waiting in silence: say so.
-        let note = record.map { WaitingNote(for: $0, doing: "lock it", patience: Self.patience(of: $0), context: context) }
+        let note = record.map { WaitingNote(for: $0, doing: "lock it", patience: { [record = $0] in Self.patience(of: record) }, context: context) }
         defer { note?.cancel() }
         let channel: UnixSocket?
         do { channel = try folder.flatMap { folder in try record?.connect(in: folder) } } catch let error as CLIError {
