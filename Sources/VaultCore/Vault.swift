@@ -142,10 +142,14 @@ public final class Vault: Sendable {
     public var cacheLocking: (lockable: Int, limit: Int) {
         state.withLock { ($0.chunks.cache.lockableBytes, $0.chunks.cache.limit) }
     }
-    /// Gives back the memory the chunk cache keeps ready for the next blocks (the plaintext
-    /// pool's free frames): for a daemon that has gone quiet. Returns the bytes given back.
+    /// Gives back what the vault keeps ready for the next blocks: the memory of the chunk
+    /// cache (the plaintext pool's free frames) and the storage's unnamed files opened ahead. For
+    /// a daemon that has gone quiet. Returns the bytes of memory given back.
     @discardableResult
-    public func releaseSpareMemory() -> Int { state.withLock { $0.chunks.cache.pool.releaseFreeFrames() } }
+    public func releaseSpareMemory() -> Int {
+        storage.releaseSpareFiles()
+        return state.withLock { $0.chunks.cache.pool.releaseFreeFrames() }
+    }
     public static let rootID = Format.rootItemID
     /// The format's sizes and limits, for the layers above (which do not import VaultFormat).
     public typealias Limits = Format

@@ -76,6 +76,7 @@ public final class CountingStorageFolder: StorageFolder {
     public func downloadLeftovers() throws -> Int { try base.downloadLeftovers() }
     public func recreateAtLock(random: any RandomSource) throws { try base.recreateAtLock(random: random) }
     public func willOverwrite(_ names: [String]) throws { try base.willOverwrite(names) }
+    public func releaseSpareFiles() { base.releaseSpareFiles() }
 
     private func count(_ field: WritableKeyPath<Counts, Int>) { counts.withLock { $0[keyPath: field] += 1 } }
 

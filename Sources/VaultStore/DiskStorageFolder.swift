@@ -20,15 +20,26 @@ public final class DiskStorageFolder: StorageFolder {
     private let recreated = Mutex<StorageRecreator.Summary?>(nil)
     /// Where a new group's files are staged for their writes past the page cache (`DirectIO`).
     private let staging = AlignedBuffers(count: Format.fileSize / DirectIO.alignment * DirectIO.alignment)
+    /// Unnamed files opened before `writeUnnamed` asks (nil: each opened when asked).
+    private let ahead: UnnamedFilesAhead?
+    /// How many unnamed files a folder keeps open ahead: two groups' worth.
+    public static let unnamedFilesAhead = 2 * Format.groupSize
 
-    public init(path: String, recreation: RecreationBudget = .standard) throws {
+    public init(path: String, recreation: RecreationBudget = .standard, unnamedAhead: Int = unnamedFilesAhead) throws {
         self.path = path
         self.recreation = recreation
         folder = try Syscalls.openFolder(path)
         writers = SharedFolderLock(folder: folder)
+        do { ahead = unnamedAhead > 0 ? try UnnamedFilesAhead(folder: folder, depth: unnamedAhead) : nil } catch {
+            Syscalls.close(folder)
+            throw error
+        }
     }
 
-    deinit { Syscalls.close(folder) }
+    deinit {
+        ahead?.close()
+        Syscalls.close(folder)
+    }
 
     /// Device and inode of the folder: what identifies "this storage" while it is open.
     public func identity() throws -> (device: UInt64, inode: UInt64) {
@@ -136,7 +147,7 @@ public final class DiskStorageFolder: StorageFolder {
     /// Past the page cache where the file system allows (`DirectIO`), else through it.
     public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? {
         precondition(contents.count == Format.fileSize, "storage files have one size")
-        if let fd = DirectIO.openUnnamed(folder) {
+        if let fd = ahead?.take() ?? DirectIO.openUnnamed(folder) {
             let file = UnnamedFile(descriptor: fd)
             try staging.withBuffer { try DirectIO.write(fd, contents, staging: $0) }
             return file
@@ -146,6 +157,8 @@ public final class DiskStorageFolder: StorageFolder {
         try Syscalls.writeFully(fd, contents, offset: 0)
         return file
     }
+
+    public func releaseSpareFiles() { ahead?.drop() }
 
     /// Renamed in, under the writers' shared lock (docs/FORMAT.md §13.11): each group's fill is
     /// written unnamed first, then its files get their names in a row.

@@ -77,6 +77,8 @@ public protocol StorageFolder: AnyObject, Sendable {
     /// Before something outside the folder (a sync's download) writes these names: they count
     /// as files this session wrote, for the lock's times (§11.2).
     func willOverwrite(_ names: [String]) throws
+    /// Gives back what the folder keeps ready for the next writes (a quiet daemon).
+    func releaseSpareFiles()
 }
 
 /// Folders with no metadata to hide (memory, tests) re-create nothing.
@@ -86,6 +88,8 @@ extension StorageFolder {
     public func createGroup(_ files: [(name: String, contents: [UInt8])]) throws { try createOneByOne(files) }
 
     public func writeUnnamed(_ contents: [UInt8]) throws -> UnnamedFile? { nil }
+
+    public func releaseSpareFiles() {}
 
     /// Without unnamed files: each created durably, in order, so that a crash between two leaves
     /// a prefix of the group, as one between two links does.

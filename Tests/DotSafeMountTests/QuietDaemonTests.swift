@@ -4,7 +4,7 @@ import Glibc
 import Testing
 
 /// A daemon that has gone quiet gives back what it kept for the next burst of work: the chunk
-/// cache's ready frames and the heap's freed pages (docs/PERFORMANCE.md, "A quiet daemon gives
+/// cache's ready frames, the storage's unnamed files opened ahead and the heap's freed pages (docs/PERFORMANCE.md, "A quiet daemon gives
 /// memory back"), and the vault's bytes are as they were.
 @Suite struct QuietDaemonTests {
     static let pattern = "b2-c2-d3-d4-c4-b4-a5"
@@ -26,15 +26,21 @@ import Testing
             """, in: vault)
         let pid = try #require(MountHarness.daemonPID(for: vault))
         let busy = try Self.status(pid, "RssAnon")
+        // The write's new groups took unnamed files the storage opened ahead, and it keeps
+        // some ready (docs/PERFORMANCE.md, "Unnamed files opened ahead").
+        let ready = try unnamedFilesOpen(in: h.storage, pid: pid)
+        #expect(ready > 0, "no unnamed file kept ready after a write of new groups")
         var quiet = busy
         // Ten seconds without a request, then the daemon's one-second look.
         for _ in 0..<30 {
             sleep(1)
             quiet = try Self.status(pid, "RssAnon")
-            if busy - quiet >= 4 << 10 { break }
+            let open = try unnamedFilesOpen(in: h.storage, pid: pid)
+            if busy - quiet >= 4 << 10 && open == 0 { break }
         }
         let locked = try Self.status(pid, "VmLck")
         #expect(busy - quiet >= 4 << 10, "anonymous memory \(busy) KiB after the write, \(quiet) KiB once quiet (locked: \(locked) KiB)")
+        #expect(try unnamedFilesOpen(in: h.storage, pid: pid) == 0, "\(ready) unnamed files after the write, some still open once quiet")
         h.sh("sha256sum < big.bin | cmp - ../big.sha && dd if=/dev/urandom of=more.bin bs=1M count=8 status=none conv=fsync",
              in: vault)
         #expect(h.lock(vault).status == 0)

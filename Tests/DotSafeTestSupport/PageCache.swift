@@ -15,10 +15,11 @@ public func residentPages(_ path: String, bytes: Int, dropFirst: Bool = false) t
     return resident.filter { $0 & 1 != 0 }.count
 }
 
-/// How many unnamed files (O_TMPFILE) in `folder` this process holds open: /proc/self/fd shows
-/// each as "FOLDER/#INODE (deleted)".
-public func unnamedFilesOpen(in folder: String) throws -> Int {
-    try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd))?.hasPrefix(folder + "/#") == true
+/// How many unnamed files (O_TMPFILE) in `folder` this process (or `pid`'s) holds open:
+/// /proc/PID/fd shows each as "FOLDER/#INODE (deleted)".
+public func unnamedFilesOpen(in folder: String, pid: Int32? = nil) throws -> Int {
+    let fds = "/proc/" + (pid.map(String.init) ?? "self") + "/fd/"
+    return try FileManager.default.contentsOfDirectory(atPath: fds).filter { fd in
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + fd))?.hasPrefix(folder + "/#") == true
     }.count
 }

@@ -46,7 +46,7 @@ import VaultStore
     @Test func onDiskChunksWaitForTheirGroupAsUnnamedFiles() throws {
         let path = try TestFolder.make("assembly")
         defer { TestFolder.remove(path) }
-        let disk = try DiskStorageFolder(path: path)
+        let disk = try DiskStorageFolder(path: path, unnamedAhead: 0)  // its count is of chunks waiting
         _ = try Storage.addCovers(to: disk, random: SystemRandom())
         let storage = CountingStorageFolder(disk)
         let vault = try TestVaults.open(storage, cacheBytes: 64 << 20)

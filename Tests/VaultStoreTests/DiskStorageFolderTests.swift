@@ -141,7 +141,7 @@ import VaultStore
         let base = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let tmpfs = try shell("stat -f -c %T '\(base)'").hasPrefix("tmpfs")
-        let folder = try DiskStorageFolder(path: base)
+        let folder = try DiskStorageFolder(path: base, unnamedAhead: 0)
         let files = try (0..<16).map { index in
             (name: FileName.encode([UInt8](repeating: UInt8(index + 40), count: Format.nameBytes)), contents: try SystemRandom().bytes(Format.fileSize))
         }
@@ -171,6 +171,58 @@ import VaultStore
             #expect(try #require(try folder.allocatedBytes(file.name)) >= Format.fileSize, "sparse file \(file.name)")
         }
         #expect(try unnamedFilesOpen(in: base) == 0, "a descriptor left open")
+    }
+
+    /// The unnamed files a folder opens ahead (a thread of their own fills back up to the depth
+    /// after each is asked for) are in no listing and hold no block; the ones asked for carry their
+    /// bytes into their group; a quiet daemon's release closes the rest, and so does the folder's
+    /// end, at once, even while a filling runs.
+    @Test func unnamedFilesOpenedAheadShowNowhereAndGoAway() throws {
+        let base = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try #require(try shell("python3 -c \"import os; os.close(os.open('\(base)', os.O_TMPFILE | os.O_DIRECT | os.O_RDWR, 0o600))\" && echo ok").hasPrefix("ok"),
+                     "this test needs a folder with unnamed direct files (TMPDIR on ext4)")
+        let depth = DiskStorageFolder.unnamedFilesAhead
+        func eventually(_ wanted: Int) throws -> Int {
+            var open = try unnamedFilesOpen(in: base)
+            for _ in 0..<500 where open != wanted {
+                usleep(10_000)
+                open = try unnamedFilesOpen(in: base)
+            }
+            return open
+        }
+        let files = try (0..<16).map { index in
+            (name: FileName.encode([UInt8](repeating: UInt8(index + 120), count: Format.nameBytes)), contents: try SystemRandom().bytes(Format.fileSize))
+        }
+        var folder: DiskStorageFolder? = try DiskStorageFolder(path: base)
+        var written = [try (name: files[0].name, file: #require(try folder!.writeUnnamed(files[0].contents)))]
+        #expect(try eventually(1 + depth) == 1 + depth, "the folder did not fill up to its depth")
+        #expect(try folder!.listAllNames().isEmpty, "a file opened ahead shows in the folder")
+        #expect(try Self.unnamedFilesWithoutBlocks(in: base) == depth, "files kept ready hold blocks")
+
+        written += try files[1...].map { (name: $0.name, file: try #require(try folder!.writeUnnamed($0.contents))) }
+        try folder!.createGroup([], written: written)
+        written = []
+        #expect(Set(try folder!.listFiles()) == Set(files.map(\.name)))
+        for file in files { #expect(try folder!.read(file.name) == file.contents) }
+        #expect(try eventually(depth) == depth, "the files taken were not opened again")
+
+        folder!.releaseSpareFiles()
+        #expect(try unnamedFilesOpen(in: base) == 0, "a quiet folder kept files open")
+        _ = try folder!.writeUnnamed(files[0].contents)  // dropped, and starts a filling
+        folder = nil
+        #expect(try unnamedFilesOpen(in: base) == 0, "a file opened ahead outlived its folder")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: base)) == Set(files.map(\.name)))
+    }
+
+    /// The unnamed files this process has open in `folder` that hold no block.
+    static func unnamedFilesWithoutBlocks(in folder: String) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
+            var info = stat()
+            guard (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd))?.hasPrefix(folder + "/#") == true,
+                  stat("/proc/self/fd/" + fd, &info) == 0 else { return false }
+            return info.st_blocks == 0
+        }.count
     }
 
     /// ramfs refuses O_DIRECT (EINVAL at open) but has O_TMPFILE: a stream's read, an unnamed
