@@ -52,6 +52,9 @@ public enum ProcessCalls {
         let file = dotsafe_memory_file("dotsafe-stderr")
         guard file >= 0 else { return (try body(), nil) }
         defer { SystemCall.close(file) }
+        // Appending: a memory file's offset is not kept atomic between writers (unlike a file
+        // opened by path), so two threads writing at once wrote over each other's text.
+        guard fcntl(file, F_SETFL, O_APPEND) == 0 else { return (try body(), nil) }
         let saved = fcntl(2, F_DUPFD_CLOEXEC, 3)
         guard saved >= 0, dup2(file, 2) == 2 else {
             if saved >= 0 { SystemCall.close(saved) }
