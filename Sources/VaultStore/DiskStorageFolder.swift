@@ -30,10 +30,7 @@ public final class DiskStorageFolder: StorageFolder {
         self.recreation = recreation
         folder = try Syscalls.openFolder(path)
         writers = SharedFolderLock(folder: folder)
-        do { ahead = unnamedAhead > 0 ? try UnnamedFilesAhead(folder: folder, depth: unnamedAhead) : nil } catch {
-            Syscalls.close(folder)
-            throw error
-        }
+        ahead = unnamedAhead > 0 ? UnnamedFilesAhead(folder: folder, depth: unnamedAhead) : nil
     }
 
     deinit {

@@ -25,9 +25,9 @@ final class UnnamedFilesAhead: Sendable {
         var closed = false
     }
 
-    /// Keeps up to `depth` files ready in `folder` (duplicated: the caller's may close first).
-    init(folder: Int32, depth: Int) throws {
-        self.folder = try Syscalls.retrying("dup") { fcntl(folder, F_DUPFD_CLOEXEC, 0) }
+    /// Keeps up to `depth` files ready in `folder`, which the caller keeps open until `close`.
+    init(folder: Int32, depth: Int) {
+        self.folder = folder
         self.depth = depth
     }
 
@@ -50,12 +50,11 @@ final class UnnamedFilesAhead: Sendable {
         files.forEach(Syscalls.close)
     }
 
-    /// Closes every file and the folder; returns once no filling runs.
+    /// Closes every file; returns once no filling runs, so the folder may close after it.
     func close() {
         state.withLock { $0.closed = true }
         filler.sync {}
         drop()
-        Syscalls.close(folder)
     }
 
     private func fill() {
