@@ -133,6 +133,9 @@ struct MountDaemon {
                                                 + " (this pattern opens it for this session only)" : nil)
         if vault.rollbackWarning != nil { log.rootFallback() }
         let warnings = [warning].compactMap { $0 } + syncWarnings
+        // Before anyone is told it is ready: a signal that came between the two ended the daemon
+        // without its final commit, losing what was written since (LockingTests).
+        let signals = Self.lockOnSignals(mount)
         if detached {
             Self.reportReady(failure: nil, notes: notes, warnings: warnings)
             ProcessCalls.detachStandardStreams()
@@ -144,7 +147,6 @@ struct MountDaemon {
         // Only in the foreground: a detached child is not the process a service manager started.
         let notifier = ServiceNotifier(environment: detached ? [:] : context.environment)
         notifier.ready()
-        let signals = Self.lockOnSignals(mount)
         let idleSeconds = options.idleSeconds
         let requests = ShareRequests(vault: vault, mountPoint: options.mountPoint)
         channel.serve(mount, state: {
